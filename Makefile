@@ -1,0 +1,39 @@
+# The two README commands are `make demo` and `make test`; both create .venv when it is missing.
+SHELL := /bin/bash
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test unit install jars data bench clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+
+$(STAMP): pyproject.toml | $(PY)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+jars: install
+	$(PY) -m jobs fetch-jars
+
+data: jars
+	$(PY) -m jobs fetch-data
+
+demo: jars
+	$(PY) -m jobs demo
+
+test: jars
+	$(PY) -m pytest
+
+unit: install
+	$(PY) -m pytest tests/cep
+
+bench: jars
+	$(PY) -m benchmarks.run
+
+clean:
+	rm -rf $(VENV) data/warehouse data/tmp

@@ -1,0 +1,224 @@
+"""Project settings read from ``conf/*.toml``: session, Delta jars, table names and locations.
+
+Every layer that needs a path or a table name goes through :func:`load_settings`, so user
+strings never choose a location by themselves: names are validated identifiers and every
+location resolves under the configured warehouse root.
+
+Example:
+    >>> s = load_settings(overrides={"data_dir": "/tmp/cep-doc"})
+    >>> str(s.warehouse_dir)
+    '/tmp/cep-doc/warehouse'
+    >>> s.table("bpi2012").name
+    'bpi2012'
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from cep.errors import ConfigError
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
+
+
+@dataclass(frozen=True)
+class TableConf:
+    """One configured Delta table: its SQL name and its location under the warehouse."""
+
+    name: str
+    location: Path
+    source: str | None = None
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class DatasetConf:
+    """One real event log inside the pm4py source distribution."""
+
+    name: str
+    member: str
+    events: int
+    cases: int
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Resolved settings; every path is absolute."""
+
+    conf_dir: Path
+    data_dir: Path
+    app_name: str
+    master: str
+    shuffle_partitions: int
+    driver_memory: str
+    show_progress: bool
+    delta_package: str
+    delta_repository: str
+    spark_extra: Mapping[str, str]
+    tables: Mapping[str, TableConf]
+    sdist_requirement: str
+    sdist_file: str
+    sdist_sha256: str
+    datasets: Mapping[str, DatasetConf] = field(default_factory=dict)
+
+    @property
+    def warehouse_dir(self) -> Path:
+        """Root of every Delta table this project writes."""
+        return self.data_dir / "warehouse"
+
+    @property
+    def cache_dir(self) -> Path:
+        """Downloads (the pm4py sdist) and extracted logs, kept between runs."""
+        return self.data_dir / "cache"
+
+    @property
+    def ivy_dir(self) -> Path:
+        """Ivy cache holding the resolved Delta jars."""
+        return self.data_dir / "ivy"
+
+    @property
+    def scratch_dir(self) -> Path:
+        """Spark's local scratch directory (``spark.local.dir``)."""
+        return self.data_dir / "tmp"
+
+    def table(self, name: str) -> TableConf:
+        """The configured table called ``name``; a :class:`ConfigError` names the known ones."""
+        check_identifier(name, what="table name")
+        try:
+            return self.tables[name]
+        except KeyError:
+            known = ", ".join(sorted(self.tables)) or "(none)"
+            raise ConfigError(
+                f"unknown table {name!r}: expected one of the tables in conf/tables.toml: {known}"
+            ) from None
+
+    def location_under_warehouse(self, relative: str) -> Path:
+        """Resolve ``relative`` under the warehouse root, refusing anything that escapes it."""
+        return resolve_under(self.warehouse_dir, relative)
+
+
+def check_identifier(name: str, *, what: str = "identifier") -> str:
+    """Return ``name`` if it is a plain SQL identifier, else raise :class:`ConfigError`."""
+    if not isinstance(name, str) or not IDENTIFIER.match(name):
+        raise ConfigError(
+            f"invalid {what} {name!r}: expected letters, digits and '_' only, "
+            "starting with a letter or '_', at most 128 characters"
+        )
+    return name
+
+
+def resolve_under(root: Path, relative: str) -> Path:
+    """``root / relative`` made absolute, or :class:`ConfigError` if it leaves ``root``."""
+    if not isinstance(relative, str) or not relative or "\x00" in relative:
+        raise ConfigError(f"invalid location {relative!r}: expected a non-empty relative path")
+    if Path(relative).is_absolute():
+        raise ConfigError(f"invalid location {relative!r}: expected a path relative to {root}")
+    base = root.resolve()
+    path = (base / relative).resolve()
+    if path != base and base not in path.parents:
+        raise ConfigError(f"location {relative!r} resolves to {path}, outside the warehouse {base}")
+    return path
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as handle:
+            return tomllib.load(handle)
+    except FileNotFoundError:
+        raise ConfigError(f"missing settings file {path}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"malformed settings file {path}: {exc}") from None
+
+
+def _require(section: Mapping[str, Any], key: str, kind: type, where: str) -> Any:
+    if key not in section:
+        raise ConfigError(f"{where}: missing key {key!r}")
+    value = section[key]
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise ConfigError(
+            f"{where}: key {key!r} expected {kind.__name__}, found {type(value).__name__} {value!r}"
+        )
+    return value
+
+
+def load_settings(
+    conf_dir: str | Path | None = None, overrides: Mapping[str, Any] | None = None
+) -> Settings:
+    """Read ``conf/`` and apply environment variables, then explicit ``overrides``.
+
+    Args:
+        conf_dir: folder holding ``spark.toml``, ``tables.toml`` and ``datasets.toml``;
+            default ``$CEP_CONF_DIR`` or the project's ``conf/``.
+        overrides: session keys (``data_dir``, ``master``, ``app_name``, ``show_progress``,
+            ``shuffle_partitions``, ``driver_memory``) that win over files and environment.
+
+    Returns:
+        The resolved, immutable :class:`Settings`.
+    """
+    conf_path = Path(conf_dir or os.environ.get("CEP_CONF_DIR") or PROJECT_ROOT / "conf").resolve()
+    spark_toml = _read_toml(conf_path / "spark.toml")
+    tables_toml = _read_toml(conf_path / "tables.toml")
+    data_toml = _read_toml(conf_path / "datasets.toml")
+
+    session = dict(spark_toml.get("session", {}))
+    if os.environ.get("CEP_SPARK_MASTER"):
+        session["master"] = os.environ["CEP_SPARK_MASTER"]
+    if os.environ.get("CEP_DATA_DIR"):
+        session["data_dir"] = os.environ["CEP_DATA_DIR"]
+    for key, value in (overrides or {}).items():
+        if key not in {"data_dir", "master", "app_name", "show_progress",
+                       "shuffle_partitions", "driver_memory"}:
+            raise ConfigError(f"unknown settings override {key!r}")
+        session[key] = str(value) if key == "data_dir" else value
+
+    where = f"{conf_path / 'spark.toml'} [session]"
+    data_dir = Path(_require(session, "data_dir", str, where))
+    if not data_dir.is_absolute():
+        data_dir = PROJECT_ROOT / data_dir
+    delta = spark_toml.get("delta", {})
+    extra = spark_toml.get("spark", {})
+    for key, value in extra.items():
+        if not isinstance(value, str):
+            raise ConfigError(f"[spark] {key!r}: expected a string value, found {value!r}")
+
+    warehouse = data_dir.resolve() / "warehouse"
+    tables: dict[str, TableConf] = {}
+    for name, spec in tables_toml.get("tables", {}).items():
+        check_identifier(name, what="table name in tables.toml")
+        tw = f"tables.toml [tables.{name}]"
+        location = resolve_under(warehouse, _require(spec, "location", str, tw))
+        tables[name] = TableConf(name, location, spec.get("source"), spec.get("description", ""))
+
+    sdist = data_toml.get("sdist", {})
+    datasets = {
+        name: DatasetConf(
+            name,
+            _require(spec, "member", str, f"datasets.toml [{name}]"),
+            _require(spec, "events", int, f"datasets.toml [{name}]"),
+            _require(spec, "cases", int, f"datasets.toml [{name}]"),
+        )
+        for name, spec in data_toml.get("datasets", {}).items()
+    }
+    return Settings(
+        conf_dir=conf_path,
+        data_dir=data_dir.resolve(),
+        app_name=_require(session, "app_name", str, where),
+        master=_require(session, "master", str, where),
+        shuffle_partitions=_require(session, "shuffle_partitions", int, where),
+        driver_memory=_require(session, "driver_memory", str, where),
+        show_progress=_require(session, "show_progress", bool, where),
+        delta_package=_require(delta, "package", str, "spark.toml [delta]"),
+        delta_repository=delta.get("repository", ""),
+        spark_extra=dict(extra),
+        tables=tables,
+        sdist_requirement=_require(sdist, "requirement", str, "datasets.toml [sdist]"),
+        sdist_file=_require(sdist, "file", str, "datasets.toml [sdist]"),
+        sdist_sha256=_require(sdist, "sha256", str, "datasets.toml [sdist]"),
+        datasets=datasets,
+    )

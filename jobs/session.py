@@ -1,0 +1,181 @@
+"""The one session builder: Spark with Delta Lake and every setting DESIGN.md section 7 lists.
+
+The Delta jars are resolved from Maven Central once (Spark's own Ivy, run by ``spark-submit``
+in a subprocess so a failure is reported clearly) and recorded in a manifest; later starts put
+the cached jars on ``spark.jars`` and never touch the network.
+
+Example:
+    >>> from jobs.session import build_session
+    >>> spark = build_session()                       # doctest: +SKIP
+    >>> spark.sql("SELECT count(*) FROM bpi2012").show()  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Mapping
+
+from cep.errors import CepError
+from delta_tables.settings import Settings, load_settings
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+# Settings that DESIGN.md section 7 requires; conf/spark.toml [spark] cannot override them.
+REQUIRED_CONF: dict[str, str] = {
+    "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+    "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+    # A Python UDF over a Parquet/Delta scan hangs forever with columnar input on 4.2.0.
+    "spark.sql.execution.arrow.pythonUDF.columnarInput.enabled": "false",
+    # The Arrow path of row UDTFs is measured slower than the plain one.
+    "spark.sql.execution.pythonUDTF.arrow.enabled": "false",
+    "spark.sql.session.timeZone": "UTC",
+}
+
+
+class DeltaJarsUnavailable(CepError):
+    """The Delta Lake jars could not be resolved or loaded."""
+
+    code = "CEP-SETUP-001"
+
+
+def _jar_manifest(settings: Settings) -> Path:
+    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", settings.delta_package)
+    return settings.ivy_dir / f"{safe}.jars"
+
+
+def _read_manifest(manifest: Path) -> list[Path] | None:
+    if not manifest.exists():
+        return None
+    jars = [Path(line) for line in manifest.read_text().splitlines() if line.strip()]
+    if not jars or not all(j.is_file() for j in jars):
+        return None
+    return jars
+
+
+def ensure_delta_jars(settings: Settings, *, quiet: bool = False) -> list[Path]:
+    """Return the local Delta jar files, resolving them from Maven Central on first use.
+
+    Raises:
+        DeltaJarsUnavailable: resolution failed; the message says what and how to fix it.
+    """
+    manifest = _jar_manifest(settings)
+    jars = _read_manifest(manifest)
+    if jars is not None:
+        return jars
+    import pyspark
+
+    spark_submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
+    settings.ivy_dir.mkdir(parents=True, exist_ok=True)
+    if not quiet:
+        print(f"Resolving {settings.delta_package} from Maven Central into {settings.ivy_dir} "
+              "(first run only) ...", file=sys.stderr, flush=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        noop = Path(tmp) / "noop.py"
+        noop.write_text("pass\n")
+        cmd = [str(spark_submit), "--master", "local[1]",
+               "--conf", f"spark.jars.ivy={settings.ivy_dir}",
+               "--packages", settings.delta_package]
+        if settings.delta_repository:
+            cmd += ["--repositories", settings.delta_repository]
+        env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
+        try:
+            proc = subprocess.run(cmd + [str(noop)], capture_output=True, text=True, env=env,
+                                  timeout=900, check=False)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise DeltaJarsUnavailable(_jars_help(settings, f"spark-submit failed to run: {exc}"))
+    if proc.returncode != 0:
+        detail = [ln.strip() for ln in proc.stderr.splitlines()
+                  if "unresolved" in ln.lower() or "not found" in ln.lower()
+                  or "JAVA_HOME" in ln or "java" in ln.lower() and "no such" in ln.lower()]
+        raise DeltaJarsUnavailable(_jars_help(
+            settings, "; ".join(dict.fromkeys(detail[-4:])) or proc.stderr.strip()[-800:]))
+    jars = sorted((settings.ivy_dir / "jars").glob("*.jar"))
+    if not any("delta-spark" in j.name for j in jars):
+        raise DeltaJarsUnavailable(_jars_help(settings, "resolution reported success but no "
+                                              f"delta-spark jar is in {settings.ivy_dir / 'jars'}"))
+    manifest.write_text("".join(f"{j}\n" for j in jars))
+    return jars
+
+
+def _jars_help(settings: Settings, detail: str) -> str:
+    return (
+        f"Delta Lake jars {settings.delta_package} could not be resolved ({detail}). "
+        "They are fetched once from Maven Central (https://repo1.maven.org/maven2) into "
+        f"{settings.ivy_dir}; check that Maven Central is reachable and that Java 17 is on "
+        "PATH, then rerun `make jars`. A mirror can be set in conf/spark.toml [delta] repository."
+    )
+
+
+def session_conf(settings: Settings, jars: list[Path]) -> dict[str, str]:
+    """Every Spark setting the builder applies, in order (required ones win)."""
+    for d in (settings.warehouse_dir, settings.scratch_dir):
+        d.mkdir(parents=True, exist_ok=True)
+    java_opts = (f"-Duser.timezone=UTC -Dderby.system.home={settings.data_dir / 'derby'} "
+                 f"-Djava.io.tmpdir={settings.scratch_dir}")
+    conf: dict[str, str] = {
+        "spark.jars": ",".join(str(j) for j in jars),
+        "spark.sql.warehouse.dir": str(settings.warehouse_dir),
+        "spark.local.dir": str(settings.scratch_dir),
+        "spark.driver.memory": settings.driver_memory,
+        "spark.driver.extraJavaOptions": java_opts,
+        "spark.executor.extraJavaOptions": java_opts,
+        "spark.sql.shuffle.partitions": str(settings.shuffle_partitions),
+        "spark.ui.showConsoleProgress": "true" if settings.show_progress else "false",
+        "spark.executorEnv.PYSPARK_PYTHON": sys.executable,
+    }
+    conf.update(settings.spark_extra)
+    conf.update(REQUIRED_CONF)
+    return conf
+
+
+def build_session(
+    settings: Settings | None = None, *, overrides: Mapping[str, Any] | None = None
+) -> "SparkSession":
+    """Start (or return the running) Spark session with Delta Lake enabled.
+
+    Args:
+        settings: resolved settings; default :func:`load_settings` with ``overrides``.
+        overrides: session overrides passed to :func:`load_settings` (``data_dir``, ``master``...).
+
+    Returns:
+        A SparkSession whose catalog knows every configured table that exists on disk.
+
+    Raises:
+        DeltaJarsUnavailable: the Delta jars cannot be resolved or loaded.
+    """
+    settings = settings or load_settings(overrides=overrides)
+    # Workers must run this interpreter, or they start without pyarrow and numpy.
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    os.environ.setdefault("TZ", "UTC")
+    jars = ensure_delta_jars(settings)
+
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.master(settings.master).appName(settings.app_name)
+    for key, value in session_conf(settings, jars).items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    _check_delta_loaded(spark, settings)
+
+    from delta_tables.catalog import register_tables
+
+    register_tables(spark, settings)
+    return spark
+
+
+def _check_delta_loaded(spark: "SparkSession", settings: Settings) -> None:
+    from delta.tables import DeltaTable
+
+    try:
+        DeltaTable.isDeltaTable(spark, str(settings.scratch_dir / "no-such-table"))
+    except Exception as exc:  # the JVM class is missing: py4j raises a generic error
+        raise DeltaJarsUnavailable(_jars_help(
+            settings, f"the jars are listed but Delta classes do not load: {exc}"[:600])) from None

@@ -1,0 +1,8 @@
+"""SQL surface: the one list of CEP SQL functions and ``register_all(spark)``."""
+
+from __future__ import annotations
+
+from sql_ext.register import register_all
+from sql_ext.registry import FUNCTIONS, FunctionSpec, UnknownFunctionError, function
+
+__all__ = ["FUNCTIONS", "FunctionSpec", "UnknownFunctionError", "function", "register_all"]

@@ -1,0 +1,87 @@
+"""The one list of SQL functions this project offers, with their signatures and status.
+
+Every SQL function is named here exactly once. :func:`sql_ext.register_all` registers the
+entries whose adapter exists (``status == "available"``); the others document what is planned
+and which issue builds it, so ``SELECT * FROM cep_functions()`` tells an analyst what they
+can call today. Adapters (in ``udfs/``, or here for catalog functions) are named by dotted path, so this module
+imports neither pyspark nor ``udfs`` when it is imported.
+
+Example:
+    >>> [f.name for f in FUNCTIONS if f.status == "available"]
+    ['cep_functions']
+    >>> function("match_seq").status
+    'planned'
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cep.errors import CepError
+
+
+class UnknownFunctionError(CepError):
+    """A name that is not in the registry."""
+
+    code = "CEP-SQL-001"
+
+
+@dataclass(frozen=True)
+class FunctionSpec:
+    """One SQL function: name, SQL signature, output schema, status and its adapter."""
+
+    name: str
+    signature: str
+    returns: str
+    status: str  # "available" or "planned"
+    adapter: str | None  # "module:attribute" of the UDTF factory in udfs/, when available
+    description: str
+
+
+FUNCTIONS: tuple[FunctionSpec, ...] = (
+    FunctionSpec(
+        "cep_functions", "cep_functions()",
+        "name STRING, signature STRING, returns STRING, status STRING, description STRING",
+        "available", "sql_ext.catalog_udtf:functions_udtf",
+        "Lists every CEP SQL function, its signature and whether it is available."),
+    FunctionSpec(
+        "match_seq",
+        "match_seq(pattern STRING, events TABLE PARTITION BY key ORDER BY ts, policy STRING, "
+        "ts_col STRING, type_col STRING, id_col STRING)",
+        "partition key, match_id BIGINT, start_ts TIMESTAMP, end_ts TIMESTAMP, "
+        "event_ids ARRAY<BIGINT>, variables ARRAY<STRING>",
+        "planned", None, "Exact pattern matches (SEQ/AND/OR/NOT, Kleene, predicates, windows)."),
+    FunctionSpec(
+        "approx_match_seq",
+        "approx_match_seq(pattern STRING, sketch TABLE PARTITION BY stream, policy STRING, "
+        "mode STRING, level INT)",
+        "stream, matched BOOLEAN or intervals", "planned", None,
+        "Approximate matches from a Bloom-filter-tree sketch of the stream."),
+    FunctionSpec(
+        "cet_trends",
+        "cet_trends(pattern STRING, events TABLE PARTITION BY key ORDER BY ts, output STRING, "
+        "max_trends BIGINT)",
+        "partition key, window_start, window_end, trend or count", "planned", None,
+        "Complete event trends over the ABI graph."),
+    FunctionSpec(
+        "match_prob",
+        "match_prob(pattern STRING, pstream TABLE PARTITION BY stream ORDER BY t, overlap STRING, "
+        "threshold DOUBLE, window INT, output STRING)",
+        "stream, t_start, t_end, probability, n_matches or values", "planned", None,
+        "Matches and match groups with probabilities over uncertain streams."),
+    FunctionSpec(
+        "predict_match",
+        "predict_match(subscription STRING, events TABLE PARTITION BY key ORDER BY ts, "
+        "lookahead INT, threshold DOUBLE, model STRING)",
+        "key, state, probability", "planned", None,
+        "Probability that a subscription matches within the next n events."),
+)
+
+
+def function(name: str) -> FunctionSpec:
+    """The registry entry called ``name``; :class:`UnknownFunctionError` lists the known ones."""
+    for spec in FUNCTIONS:
+        if spec.name == name:
+            return spec
+    known = ", ".join(f.name for f in FUNCTIONS)
+    raise UnknownFunctionError(f"unknown CEP function {name!r}: expected one of {known}")
