@@ -53,6 +53,7 @@ class Settings:
 
     conf_dir: Path
     data_dir: Path
+    warehouse_dir: Path
     app_name: str
     master: str
     shuffle_partitions: int
@@ -66,11 +67,6 @@ class Settings:
     sdist_file: str
     sdist_sha256: str
     datasets: Mapping[str, DatasetConf] = field(default_factory=dict)
-
-    @property
-    def warehouse_dir(self) -> Path:
-        """Root of every Delta table this project writes."""
-        return self.data_dir / "warehouse"
 
     @property
     def cache_dir(self) -> Path:
@@ -155,8 +151,9 @@ def load_settings(
     Args:
         conf_dir: folder holding ``spark.toml``, ``tables.toml`` and ``datasets.toml``;
             default ``$CEP_CONF_DIR`` or the project's ``conf/``.
-        overrides: session keys (``data_dir``, ``master``, ``app_name``, ``show_progress``,
-            ``shuffle_partitions``, ``driver_memory``) that win over files and environment.
+        overrides: session keys (``data_dir``, ``warehouse``, ``master``, ``app_name``,
+            ``show_progress``, ``shuffle_partitions``, ``driver_memory``) that win over the
+            files and the environment.
 
     Returns:
         The resolved, immutable :class:`Settings`.
@@ -172,10 +169,10 @@ def load_settings(
     if os.environ.get("CEP_DATA_DIR"):
         session["data_dir"] = os.environ["CEP_DATA_DIR"]
     for key, value in (overrides or {}).items():
-        if key not in {"data_dir", "master", "app_name", "show_progress",
+        if key not in {"data_dir", "warehouse", "master", "app_name", "show_progress",
                        "shuffle_partitions", "driver_memory"}:
             raise ConfigError(f"unknown settings override {key!r}")
-        session[key] = str(value) if key == "data_dir" else value
+        session[key] = str(value) if key in ("data_dir", "warehouse") else value
 
     where = f"{conf_path / 'spark.toml'} [session]"
     data_dir = Path(_require(session, "data_dir", str, where))
@@ -187,7 +184,10 @@ def load_settings(
         if not isinstance(value, str):
             raise ConfigError(f"[spark] {key!r}: expected a string value, found {value!r}")
 
-    warehouse = data_dir.resolve() / "warehouse"
+    # The warehouse (root of every Delta table) defaults to <data_dir>/warehouse; tests point it
+    # at a fresh folder while sharing the jar and download caches of data_dir.
+    warehouse = Path(session.get("warehouse") or "warehouse")
+    warehouse = (warehouse if warehouse.is_absolute() else data_dir / warehouse).resolve()
     tables: dict[str, TableConf] = {}
     for name, spec in tables_toml.get("tables", {}).items():
         check_identifier(name, what="table name in tables.toml")
@@ -208,6 +208,7 @@ def load_settings(
     return Settings(
         conf_dir=conf_path,
         data_dir=data_dir.resolve(),
+        warehouse_dir=warehouse,
         app_name=_require(session, "app_name", str, where),
         master=_require(session, "master", str, where),
         shuffle_partitions=_require(session, "shuffle_partitions", int, where),

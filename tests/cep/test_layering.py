@@ -1,0 +1,87 @@
+"""The layer rules of DESIGN.md section 2, checked on the source and by importing cep without pyspark."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# Which top-level modules each layer may import (besides the standard library and itself).
+ALLOWED: dict[str, set[str]] = {
+    "cep": {"numpy", "mmh3", "sqlglot"},
+    "sql_ext": {"cep", "sqlglot", "pyspark"},
+    "udfs": {"cep", "pyspark", "numpy", "pyarrow", "pandas"},
+    "delta_tables": {"cep", "pyspark", "delta", "numpy", "pyarrow"},
+    "jobs": {"cep", "sql_ext", "udfs", "delta_tables", "pyspark", "delta", "numpy", "pyarrow",
+             "pandas"},
+}
+
+
+def imported_top_modules(path: Path) -> set[tuple[str, int]]:
+    """Top-level module names imported anywhere in ``path`` (also inside functions)."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    found: set[tuple[str, int]] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found |= {(alias.name.split(".")[0], node.lineno) for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.add((node.module.split(".")[0], node.lineno))
+    return found
+
+
+@pytest.mark.parametrize("layer", sorted(ALLOWED))
+def test_layer_imports_only_what_design_allows(layer: str) -> None:
+    violations = []
+    for path in sorted((ROOT / layer).rglob("*.py")):
+        for module, line in imported_top_modules(path):
+            if module in sys.stdlib_module_names or module == "__future__" or module == layer:
+                continue
+            if module not in ALLOWED[layer]:
+                violations.append(f"{path.relative_to(ROOT)}:{line} imports {module}")
+    assert not violations, f"layer {layer} may import {sorted(ALLOWED[layer])}; found: {violations}"
+
+
+def test_cep_imports_with_pyspark_unimportable() -> None:
+    # A meta-path finder that refuses pyspark, delta and pyarrow, then every cep module is imported.
+    script = r"""
+import importlib, pkgutil, sys
+class Block:
+    def find_spec(self, name, path=None, target=None):
+        if name.split('.')[0] in ('pyspark', 'delta', 'pyarrow', 'pandas', 'py4j'):
+            raise ImportError('blocked for the layering test: ' + name)
+        return None
+sys.meta_path.insert(0, Block())
+import cep
+names = [m.name for m in pkgutil.walk_packages(cep.__path__, 'cep.')]
+for name in names:
+    importlib.import_module(name)
+leaked = [m for m in sys.modules if m.split('.')[0] in ('pyspark', 'delta', 'pyarrow', 'pandas')]
+assert not leaked, leaked
+print(len(names))
+"""
+    proc = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert int(proc.stdout.strip()) >= 2  # cep.errors, cep.xes, ... were really imported
+
+
+def test_the_blocker_really_blocks() -> None:
+    # Guards the test above against a finder that silently lets pyspark through.
+    script = r"""
+import sys
+class Block:
+    def find_spec(self, name, path=None, target=None):
+        if name.split('.')[0] == 'pyspark':
+            raise ImportError('blocked')
+sys.meta_path.insert(0, Block())
+try:
+    import pyspark
+except ImportError:
+    print('blocked')
+"""
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert proc.stdout.strip() == "blocked"

@@ -1,0 +1,47 @@
+"""Shared fixtures: ONE Spark session per test run (local[2], 2 shuffle partitions).
+
+The session owns all configuration (jobs.session.build_session); tests only add a fresh
+warehouse folder, so they share the cached Delta jars and downloads with the demo but never
+touch the demo's tables. If the Delta jars cannot be loaded the fixture raises
+DeltaJarsUnavailable and every Spark test errors: Delta tests are never skipped.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from delta_tables.settings import Settings, load_settings
+
+TESTS_DIR = Path(__file__).resolve().parent
+
+
+@pytest.fixture(scope="session")
+def settings(tmp_path_factory: pytest.TempPathFactory) -> Settings:
+    """Project settings with a fresh, per-run warehouse."""
+    warehouse = tmp_path_factory.mktemp("warehouse")
+    return load_settings(overrides={"warehouse": str(warehouse), "show_progress": False,
+                                    "app_name": "spark-cep-tests", "driver_memory": "3g"})
+
+
+@pytest.fixture(scope="session")
+def spark(settings: Settings) -> Iterator["object"]:
+    """The one SparkSession of the run, with Delta Lake and the CEP functions registered."""
+    from jobs.session import build_session
+    from sql_ext import register_all
+
+    session = build_session(settings)
+    register_all(session)
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="session")
+def loaded_logs(spark: "object", settings: Settings) -> dict[str, object]:
+    """The three real BPI logs loaded into the test warehouse once per run."""
+    from jobs.load_logs import load_log
+
+    return {name: load_log(spark, settings, name, quiet=True)
+            for name in ("bpi2017_offers", "bpi2017_applications", "bpi2012")}

@@ -1,0 +1,39 @@
+"""A Delta round trip through the project's helpers, with time travel by version and timestamp."""
+
+from __future__ import annotations
+
+import time
+
+from delta_tables.catalog import current_version, read_table, register_table, table_properties
+from delta_tables.settings import TableConf
+
+
+def test_write_append_and_time_travel(spark, settings) -> None:
+    table = TableConf("roundtrip_t", settings.location_under_warehouse("roundtrip_t"))
+    assert current_version(spark, table) is None and table_properties(spark, table) == {}
+    (spark.range(5).selectExpr("id", "'a' AS tag").writeTo(table.name).using("delta")
+     .tableProperty("location", str(table.location))
+     .tableProperty("delta.enableChangeDataFeed", "true").createOrReplace())
+    v0 = current_version(spark, table)
+    time.sleep(1.1)  # commit timestamps have millisecond resolution; keep them clearly apart
+    first_commit = spark.sql("DESCRIBE HISTORY roundtrip_t").where("version = 0") \
+        .select("timestamp").first()[0]
+    spark.range(5, 8).selectExpr("id", "'b' AS tag").write.format("delta").mode("append") \
+        .save(str(table.location))
+    v1 = current_version(spark, table)
+    assert (v0, v1) == (0, 1)
+    assert read_table(spark, table, version=0).count() == 5
+    assert read_table(spark, table).count() == 8
+    assert read_table(spark, table, timestamp=str(first_commit)).count() == 5
+    assert spark.sql("SELECT count(*) FROM roundtrip_t VERSION AS OF 0").first()[0] == 5
+    assert spark.sql("SELECT count(*) FROM roundtrip_t").first()[0] == 8
+    assert table_properties(spark, table)["delta.enableChangeDataFeed"] == "true"
+    changes = spark.read.format("delta").option("readChangeFeed", "true") \
+        .option("startingVersion", 1).load(str(table.location))
+    assert sorted(r.id for r in changes.collect()) == [5, 6, 7]
+
+
+def test_register_table_only_for_existing_delta_tables(spark, settings) -> None:
+    missing = TableConf("never_written", settings.location_under_warehouse("never_written"))
+    assert register_table(spark, missing) is False
+    assert not spark.catalog.tableExists("never_written")
