@@ -10,7 +10,8 @@ chunk to the next. Because of this:
 * a stream of ``n`` events is the first ``n`` events of the same spec with more events;
 * each column has its own generator, so changing ``n_keys`` changes only ``key``, changing
   ``n_attrs`` adds or removes attribute columns without touching the others, and so on;
-* streaming ``10**7`` events needs memory for one chunk plus one batch, not for the stream.
+* streaming ``10**7`` events needs memory proportional to one chunk plus one batch, not to the
+  stream.
 
 The stream depends on ``CHUNK_SIZE`` (tests patch it to something small) and, as numpy's random
 streams are only guaranteed per numpy version, on the pinned numpy version.
@@ -20,8 +21,8 @@ Columns:
 * ``id``: the global position, ``0 .. n_events - 1``.
 * ``key``: partition key, uniform over ``[0, n_keys)``.
 * ``type_code``: event type, Zipf over ranks: ``P(r) ∝ 1 / (r + 1) ** zipf_s``, drawn by inverse
-  CDF (``searchsorted``); ``type_names[r]`` is ``"T" + r`` zero-padded to the width of
-  ``n_types - 1``.
+  CDF (``searchsorted``, sped up by a lookup table with identical results); ``type_names[r]``
+  is ``"T" + r`` zero-padded to the width of ``n_types - 1``.
 * ``ts_us``: a Poisson process with ``rate_per_s`` arrivals per second starting at ``start_us``
   (exponential gaps, accumulated in continuous microseconds), then floored to a multiple of
   ``ts_resolution_us`` after ``start_us``, so equal timestamps (ties) occur at coarse
@@ -186,7 +187,7 @@ class SyntheticSpec:
 
 @dataclass(frozen=True, eq=False)
 class EventColumns:
-    """A batch of events as numpy columns, the input shape of every engine's vectorised path.
+    """A batch of events as numpy columns, so engines and benchmarks can work on whole arrays.
 
     ``type_code`` is checked only for dtype, not for range: callers building columns by hand must
     keep it within ``[0, len(type_names))``.
@@ -401,7 +402,11 @@ def _make_chunk(
             f"{first_id + m - 1} at ~{spec.start_us + last_us:.6g} us "
             f"(rate_per_s={spec.rate_per_s!r}, start_us={spec.start_us})"
         )
-    ticks = np.floor(elapsed / spec.ts_resolution_us).astype(np.int64)
+    # In place: at 2**20 events each float64 temporary would cost 8 MiB.
+    elapsed /= spec.ts_resolution_us
+    np.floor(elapsed, out=elapsed)
+    ticks = elapsed.astype(np.int64)
+    del elapsed
     ticks *= spec.ts_resolution_us
     ticks += spec.start_us
 
@@ -451,6 +456,8 @@ def _iter_chunks(spec: SyntheticSpec) -> Iterator[EventColumns]:
         m = min(chunk_size, spec.n_events - first_id)
         columns, carry_us = _make_chunk(spec, chunk, first_id, m, carry_us, sampler, type_names)
         yield columns
+        # Drop our reference before making the next chunk, so two chunks are never alive here.
+        del columns
 
 
 def _column_list(cols: EventColumns) -> list[np.ndarray]:
@@ -509,6 +516,7 @@ def generate_events(spec: SyntheticSpec) -> EventColumns:
         start = int(chunk.id[0])
         for target, source in zip(out, _column_list(chunk), strict=True):
             target[start : start + len(source)] = source
+        del chunk  # let the chunk go before the next one is generated
     return _from_column_list(out, type_names, attr_names)
 
 
@@ -518,7 +526,7 @@ def generate_batches(spec: SyntheticSpec, batch_size: int) -> Iterator[EventColu
     The batches concatenated equal ``generate_events(spec)`` for every ``batch_size``; ids
     continue across batches. Every batch has ``batch_size`` events except possibly the last; a
     stream of zero events yields no batch. Each batch owns its arrays (no view into a chunk
-    outlives the batch), and memory stays within one batch plus one internal chunk.
+    outlives the batch), and memory is O(batch_size + CHUNK_SIZE), whatever ``n_events``.
 
     Args:
         spec: The stream's parameters.
@@ -565,6 +573,10 @@ def _iter_batches(spec: SyntheticSpec, batch_size: int) -> Iterator[EventColumns
             if pending_n == batch_size:
                 yield _join(pending, type_names, attr_names)
                 pending, pending_n = [], 0
+        if pending_n:
+            # The chunk's tail waits for the next chunk; a copy of it lets the chunk itself go.
+            pending[-1] = [arr.copy() for arr in pending[-1]]
+        del chunk, arrays
     if pending_n:
         yield _join(pending, type_names, attr_names)
 

@@ -168,6 +168,8 @@ def load_settings(
         session["master"] = os.environ["CEP_SPARK_MASTER"]
     if os.environ.get("CEP_DATA_DIR"):
         session["data_dir"] = os.environ["CEP_DATA_DIR"]
+    if os.environ.get("CEP_WAREHOUSE"):
+        session["warehouse"] = os.environ["CEP_WAREHOUSE"]
     for key, value in (overrides or {}).items():
         if key not in {"data_dir", "warehouse", "master", "app_name", "show_progress",
                        "shuffle_partitions", "driver_memory"}:

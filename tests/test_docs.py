@@ -1,0 +1,64 @@
+"""Every example in README.md and docs/*.md is executed (rules in docs/architecture.md)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DOC_FILES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+FENCE = re.compile(r"^```(\w+)[^\n]*\n(.*?)^```", re.S | re.M)
+NOT_RUN = ("make ", "-m pytest", "# (needs a cluster)")
+
+
+def blocks(kind: str) -> list[tuple[str, str]]:
+    found = []
+    for path in DOC_FILES:
+        for i, match in enumerate(FENCE.finditer(path.read_text())):
+            if match.group(1) == kind:
+                found.append((f"{path.relative_to(ROOT)}#{i}", match.group(2)))
+    return found
+
+
+def shell_commands() -> list[tuple[str, str]]:
+    commands = []
+    for where, body in blocks("bash"):
+        for line in body.splitlines():
+            line = line.strip()
+            if not line or line.startswith("#") or any(marker in line for marker in NOT_RUN):
+                continue
+            commands.append((where, line.split("  #")[0].strip()))
+    return commands
+
+
+def test_the_docs_have_examples() -> None:
+    # Guards the parametrised tests below against a fence regex that silently finds nothing.
+    assert len(blocks("sql")) >= 6 and len(blocks("python")) >= 1 and len(shell_commands()) >= 4
+
+
+@pytest.mark.parametrize("where, sql", blocks("sql"), ids=[w for w, _ in blocks("sql")])
+def test_sql_example_runs(spark, loaded_logs, where: str, sql: str) -> None:
+    rows = spark.sql(sql).collect()
+    assert rows, f"{where} returned no rows"
+
+
+@pytest.mark.parametrize("where, code", blocks("python"), ids=[w for w, _ in blocks("python")])
+def test_python_example_runs(spark, settings, where: str, code: str) -> None:
+    exec(compile(code, where, "exec"), {"spark": spark, "settings": settings})
+
+
+@pytest.mark.parametrize("where, command", shell_commands(), ids=[c for _, c in shell_commands()])
+def test_shell_example_runs(settings, loaded_logs, where: str, command: str) -> None:
+    argv = shlex.split(command)
+    assert argv[0] == ".venv/bin/python" and argv[1:3] == ["-m", "jobs"], \
+        f"{where}: only `.venv/bin/python -m jobs ...` commands are expected in docs, found {command!r}"
+    env = dict(os.environ, CEP_WAREHOUSE=str(settings.warehouse_dir), PYTHONUNBUFFERED="1")
+    proc = subprocess.run([sys.executable, *argv[1:]], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert proc.returncode == 0, f"{where}: {command}\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
