@@ -16,12 +16,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Mapping
 
-from delta_tables.settings import Settings, TableConf, check_identifier, load_settings
+from delta_tables.settings import IDENTIFIER, Settings, TableConf, check_identifier, load_settings
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["register_tables", "register_table", "read_table", "current_version",
+__all__ = ["discover_tables", "register_tables", "register_table", "read_table", "current_version",
            "table_properties", "is_delta_table", "load_settings"]
 
 
@@ -40,9 +40,24 @@ def register_table(spark: "SparkSession", table: TableConf) -> bool:
     return True
 
 
+def discover_tables(settings: Settings) -> list[TableConf]:
+    """Configured tables plus every other Delta table directly under the warehouse.
+
+    Tables written by jobs under a validated name (``jobs generate --table NAME``) are not in
+    ``conf/tables.toml``; a folder name that is not a plain identifier is ignored.
+    """
+    found = dict(settings.tables)
+    if settings.warehouse_dir.is_dir():
+        for child in sorted(settings.warehouse_dir.iterdir()):
+            if (child.name not in found and IDENTIFIER.match(child.name)
+                    and (child / "_delta_log").is_dir()):
+                found[child.name] = TableConf(child.name, child.resolve(), None, "discovered")
+    return list(found.values())
+
+
 def register_tables(spark: "SparkSession", settings: Settings) -> list[str]:
-    """Register every configured table that exists on disk; returns their names."""
-    return [t.name for t in settings.tables.values() if register_table(spark, t)]
+    """Register every table of :func:`discover_tables` that exists on disk; returns the names."""
+    return [t.name for t in discover_tables(settings) if register_table(spark, t)]
 
 
 def read_table(

@@ -37,3 +37,13 @@ def test_register_table_only_for_existing_delta_tables(spark, settings) -> None:
     missing = TableConf("never_written", settings.location_under_warehouse("never_written"))
     assert register_table(spark, missing) is False
     assert not spark.catalog.tableExists("never_written")
+
+
+def test_tables_outside_conf_are_discovered_under_the_warehouse(spark, settings) -> None:
+    from delta_tables.catalog import discover_tables
+
+    spark.range(2).write.format("delta").save(str(settings.warehouse_dir / "found_later"))
+    (settings.warehouse_dir / "not an identifier" / "_delta_log").mkdir(parents=True)
+    names = {t.name for t in discover_tables(settings)}
+    assert "found_later" in names and "not an identifier" not in names
+    assert set(settings.tables) <= names
