@@ -1,0 +1,25 @@
+"""Runs every benchmark in turn (``make bench``); each prints its own Markdown table.
+
+Example:
+    >>> BENCHMARKS[0]
+    'benchmarks.bench_synthetic'
+"""
+
+from __future__ import annotations
+
+import runpy
+import sys
+
+BENCHMARKS = ("benchmarks.bench_synthetic", "benchmarks.bench_xes")
+
+
+def main() -> None:
+    """Run each benchmark module as ``__main__`` with no arguments."""
+    for name in BENCHMARKS:
+        print(f"\n## {name}\n", flush=True)
+        sys.argv = [name]
+        runpy.run_module(name, run_name="__main__")
+
+
+if __name__ == "__main__":
+    main()
