@@ -37,9 +37,10 @@ def naive_flatten(data: bytes) -> list[dict[str, Any]]:
     """Baseline: whole-tree parse, one dict per event with its trace's attributes merged in."""
     root = ElementTree.parse(io.BytesIO(data)).getroot()
     rows: list[dict[str, Any]] = []
-    for trace in root.iter("trace"):
-        case = {f"case_{c.get('key')}": c.get("value") for c in trace if c.tag != "event"}
-        for event in trace.iter("event"):
+    for trace in root.iterfind(".//{*}trace"):  # {*}: the 2012 log declares the XES namespace
+        case = {f"case_{c.get('key')}": c.get("value") for c in trace
+                if not c.tag.endswith("event")}
+        for event in trace.iterfind("{*}event"):
             row = dict(case)
             row.update({a.get("key"): a.get("value") for a in event})
             rows.append(row)
