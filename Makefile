@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test unit install jars data bench clean
+.PHONY: demo test unit install jars data bench clean flink-venv
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -37,3 +37,11 @@ bench: jars
 
 clean:
 	rm -rf $(VENV) data/warehouse data/tmp
+
+# PyFlink (the MATCH_RECOGNIZE baseline of benchmarks/bench_match_sql.py) in its own venv:
+# it pins numpy/pyarrow versions that clash with ours.
+flink-venv: .venv-flink/bin/python
+
+.venv-flink/bin/python:
+	$(PYTHON) -m venv .venv-flink
+	.venv-flink/bin/python -m pip install --quiet apache-flink==2.3.0

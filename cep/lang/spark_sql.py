@@ -1,0 +1,69 @@
+"""Rendering of single-event conditions as Spark SQL, for pushdown as boolean columns.
+
+The SQL text is generated from the validated sqlglot tree, never pasted from the user's
+string: every column becomes a backtick-quoted identifier of a column that exists in the
+table (its schema spelling), every literal is re-rendered by sqlglot's Spark generator (which
+escapes quotes and backslashes), and only the node types the condition parser allows can
+occur. Conditions that read timestamps (``t(a)``, ``a.ts``) are not rendered: Spark's
+TIMESTAMP arithmetic differs from the engine's microsecond integers, so the engine keeps them.
+
+Example:
+    >>> from cep.lang import parse_pattern
+    >>> q = parse_pattern("PATTERN a; b WHERE a.price > 10 AND lower(b.name) LIKE 'x%'")
+    >>> cols = {"price": "Price", "name": "name", "type": "type"}
+    >>> class_test("type", "O'Brien")
+    "`type` = 'O\\\\'Brien'"
+    >>> render_condition(q.conditions[0], cols)
+    '`Price` > 10'
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+from sqlglot import exp
+
+from cep.lang.ast import AttrRef, Condition, TsRef
+
+
+class NotRenderable(ValueError):
+    """The condition cannot be evaluated by Spark with the engine's exact semantics."""
+
+
+def _identifier(name: str) -> exp.Column:
+    return exp.column(exp.to_identifier(name, quoted=True))
+
+
+def class_test(type_col: str, cls: str) -> str:
+    """Spark SQL for "the event's type column equals ``cls``"."""
+    return exp.EQ(this=_identifier(type_col), expression=exp.Literal.string(cls)).sql(dialect="spark")
+
+
+def render_condition(condition: Condition, columns: Mapping[str, str], *,
+                     ts_col: str | None = None) -> str:
+    """Spark SQL for a single-event ``condition``.
+
+    Args:
+        condition: a condition with ``single_event`` True (WHERE on one alias, or a DEFINE).
+        columns: lower-cased attribute name -> the column's name in the table schema.
+        ts_col: the timestamp column; a condition reading it raises :class:`NotRenderable`.
+
+    Raises:
+        NotRenderable: the condition reads a timestamp, an unknown column, or is not single-event.
+    """
+    if not condition.single_event:
+        raise NotRenderable(f"{condition.text!r} reads more than one event")
+    tree = condition.expr.copy()
+    for node in list(tree.find_all(exp.Column)):
+        ref = condition.ref(node.name)
+        if isinstance(ref, TsRef):
+            raise NotRenderable(f"{condition.text!r} reads a timestamp")
+        if not isinstance(ref, AttrRef):
+            raise NotRenderable(f"{condition.text!r} uses {type(ref).__name__}")
+        column = columns.get(ref.attr.lower())
+        if column is None:
+            raise NotRenderable(f"{condition.text!r}: unknown column {ref.attr!r}")
+        if ts_col is not None and column.lower() == ts_col.lower():
+            raise NotRenderable(f"{condition.text!r} reads the timestamp column")
+        node.replace(_identifier(column))
+    return tree.sql(dialect="spark")
