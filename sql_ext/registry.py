@@ -8,8 +8,8 @@ imports neither pyspark nor ``udfs`` when it is imported.
 
 Example:
     >>> [f.name for f in FUNCTIONS if f.status == "available"]
-    ['cep_functions']
-    >>> function("match_seq").status
+    ['cep_functions', 'match_seq']
+    >>> function("cet_trends").status
     'planned'
 """
 
@@ -46,11 +46,12 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
         "Lists every CEP SQL function, its signature and whether it is available."),
     FunctionSpec(
         "match_seq",
-        "match_seq(pattern STRING, events TABLE PARTITION BY key ORDER BY ts, policy STRING, "
-        "ts_col STRING, type_col STRING, id_col STRING)",
-        "partition key, match_id BIGINT, start_ts TIMESTAMP, end_ts TIMESTAMP, "
-        "event_ids ARRAY<BIGINT>, variables ARRAY<STRING>",
-        "planned", None, "Exact pattern matches (SEQ/AND/OR/NOT, Kleene, predicates, windows)."),
+        "match_seq(pattern STRING, events TABLE, policy STRING, ts_col STRING, type_col STRING, "
+        "id_col STRING, key_col STRING, max_matches BIGINT)",
+        "<key_col>, match_id BIGINT, start_ts TIMESTAMP, end_ts TIMESTAMP, "
+        "event_ids ARRAY<BIGINT>, variables ARRAY<STRING>, n_events INT",
+        "available", "udfs.match_seq:match_seq_udtf",
+        "Exact pattern matches (SEQ/AND/OR/NOT, Kleene, predicates, windows, three policies)."),
     FunctionSpec(
         "approx_match_seq",
         "approx_match_seq(pattern STRING, sketch TABLE PARTITION BY stream, policy STRING, "

@@ -1,0 +1,165 @@
+"""match_seq from Spark SQL == the engine == the oracle, on the same data; errors reach SQL."""
+
+from __future__ import annotations
+
+import random
+from datetime import datetime, timedelta, timezone
+
+import numpy as np
+import pytest
+
+from cep.match import compile_query, find_matches
+from cep.match.stream import EventStream
+from cep.oracles import oracle_matches
+from sql_ext.quoting import sql_string
+
+T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
+
+PATTERNS = [
+    "PATTERN A; B; C WHERE C.v0 > A.v0 WITHIN 20 SECONDS",
+    "PATTERN SEQ(A, OR(B, C), NOT(D), A) WITHIN 30 SECONDS",
+    "PATTERN A; B+ b[]; C WHERE b[i].v0 >= b[i-1].v0 WITHIN 25 SECONDS",
+    "PATTERN A; (B & C) WITHIN 15 SECONDS",
+    "PATTERN X; Y DEFINE X AS v1 < 3, Y AS v1 >= 3 AND type = 'B' WHERE [grp] WITHIN 10 SECONDS",
+    "PATTERN A, B WITHIN 10 EVENTS",
+]
+POLICIES = ["skip-till-next-match", "skip-till-any-match", "strict-contiguity"]
+
+
+def random_events(seed: int, n_keys: int = 4, per_key: int = 12) -> list[tuple]:
+    rng = random.Random(seed)
+    rows, next_id = [], 0
+    for k in range(n_keys):
+        t = 0
+        for _ in range(per_key):
+            t += rng.choice([0, 1, 2, 3])  # zero gaps: ties in timestamps
+            rows.append((next_id, f"k{k}", rng.choice("ABCD"), T0 + timedelta(seconds=t),
+                         float(rng.randint(0, 5)), rng.randint(0, 5), rng.choice(["g1", "g2"])))
+            next_id += 1
+    rng.shuffle(rows)  # arrival order must not matter
+    return rows
+
+
+SCHEMA = "id BIGINT, key STRING, type STRING, ts TIMESTAMP, v0 DOUBLE, v1 BIGINT, grp STRING"
+
+
+def streams_by_key(rows: list[tuple]) -> dict[str, EventStream]:
+    out = {}
+    for key in sorted({r[1] for r in rows}):
+        mine = [r for r in rows if r[1] == key]
+        out[key] = EventStream.from_columns(
+            ids=[r[0] for r in mine],
+            ts=[int((r[3] - datetime(1970, 1, 1, tzinfo=timezone.utc)) / timedelta(microseconds=1))
+                for r in mine],
+            types=[r[2] for r in mine],
+            attrs={"v0": np.array([r[4] for r in mine]), "v1": np.array([r[5] for r in mine]),
+                   "grp": np.array([r[6] for r in mine], dtype=object)})
+    return out
+
+
+def expected(pattern: str, policy: str, streams: dict[str, EventStream], use_oracle: bool) -> set:
+    result = set()
+    for key, stream in streams.items():
+        if use_oracle:
+            matches = oracle_matches(pattern, stream, policy=policy)
+        else:
+            matches = find_matches(compile_query(pattern, policy=policy), stream).to_matches()
+        for m in matches:
+            result.add((key, tuple(int(stream.ids[p]) for p in m.positions), m.variables))
+    return result
+
+
+@pytest.fixture(scope="module")
+def events_view(spark):
+    rows = random_events(7)
+    spark.createDataFrame(rows, SCHEMA).createOrReplaceTempView("ms_events")
+    return rows
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("pattern", PATTERNS)
+def test_spark_equals_engine_equals_oracle(spark, events_view, pattern: str, policy: str) -> None:
+    got = spark.sql(
+        "SELECT key, event_ids, variables, match_id, start_ts, end_ts, n_events FROM match_seq("
+        f"pattern => {sql_string(pattern)}, policy => {sql_string(policy)}, key_col => 'key', "
+        "events => TABLE(ms_events))").collect()
+    spark_set = {(r.key, tuple(r.event_ids), tuple(r.variables)) for r in got}
+    streams = streams_by_key(events_view)
+    engine_set = expected(pattern, policy, streams, use_oracle=False)
+    oracle_set = expected(pattern, policy, streams, use_oracle=True)
+    assert engine_set == oracle_set
+    assert spark_set == engine_set
+    for r in got:
+        assert r.n_events == len(r.event_ids) and r.start_ts <= r.end_ts
+
+
+def test_partition_by_form_and_match_ids(spark, events_view) -> None:
+    pattern = "PATTERN A; B WITHIN 20 SECONDS"
+    rows = spark.sql(f"SELECT * FROM match_seq({sql_string(pattern)}, TABLE(ms_events) "
+                     "PARTITION BY key ORDER BY ts)").collect()
+    assert set(rows[0].asDict()) == {"match_id", "start_ts", "end_ts", "event_ids", "variables",
+                                     "n_events"}
+    streams = streams_by_key(events_view)
+    assert sorted((tuple(r.event_ids), tuple(r.variables)) for r in rows) == sorted(
+        (ids, var) for _, ids, var in expected(pattern, "skip-till-next-match", streams, False))
+    # match_id is 1..n within each partition, in order of the first bound event.
+    keyed = spark.sql(f"SELECT key, match_id, event_ids FROM match_seq({sql_string(pattern)}, "
+                      "key_col => 'key', events => TABLE(ms_events))").collect()
+    per_key: dict[str, list] = {}
+    for r in keyed:
+        per_key.setdefault(r.key, []).append((r.match_id, r.event_ids))
+    positions = {r[0]: i for i, r in enumerate(sorted(events_view, key=lambda r: (r[1], r[3], r[0])))}
+    for key, ms in per_key.items():
+        ms.sort()
+        assert [m for m, _ in ms] == list(range(1, len(ms) + 1)), key
+        starts = [positions[ids[0]] for _, ids in ms]
+        assert starts == sorted(starts), key
+
+
+def test_bad_pattern_reaches_the_sql_caller_with_code_and_position(spark, events_view) -> None:
+    with pytest.raises(Exception) as info:
+        spark.sql("SELECT * FROM match_seq('PATTERN A; B WHERE A.v0 >', TABLE(ms_events) "
+                  "PARTITION BY key ORDER BY ts)").collect()
+    message = str(info.value)
+    assert "CEP-PAT-" in message and "line 1, column" in message and "^" in message
+
+
+def test_unknown_attribute_lists_the_columns(spark, events_view) -> None:
+    with pytest.raises(Exception) as info:
+        spark.sql("SELECT * FROM match_seq('PATTERN A; B WHERE A.price > 1', TABLE(ms_events) "
+                  "PARTITION BY key ORDER BY ts)").collect()
+    message = str(info.value)
+    assert "price" in message and "v0" in message and "grp" in message
+
+
+def test_bad_argument_is_a_typed_error(spark, events_view) -> None:
+    with pytest.raises(Exception, match="CEP-SQL-010.*ts_col 'when'"):
+        spark.sql("SELECT * FROM match_seq(pattern => 'PATTERN A; B', ts_col => 'when', "
+                  "events => TABLE(ms_events) PARTITION BY key ORDER BY ts)").collect()
+
+
+def test_injection_through_the_pattern_stays_data(spark, events_view) -> None:
+    # A quote-laden class name and a string literal are data, never SQL text.
+    pattern = "PATTERN A; B WHERE A.grp = 'g1'' OR 1=1 --' WITHIN 20 SECONDS"
+    rows = spark.sql(f"SELECT * FROM match_seq({sql_string(pattern)}, TABLE(ms_events) "
+                     "PARTITION BY key ORDER BY ts)").collect()
+    assert rows == []
+    assert spark.sql("SELECT count(*) FROM ms_events").first()[0] == len(events_view)
+
+
+def test_limit_errors_reach_the_sql_caller(spark, events_view) -> None:
+    with pytest.raises(Exception) as info:
+        spark.sql("SELECT * FROM match_seq(pattern => 'PATTERN A; B', policy => 'skip-till-any-match', "
+                  "max_matches => 1, key_col => 'key', events => TABLE(ms_events))").collect()
+    assert "CEP-MATCH-001" in str(info.value) and "max_matches" in str(info.value)
+
+
+def test_numeric_timestamps_and_units_windows(spark) -> None:
+    rows = [(i, "k", t, ts) for i, (t, ts) in enumerate(zip("ABAB", [10, 12, 30, 31]))]
+    spark.createDataFrame(rows, "id BIGINT, key STRING, type STRING, ts BIGINT") \
+        .createOrReplaceTempView("ms_units")
+    got = spark.sql("SELECT start_ts, end_ts, event_ids FROM match_seq("
+                    "'PATTERN A; B WITHIN 5 UNITS', TABLE(ms_units) PARTITION BY key ORDER BY ts)"
+                    ).collect()
+    assert sorted((r.start_ts, r.end_ts, tuple(r.event_ids)) for r in got) == \
+        [(10, 12, (0, 1)), (30, 31, (2, 3))]

@@ -1,0 +1,274 @@
+"""Spark adapter of ``match_seq``: a row UDTF with ``analyze`` over a partitioned TABLE argument.
+
+``analyze`` (on the driver, once per query) parses and validates the pattern against the
+table's columns, so a bad pattern fails the SQL statement with its error code, line, column
+and caret snippet before any task runs. It also returns ``select``: Spark evaluates the
+pushed-down single-event conditions as boolean columns (``__m<k>``) and sends only the columns
+the engine needs. The handler buffers one partition (the rows of one key), sorts it by
+``(ts, id)``, runs :func:`cep.match.find_matches` once over the whole partition, and yields one
+row per match.
+
+Two call forms (docs/sql.md):
+
+    SELECT * FROM match_seq('PATTERN ...', TABLE(events) PARTITION BY user_id ORDER BY ts)
+    SELECT * FROM match_seq(pattern => 'PATTERN ...', key_col => 'user_id', events => TABLE(events))
+
+With ``key_col`` the function partitions and orders the table itself and every output row
+carries the key column; Spark then rejects an explicit PARTITION BY in the same call.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from typing import Any, Iterator
+
+from pyspark.sql.udtf import AnalyzeResult
+
+from cep.errors import CepError
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+OUTPUT_FIELDS = ("match_id BIGINT", "start_ts {ts}", "end_ts {ts}", "event_ids ARRAY<BIGINT>",
+                 "variables ARRAY<STRING>", "n_events INT")
+
+
+class MatchSeqArgumentError(CepError):
+    """A ``match_seq`` argument (not the pattern) is missing, of the wrong type or unknown."""
+
+    code = "CEP-SQL-010"
+
+
+class MatchSeqFailed(Exception):
+    """What the SQL caller sees: the message of the CepError (code, position, snippet)."""
+
+
+@dataclass(frozen=True)
+class CallPlan:
+    """What ``analyze`` decided, shipped to every task: names and pushed-down mask aliases."""
+
+    pattern: str
+    policy: str | None
+    ts_kind: str                     # "timestamp" or "number"
+    key_col: str | None
+    attributes: tuple[str, ...]      # engine attribute names, in select order (__a0, __a1, ...)
+    mask_aliases: tuple[str, ...]    # alias of __m0, __m1, ...
+    max_matches: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class MatchSeqAnalyzeResult(AnalyzeResult):
+    """``AnalyzeResult`` that carries the :class:`CallPlan` to ``__init__`` on the executors."""
+
+    plan: CallPlan | None = None
+
+
+def _constant(arg: Any, name: str, *, required: bool = False) -> Any:
+    if arg is None:
+        if required:
+            raise MatchSeqArgumentError(f"argument {name} is required")
+        return None
+    if arg.isTable or not arg.isConstantExpression:
+        raise MatchSeqArgumentError(f"argument {name} must be a constant, found an expression")
+    return arg.value
+
+
+def _string_arg(arg: Any, name: str, default: str | None) -> str | None:
+    value = _constant(arg, name)
+    if value is None:
+        return default
+    if not isinstance(value, str):
+        raise MatchSeqArgumentError(f"argument {name}: expected a string, found {value!r}")
+    return value
+
+
+def _column(fields: dict[str, Any], wanted: str, role: str) -> Any:
+    found = fields.get(wanted.lower())
+    if found is None:
+        names = ", ".join(f.name for f in fields.values())
+        raise MatchSeqArgumentError(f"{role} {wanted!r} is not a column of the events table; "
+                                    f"columns: {names}")
+    return found
+
+
+def analyze_call(pattern: Any, events: Any, policy: Any = None, ts_col: Any = None,
+                 type_col: Any = None, id_col: Any = None, key_col: Any = None,
+                 max_matches: Any = None) -> Any:
+    """The ``AnalyzeResult`` of one call (see the module docstring)."""
+    from pyspark.sql.types import (ArrayType, LongType, StringType, StructField, StructType,
+                                   TimestampType, IntegerType, NumericType)
+    from pyspark.sql.udtf import OrderingColumn, PartitioningColumn, SelectedColumn
+
+    from cep.lang import parse_pattern
+    from cep.lang.ast import events as pattern_events
+    from cep.lang.spark_sql import NotRenderable, class_test, render_condition
+    from cep.match import compile_query
+
+    text = _constant(pattern, "pattern", required=True)
+    if not isinstance(text, str):
+        raise MatchSeqArgumentError(f"argument pattern: expected a string, found {text!r}")
+    if events is None or not events.isTable:
+        raise MatchSeqArgumentError("argument events must be a TABLE(...) argument")
+    fields = {f.name.lower(): f for f in events.dataType.fields}
+    ts_f = _column(fields, _string_arg(ts_col, "ts_col", "ts"), "ts_col")
+    type_f = _column(fields, _string_arg(type_col, "type_col", "type"), "type_col")
+    id_f = _column(fields, _string_arg(id_col, "id_col", "id"), "id_col")
+    key_name = _string_arg(key_col, "key_col", None)
+    key_f = _column(fields, key_name, "key_col") if key_name else None
+    chosen_policy = _string_arg(policy, "policy", None)
+    limit = _constant(max_matches, "max_matches")
+    if limit is not None and (not isinstance(limit, int) or limit < 1):
+        raise MatchSeqArgumentError(f"argument max_matches: expected a positive integer, found {limit!r}")
+    if isinstance(ts_f.dataType, TimestampType):
+        ts_kind, ts_sql, ts_type = "timestamp", f"unix_micros({_quote(ts_f.name)})", TimestampType()
+    elif isinstance(ts_f.dataType, NumericType):
+        ts_kind, ts_sql, ts_type = "number", f"CAST({_quote(ts_f.name)} AS BIGINT)", LongType()
+    else:
+        raise MatchSeqArgumentError(f"ts_col {ts_f.name!r} must be a TIMESTAMP or a number, found "
+                                    f"{ts_f.dataType.simpleString()}")
+    reserved = {ts_f.name.lower(), type_f.name.lower(), id_f.name.lower()}
+    data_columns = [f.name for f in events.dataType.fields if f.name.lower() not in reserved]
+    compiled = compile_query(text, policy=chosen_policy,
+                             columns=[ts_f.name, type_f.name, id_f.name, *data_columns])
+    schema_names = {name.lower(): name for name in (f.name for f in events.dataType.fields)}
+    attributes = tuple(a for a in compiled.attributes
+                       if a.lower() not in {ts_f.name.lower(), id_f.name.lower()})
+
+    select = [SelectedColumn(_quote(id_f.name), alias="__id"),
+              SelectedColumn(ts_sql, alias="__ts"),
+              SelectedColumn(_quote(type_f.name), alias="__type")]
+    for i, attr in enumerate(attributes):
+        select.append(SelectedColumn(_quote(schema_names[attr.lower()]), alias=f"__a{i}"))
+    query = parse_pattern(text)
+    classes = {e.alias: e.cls for e in pattern_events(query.pattern)}
+    defines = {d.cls: d.condition for d in query.defines}
+    mask_aliases = []
+    for alias, conditions in compiled.pushdown.items():
+        try:
+            cls = classes[alias]
+            parts = [render_condition(defines[cls], schema_names, ts_col=ts_f.name)
+                     if cls in defines else class_test(type_f.name, cls)]
+            parts += [render_condition(c, schema_names, ts_col=ts_f.name) for c in conditions]
+        except (NotRenderable, KeyError):
+            continue  # the engine evaluates this alias itself
+        expr = " AND ".join(f"({p})" for p in parts)
+        select.append(SelectedColumn(f"coalesce({expr}, false)", alias=f"__m{len(mask_aliases)}"))
+        mask_aliases.append(alias)
+    if key_f is not None:
+        select.append(SelectedColumn(_quote(key_f.name), alias="__key"))
+
+    out = []
+    if key_f is not None:
+        out.append(StructField(key_f.name, key_f.dataType))
+    out += [StructField("match_id", LongType()), StructField("start_ts", ts_type),
+            StructField("end_ts", ts_type), StructField("event_ids", ArrayType(LongType())),
+            StructField("variables", ArrayType(StringType())),
+            StructField("n_events", IntegerType())]
+
+    partition_by: list[Any] = [PartitioningColumn(_quote(key_f.name))] if key_f else []
+    order_by: list[Any] = ([OrderingColumn(_quote(ts_f.name)), OrderingColumn(_quote(id_f.name))]
+                           if key_f else [])
+    return MatchSeqAnalyzeResult(
+        schema=StructType(out), partitionBy=partition_by, orderBy=order_by, select=select,
+        plan=CallPlan(text, chosen_policy, ts_kind, key_f.name if key_f else None, attributes,
+                      tuple(mask_aliases), limit))
+
+
+def _quote(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+class MatchSeqTable:
+    """Row UDTF handler: buffers a partition, runs the engine in ``terminate``."""
+
+    @staticmethod
+    def analyze(pattern: Any, events: Any = None, policy: Any = None, ts_col: Any = None,
+                type_col: Any = None, id_col: Any = None, key_col: Any = None,
+                max_matches: Any = None) -> Any:
+        try:
+            return analyze_call(pattern, events, policy, ts_col, type_col, id_col, key_col,
+                                max_matches)
+        except CepError as err:
+            # One short frame instead of the compiler's stack: the SQL caller reads the message.
+            raise MatchSeqFailed(str(err)) from None
+
+    def __init__(self, analyze_result: Any) -> None:
+        self.plan: CallPlan = analyze_result.plan
+        self.rows: list[Any] = []
+
+    def eval(self, pattern: Any, events: Any, policy: Any = None, ts_col: Any = None,
+             type_col: Any = None, id_col: Any = None, key_col: Any = None,
+             max_matches: Any = None) -> Iterator[Any]:
+        self.rows.append(events)
+        return iter(())
+
+    def terminate(self) -> Iterator[tuple[Any, ...]]:
+        if not self.rows:
+            return
+        try:
+            yield from run_partition(self.plan, self.rows)
+        except CepError as err:
+            raise MatchSeqFailed(str(err)) from None
+
+
+def run_partition(plan: CallPlan, rows: list[Any]) -> Iterator[tuple[Any, ...]]:
+    """Match one partition's rows (Spark ``Row`` objects with the selected columns)."""
+    import numpy as np
+
+    from cep.match import MatchLimits, compile_query, find_matches
+    from cep.match.stream import EventStream
+
+    n_attr, n_mask = len(plan.attributes), len(plan.mask_aliases)
+    columns = list(zip(*rows))  # one tuple per selected column, in select order
+    if None in columns[0] or None in columns[1]:
+        at = next(i for i in range(len(rows)) if columns[0][i] is None or columns[1][i] is None)
+        raise MatchSeqArgumentError(f"event with id {columns[0][at]} has a NULL id or timestamp; "
+                                    "filter such rows out of the TABLE argument")
+    ids = np.array(columns[0], dtype=np.int64)
+    ts = np.array(columns[1], dtype=np.int64)
+    types = np.array(columns[2], dtype=object)
+    attrs = {name: _array(columns[3 + i]) for i, name in enumerate(plan.attributes)}
+    masks = {alias: np.array(columns[3 + n_attr + j], dtype=bool)
+             for j, alias in enumerate(plan.mask_aliases)}
+    key = None
+    if plan.key_col is not None:
+        keys = columns[3 + n_attr + n_mask]
+        key = keys[0]
+        if any(k != key for k in keys):
+            raise MatchSeqArgumentError(
+                f"rows of several {plan.key_col} values reached one partition; call match_seq "
+                "either with key_col and no PARTITION BY, or with PARTITION BY and no key_col")
+    stream = EventStream.from_columns(ids, ts, types, attrs, masks)
+    limits = MatchLimits() if plan.max_matches is None else MatchLimits(max_matches=plan.max_matches)
+    compiled = compile_query(plan.pattern, policy=plan.policy, limits=limits)
+    result = find_matches(compiled, stream)
+    id_list, ts_list = stream.ids.tolist(), stream.ts.tolist()
+    positions, variables, offsets = result.positions.tolist(), result.variables.tolist(), \
+        result.offsets.tolist()
+    to_ts = _to_datetime if plan.ts_kind == "timestamp" else (lambda us: us)
+    for m in range(len(result)):
+        lo, hi = offsets[m], offsets[m + 1]
+        pos = positions[lo:hi]
+        row = (m + 1, to_ts(ts_list[pos[0]]), to_ts(ts_list[pos[-1]]),
+               [id_list[p] for p in pos], variables[lo:hi], hi - lo)
+        yield row if key is None else (key, *row)
+
+
+def _to_datetime(us: int) -> datetime:
+    return _EPOCH + timedelta(microseconds=us)
+
+
+def _array(values: tuple[Any, ...]) -> Any:
+    import numpy as np
+
+    if any(v is None for v in values):
+        return np.array(values, dtype=object)
+    array = np.array(values)
+    return array.astype(object) if array.dtype.kind in "US" else array
+
+
+def match_seq_udtf() -> Any:
+    """The Spark UDTF object for ``match_seq`` (row UDTF: it needs ``analyze``)."""
+    from pyspark.sql.functions import udtf
+
+    return udtf(MatchSeqTable, useArrow=False)
