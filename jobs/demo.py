@@ -44,6 +44,35 @@ QUERIES: tuple[tuple[str, str], ...] = (
      "FROM ordered WHERE type = 'O_Returned' AND next_type = 'O_Accepted'"),
 )
 
+MATCH_QUERIES: tuple[tuple[str, str], ...] = (
+    ("match_seq: offers created, sent, then accepted within 30 days with no cancellation between",
+     "SELECT case_id, match_id, start_ts, end_ts, variables FROM match_seq(\n"
+     "  pattern => 'PATTERN created; sent; NOT(cancelled); accepted\n"
+     "    DEFINE created AS type = ''O_Create Offer'', sent AS type LIKE ''O_Sent%'',\n"
+     "           cancelled AS type = ''O_Cancelled'', accepted AS type = ''O_Accepted''\n"
+     "    WITHIN 30 DAYS',\n"
+     "  key_col => 'case_id', events => TABLE(bpi2017_offers))\n"
+     "ORDER BY start_ts LIMIT 10"),
+    ("match_seq: how many of those per month (the same pattern, aggregated in SQL)",
+     "SELECT date_trunc('MONTH', start_ts) AS month, count(*) AS accepted_without_cancel,\n"
+     "       round(avg(unix_seconds(end_ts) - unix_seconds(start_ts)) / 86400, 1) AS avg_days\n"
+     "FROM match_seq(\n"
+     "  pattern => 'PATTERN created; sent; NOT(cancelled); accepted\n"
+     "    DEFINE created AS type = ''O_Create Offer'', sent AS type LIKE ''O_Sent%'',\n"
+     "           cancelled AS type = ''O_Cancelled'', accepted AS type = ''O_Accepted''\n"
+     "    WITHIN 30 DAYS',\n"
+     "  key_col => 'case_id', events => TABLE(bpi2017_offers))\n"
+     "GROUP BY 1 ORDER BY 1"),
+    ("match_seq Kleene: applications incomplete at least twice before pending",
+     "SELECT n_events - 2 AS incomplete_rounds, count(*) AS applications FROM match_seq(\n"
+     "  pattern => 'PATTERN created; incomplete{2,}; pending\n"
+     "    DEFINE created AS type = ''A_Create Application'',\n"
+     "           incomplete AS type = ''A_Incomplete'', pending AS type = ''A_Pending''\n"
+     "    WITHIN 60 DAYS',\n"
+     "  key_col => 'case_id', events => TABLE(bpi2017_applications))\n"
+     "GROUP BY 1 ORDER BY 1"),
+)
+
 
 def _banner(title: str) -> None:
     print(f"\n=== {title} ===", flush=True)
@@ -92,6 +121,11 @@ def run_demo(settings: Settings | None = None) -> None:
         _banner(title)
         print(sql)
         spark.sql(sql).show(20, truncate=False)
+
+    for title, sql in MATCH_QUERIES:
+        _banner(title)
+        print(sql)
+        spark.sql(sql).show(10, truncate=False)
 
     _banner("Time travel: an append, then VERSION AS OF the version before it")
     _feed_time_travel(spark, settings)
