@@ -1,0 +1,85 @@
+"""``find_matches``: the exact matcher's entry point for one partition.
+
+Per alternative of the compiled query, skip-till-next-match runs ``next_match.py``; the other
+two policies evaluate each shape with a plan of SEQ joins (``any_match.py``), the plan chosen
+by the cost model unless one is forced. The union over alternatives is ordered and
+deduplicated into :class:`~cep.match.arrays.MatchArrays`.
+
+Example:
+    >>> from cep.match.compiler import compile_query
+    >>> from cep.match.stream import EventStream
+    >>> s = EventStream.from_columns(ids=range(6), ts=range(6), types=list("ABABCB"))
+    >>> cq = compile_query("PATTERN SEQ(A, B)", policy="skip-till-any-match")
+    >>> [m.positions for m in find_matches(cq, s).to_matches()]
+    [(0, 1), (0, 3), (0, 5), (2, 3), (2, 5)]
+    >>> [m.positions for m in find_matches(compile_query("PATTERN A; B"), s).to_matches()]
+    [(0, 1), (2, 3)]
+"""
+
+from __future__ import annotations
+
+from cep.match.any_match import AnyMatch
+from cep.match.arrays import Block, MatchArrays, assemble
+from cep.match.buffers import alias_buffer
+from cep.match.compiler import CompiledAlternative, CompiledQuery
+from cep.match.data import StreamData
+from cep.match.limits import check_matches
+from cep.match.next_match import next_matches
+from cep.match.normal import NEXT_MATCH
+from cep.match.plans import PLAN_KINDS, choose_plan
+from cep.match.stream import EventStream
+
+
+def find_matches(compiled: CompiledQuery, stream: EventStream, *, plan: str | None = None) -> MatchArrays:
+    """Every match of the compiled query in one partition, in ``match_id`` order.
+
+    Args:
+        compiled: from :func:`cep.match.compile_query`.
+        stream: the partition's events (sorted by ``(ts, id)``); ``masks`` per alias are used
+            instead of evaluating the class and the alias's single-event conditions.
+        plan: force a plan kind (``left-deep``, ``right-deep``, ``bushy``, ``inner``) for
+            skip-till-any-match and strict contiguity; None lets the cost model choose.
+            Skip-till-next-match runs are not join plans and ignore it.
+
+    Raises:
+        MatchLimitError: a limit of ``compiled.limits`` was exceeded.
+        StreamError: a column the query reads is missing or malformed.
+    """
+    if plan is not None and plan not in PLAN_KINDS:
+        raise ValueError(f"unknown plan {plan!r}; expected one of {', '.join(PLAN_KINDS)}")
+    data = StreamData(stream, compiled.normal.window)
+    blocks: list[Block] = []
+    total = 0
+    for alt in compiled.alternatives:
+        if not _may_match(compiled, alt, data):
+            continue
+        if compiled.policy == NEXT_MATCH:
+            found = next_matches(compiled, alt, data)
+        else:
+            found = []
+            for shape in alt.shapes:
+                matcher = AnyMatch(compiled, shape, data)
+                node = matcher.plan(plan or choose(matcher))
+                found += [(b.pos, b.variables(shape.kleene)) for b in matcher.run(node)]
+        for pos, _ in found:
+            total += len(pos)
+        check_matches(compiled.limits, total)
+        blocks.extend(found)
+    return assemble(blocks)
+
+
+def _may_match(compiled: CompiledQuery, alt: CompiledAlternative, data: StreamData) -> bool:
+    """False when a component every match must fill has an empty buffer (a cheap early exit:
+    small partitions often lack one of the classes)."""
+    for slot in alt.bound:
+        if slot.min >= 1 and all(len(alias_buffer(compiled, a, data)) == 0 for a in slot.aliases):
+            return False
+    return True
+
+
+def choose(matcher: AnyMatch) -> str:
+    """The plan kind the cost model picks for one shape (left-deep when there is no choice)."""
+    if len(matcher.units) <= 2:
+        return "left-deep"
+    kind, _, _ = choose_plan(matcher.estimates(), len(matcher.units))
+    return kind

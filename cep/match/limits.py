@@ -1,0 +1,66 @@
+"""Resource limits of the exact matcher: how much work one partition may cause.
+
+Skip-till-any-match over Kleene closures has exponentially many matches, so every join checks
+its output size before it materialises it (the sizes are known from the ``searchsorted``
+ranges) and raises :class:`MatchLimitError` naming the limit and its value.
+
+Example:
+    >>> lim = MatchLimits(max_matches=10)
+    >>> check_matches(lim, 5)
+    >>> check_matches(lim, 11)
+    Traceback (most recent call last):
+    ...
+    cep.match.errors.MatchLimitError: CEP-MATCH-001: the partition has more than max_matches=10 matches (found 11); narrow the pattern (a window, conditions, skip-till-next-match) or raise MatchLimits.max_matches
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cep.match.errors import MatchLimitError
+
+
+@dataclass(frozen=True)
+class MatchLimits:
+    """Per-partition bounds on the matcher's work.
+
+    Attributes:
+        max_partial_matches: intermediate join rows (partial matches) alive after one join.
+        max_matches: matches of one partition.
+        max_kleene_iterations: iterations of one Kleene component in one match.
+    """
+
+    max_partial_matches: int = 10_000_000
+    max_matches: int = 5_000_000
+    max_kleene_iterations: int = 10_000
+
+
+_ADVICE = ("narrow the pattern (a window, conditions, skip-till-next-match) or raise "
+           "MatchLimits.{name}")
+
+
+def check_partial(limits: MatchLimits, count: int, where: str = "") -> None:
+    """Raise when a join would create more than ``max_partial_matches`` rows."""
+    if count > limits.max_partial_matches:
+        at = f" {where}" if where else ""
+        raise MatchLimitError(
+            f"a join{at} would create {count} partial matches, more than "
+            f"max_partial_matches={limits.max_partial_matches}; "
+            + _ADVICE.format(name="max_partial_matches"))
+
+
+def check_matches(limits: MatchLimits, count: int) -> None:
+    """Raise when a partition has more than ``max_matches`` matches."""
+    if count > limits.max_matches:
+        raise MatchLimitError(
+            f"the partition has more than max_matches={limits.max_matches} matches "
+            f"(found {count}); " + _ADVICE.format(name="max_matches"))
+
+
+def check_iterations(limits: MatchLimits, count: int) -> None:
+    """Raise when one Kleene component would bind more than ``max_kleene_iterations`` events."""
+    if count > limits.max_kleene_iterations:
+        raise MatchLimitError(
+            f"a Kleene component would bind {count} iterations, more than "
+            f"max_kleene_iterations={limits.max_kleene_iterations}; "
+            + _ADVICE.format(name="max_kleene_iterations"))

@@ -1,0 +1,192 @@
+"""Shared inputs of the matcher tests: random small streams and a pool of pattern templates.
+
+Streams have 8-14 events of 3-4 types, timestamps with ties, small integer attributes ``v``
+(0..3) and ``w`` (0..1) with some NULLs. The templates cover every operator, quantifier, window
+kind and condition shape of docs/semantics.md; every template runs under every policy.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from hypothesis import strategies as st
+
+from cep.lang import parse_pattern
+from cep.match import EventStream
+from cep.match.compiler import compile_query
+from cep.match.normal import normalize
+from cep.oracles.check import BindingChecker
+from cep.oracles.values import evaluate
+
+POLICIES = ("skip-till-any-match", "skip-till-next-match", "strict-contiguity")
+PLANS = ("left-deep", "right-deep", "bushy", "inner")
+
+TEMPLATES = (
+    # sequences: followed-by (;) and next (,), cross conditions
+    "PATTERN A; B",
+    "PATTERN A, B",
+    "PATTERN A, B; C, D",
+    "PATTERN A; B; C WHERE C.v > A.v",
+    "PATTERN A; B, C WHERE B.v = C.v",
+    "PATTERN A; B; C; D WHERE D.v > B.v AND C.v <> A.v",
+    "PATTERN A; B; C; D WHERE D.v >= A.v AND C.v > B.v WITHIN 9 UNITS",
+    "PATTERN A; B; C WHERE A.v + B.v * 2 > C.v",
+    "PATTERN A; B WHERE B.v IN (1, 2) AND coalesce(A.v, 0) = B.w",
+    "PATTERN A; B WHERE A.v IS NULL OR B.v BETWEEN A.v AND 3",
+    "PATTERN A; B WHERE A.v / B.v > 1 OR A.v % 2 = 1",
+    "PATTERN A; B WHERE lower(A.type) = 'a' AND length(B.type) = 1",
+    "PATTERN A; B WHERE t(B) - t(A) < 3 MICROSECONDS",
+    "PATTERN A; B; C WHERE t(C) - t(A) >= 2 UNITS",
+    # OR of events, OR of sequences, AND
+    "PATTERN SEQ(A, OR(B, C), D)",
+    "PATTERN A; OR(B, C); D WHERE D.v >= B.v",
+    "PATTERN (A; B) | (C; D)",
+    "PATTERN AND(A, B)",
+    "PATTERN A; (B & C) WITHIN 8 UNITS",
+    "PATTERN AND(A, B+) WITHIN 6 UNITS",
+    # NOT in the middle and at the end (with a window)
+    "PATTERN A; NOT(B); C",
+    "PATTERN A; NOT(B); C WHERE B.v > A.v",
+    "PATTERN A; NOT(OR(B, D)); C WHERE D.v = C.v",
+    "PATTERN A; B; NOT(C) WITHIN 4 UNITS",
+    "PATTERN A; NOT(B); C; NOT(D) WITHIN 6 UNITS",
+    "PATTERN A; B; NOT(C) WITHIN 5 EVENTS",
+    # Kleene + * ? {n} {n,m} {n,}, iteration predicates, aggregates
+    "PATTERN A; B+; C",
+    "PATTERN A; B*; C",
+    "PATTERN A; B?; C",
+    "PATTERN A; B{2}; C",
+    "PATTERN A; B{1,2}; C",
+    "PATTERN A; B{2,}; C WITHIN 6 UNITS",
+    "PATTERN A; B+ WITHIN 5 UNITS",
+    "PATTERN A; B{2}",
+    "PATTERN B+; C",
+    "PATTERN B*; C WHERE C.v > 0",
+    "PATTERN A, B+, C",
+    "PATTERN A, B*, C",
+    "PATTERN A; B?, C",
+    "PATTERN A; B+, C WHERE B.w = C.w",
+    "PATTERN A; B*; C*; D",
+    "PATTERN A; B+; C WHERE B[i].v > B[i-1].v",
+    "PATTERN A; B+ WHERE B[i].v >= B[i-1].v WITHIN 7 UNITS",
+    "PATTERN A; B{1,3}; C WHERE B[i].v <> B[i-1].v",
+    "PATTERN A; B+; C WHERE B.v > A.v",
+    "PATTERN A; B+; C WHERE avg(B.v) > 1",
+    "PATTERN A; B+; C WHERE B[i].v >= avg(B[..i-1].v)",
+    "PATTERN A; B+; C WHERE count(B.v) = 2 AND max(B.v) < 3",
+    "PATTERN A; B+; C WHERE sum(B.v) > A.v AND min(B[..i].v) >= 1",
+    "PATTERN A; B+; C WHERE C.v > max(B.v)",
+    "PATTERN B+; C WHERE B[1].v < C.v",
+    "PATTERN A; B+; C WHERE B[2].v > A.v",
+    "PATTERN A; OR(B, C)+; D",
+    "PATTERN A; (B | C)+; D WHERE [w]",
+    "PATTERN A; B+; NOT(D); C",
+    "PATTERN A; NOT(C); B+; D",
+    "PATTERN A; NOT(D); B+ WHERE D.v = B.v",
+    "PATTERN A; B*; NOT(D) WITHIN 5 UNITS",
+    "PATTERN B*; C; NOT(D); A",
+    "PATTERN A; B+; C+ WHERE C.v >= B.v WITHIN 6 UNITS",
+    # windows: TIME, EVENTS, UNITS, SLIDE, WINDOW [a, b]
+    "PATTERN A; B; C WITHIN 4 MICROSECONDS",
+    "PATTERN A; B; C WITHIN 5 EVENTS",
+    "PATTERN A; B; C WITHIN 2.5 UNITS",
+    "PATTERN A; B; C WITHIN 4 UNITS SLIDE 2 UNITS",
+    "PATTERN A; B; C WITHIN 3 EVENTS SLIDE 2 EVENTS",
+    "PATTERN A; B; C WINDOW [2, 9]",
+    "PATTERN A; B; C WITHIN 6 UNITS WINDOW [1, 10]",
+    "PATTERN A; B WINDOW ['1970-01-01T00:00:00.000002', '1970-01-01T00:00:00.000009']",
+    # [attr], $x, DEFINE
+    "PATTERN A; B; C WHERE [w]",
+    "PATTERN A; B; C WHERE [v] AND [w]",
+    "PATTERN A; B+ WHERE [w] WITHIN 6 UNITS",
+    "PATTERN A; B WHERE A.w = $x AND B.w = $x",
+    "PATTERN A; B+; C WHERE A.w = $x AND B.w = $x AND C.w = $x",
+    "PATTERN A; NOT(D); C WHERE D.w = $x AND A.w = $x",
+    "PATTERN X; Y DEFINE X AS v > 1, Y AS v <= 1",
+    "PATTERN A; OR(X, Y); B DEFINE X AS v > 0, Y AS v < 2",
+    "PATTERN F, F, F @(t(F3) - t(F1) < 5 MICROSECONDS); S DEFINE F AS v = 0, S AS v > 0",
+    # single components, OR iterations, several NOTs, constants, more join variables
+    "PATTERN A",
+    "PATTERN A+ WITHIN 4 UNITS",
+    "PATTERN A{2}",
+    "PATTERN B+, C",
+    "PATTERN A; OR(X, Y)+; B DEFINE X AS v > 0, Y AS v < 2",
+    "PATTERN A; NOT(B); NOT(D); C WHERE B.v > A.v AND D.v < C.v",
+    "PATTERN (A; B) | (C; D) WHERE B.v > A.v AND D.v > C.v",
+    "PATTERN A; NOT(D); B+; C WHERE D.v > B.v",
+    "PATTERN A; B WHERE A.w = $x OR B.w = $x",
+    "PATTERN A; B; C WHERE A.v = $x AND C.v = $x AND B.w = $y AND C.w = $y",
+    "PATTERN A; B @(t(B) - t(A) < 4 UNITS); C",
+    "PATTERN A; B+; C WHERE B[3].v >= 0",
+    "PATTERN A; B{1,3}; C WHERE avg(B[..i-1].v) <= B[i].v AND B.w = 1",
+    "PATTERN A; B*; C WHERE avg(B.v) > 1 OR count(B.v) = 0",
+    "PATTERN A, B{2}, C",
+    "PATTERN A; B?; NOT(D); C",
+    "PATTERN A; B+; C+; D WHERE B[i].v > B[i-1].v AND C[i].v < C[i-1].v",
+    "PATTERN AND(A, B, C) WITHIN 6 UNITS",
+    "PATTERN A; NOT(D); B WHERE [w]",
+    "PATTERN A; B; NOT(D) WHERE [w] WITHIN 5 UNITS",
+    "PATTERN A; B+; NOT(C) WITHIN 5 UNITS",
+    "PATTERN A; B; C WHERE 1 = 1",
+    "PATTERN A; B WHERE 1 = 0",
+    "PATTERN A; B WHERE A.v = B.v AND A.ts < B.ts",
+    "PATTERN A; B WITHIN 2 UNITS SLIDE 1 UNITS",
+    "PATTERN A; B+ WITHIN 3 EVENTS SLIDE 2 EVENTS",
+)
+
+
+@st.composite
+def streams(draw: Any, min_size: int = 8, max_size: int = 14) -> EventStream:
+    """A random partition: 3-4 types, timestamps with ties, small attributes with NULLs."""
+    n = draw(st.integers(min_size, max_size))
+    letters = draw(st.sampled_from(["ABC", "ABCD"]))
+    types = draw(st.lists(st.sampled_from(letters), min_size=n, max_size=n))
+    ts = sorted(draw(st.lists(st.integers(0, 12), min_size=n, max_size=n)))
+    v = draw(st.lists(st.sampled_from([0, 1, 2, 3, None]), min_size=n, max_size=n))
+    w = draw(st.lists(st.sampled_from([0, 1, None]), min_size=n, max_size=n))
+    ids = draw(st.permutations(list(range(n))))
+    return EventStream.from_columns(ids=ids, ts=ts, types=types, attrs={"v": v, "w": w})
+
+
+def random_stream(seed: int, n: int | None = None) -> EventStream:
+    """A reproducible stream like :func:`streams`, from a seed (for sweeps without hypothesis)."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(8, 15)) if n is None else n
+    letters = "ABCD" if seed % 2 else "ABC"
+    types = [letters[k] for k in rng.integers(0, len(letters), n)]
+    ts = np.sort(rng.integers(0, 13, n)).tolist()
+    v = [None if x == 4 else int(x) for x in rng.integers(0, 5, n)]
+    w = [None if x == 2 else int(x) for x in rng.integers(0, 3, n)]
+    return EventStream.from_columns(ids=range(n), ts=ts, types=types, attrs={"v": v, "w": w})
+
+
+def oracle_masks(text: str, stream: EventStream, policy: str) -> dict[str, np.ndarray]:
+    """Masks as Spark would compute them from ``CompiledQuery.pushdown``, but evaluated with the
+    oracle's scalar interpreter (class membership AND every pushed-down condition)."""
+    cq = compile_query(text, policy=policy)
+    checker = BindingChecker(normalize(parse_pattern(text), policy), stream)
+    masks = {}
+    for alias, conds in cq.pushdown.items():
+        cls = cq.alias_classes[alias]
+        values = []
+        for pos in range(len(stream)):
+            ok = checker.member(pos, cls, {})
+            for cond in conds:
+                if cond is cq.normal.defines.get(cls):
+                    continue
+
+                def lookup(name: str, cond: Any = cond, pos: int = pos) -> Any:
+                    ref = cond.ref(name)
+                    attr = getattr(ref, "attr", None)
+                    return checker.attr(pos, "ts" if attr is None else attr)
+
+                ok = ok and evaluate(cond.expr, lookup) is True
+            values.append(ok)
+        masks[alias] = np.array(values, dtype=bool)
+    return masks
+
+
+def with_masks(stream: EventStream, masks: dict[str, np.ndarray]) -> EventStream:
+    """The same stream carrying precomputed masks."""
+    return EventStream(stream.ids, stream.ts, stream.types, stream.attrs, masks)
