@@ -20,6 +20,7 @@ carries the key column; Spark then rejects an explicit PARTITION BY in the same 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from datetime import datetime, timedelta, timezone
 from typing import Any, Iterator
 
@@ -215,7 +216,7 @@ def run_partition(plan: CallPlan, rows: list[Any]) -> Iterator[tuple[Any, ...]]:
     """Match one partition's rows (Spark ``Row`` objects with the selected columns)."""
     import numpy as np
 
-    from cep.match import MatchLimits, compile_query, find_matches
+    from cep.match import find_matches
     from cep.match.stream import EventStream
 
     n_attr, n_mask = len(plan.attributes), len(plan.mask_aliases)
@@ -239,9 +240,7 @@ def run_partition(plan: CallPlan, rows: list[Any]) -> Iterator[tuple[Any, ...]]:
                 f"rows of several {plan.key_col} values reached one partition; call match_seq "
                 "either with key_col and no PARTITION BY, or with PARTITION BY and no key_col")
     stream = EventStream.from_columns(ids, ts, types, attrs, masks)
-    limits = MatchLimits() if plan.max_matches is None else MatchLimits(max_matches=plan.max_matches)
-    compiled = compile_query(plan.pattern, policy=plan.policy, limits=limits)
-    result = find_matches(compiled, stream)
+    result = find_matches(_compiled(plan.pattern, plan.policy, plan.max_matches), stream)
     id_list, ts_list = stream.ids.tolist(), stream.ts.tolist()
     positions, variables, offsets = result.positions.tolist(), result.variables.tolist(), \
         result.offsets.tolist()
@@ -252,6 +251,16 @@ def run_partition(plan: CallPlan, rows: list[Any]) -> Iterator[tuple[Any, ...]]:
         row = (m + 1, to_ts(ts_list[pos[0]]), to_ts(ts_list[pos[-1]]),
                [id_list[p] for p in pos], variables[lo:hi], hi - lo)
         yield row if key is None else (key, *row)
+
+
+@lru_cache(maxsize=64)
+def _compiled(pattern: str, policy: str | None, max_matches: int | None) -> Any:
+    # Compiled once per Python worker: partitions are often tiny (one case each), and parsing
+    # and compiling per partition measured ~1.5 ms, more than matching a small partition.
+    from cep.match import MatchLimits, compile_query
+
+    limits = MatchLimits() if max_matches is None else MatchLimits(max_matches=max_matches)
+    return compile_query(pattern, policy=policy, limits=limits)
 
 
 def _to_datetime(us: int) -> datetime:
