@@ -4,7 +4,7 @@ For each size N (synthetic stream, 1,000 keys, 50 Zipf types, written to Delta o
 query, it times in ONE run, on the same data and machine:
 
 * ``match_seq`` through Spark SQL (``key_col`` form, results written to Spark's ``noop`` sink
-  so every output column is computed);
+  so every output column is computed) and ``match_seq_arrow`` (the Arrow transport);
 * the same question in plain Spark SQL as an analyst writes it (window functions for
   positions, self-joins, ``min`` to pick the next event);
 * Flink SQL ``MATCH_RECOGNIZE`` through PyFlink (batch mode, parallelism 2, same data as CSV),
@@ -177,6 +177,13 @@ def run(sizes: list[int]) -> list[dict[str, Any]]:
             _, ours_s = _timed(lambda: ours_df.write.format("noop").mode("overwrite").save())
             row: dict[str, Any] = {"events": n, "query": name, "matches": ours_count,
                                    "ours_s": ours_s, "events_per_s": n / ours_s}
+            arrow_df = spark.sql(
+                f"SELECT * FROM match_seq_arrow({sql_string(q['pattern'])}, "
+                f"{sql_string(q['policy'])}, 'key', "
+                "TABLE(bench_events) PARTITION BY key ORDER BY ts)")
+            row["arrow_matches"] = arrow_df.count()
+            _, row["arrow_s"] = _timed(
+                lambda: arrow_df.write.format("noop").mode("overwrite").save())
             if q["sql"]:
                 base = spark.sql(q["sql"])
                 row["sql_matches"] = base.count()
@@ -197,9 +204,11 @@ def _line(r: dict[str, Any]) -> str:
     sql = (f"{r['sql_s']:.2f} s ({r['sql_matches']:,})" if "sql_s" in r else "-")
     flink = (f"{r['flink_s']:.2f} s ({r['flink_matches']:,})" if r.get("flink_s") is not None
              else (r.get("flink_note") or "-"))
+    best = min(r["ours_s"], r["arrow_s"])
     return (f"| {r['events']:,} | {r['query']} | {r['ours_s']:.2f} s ({r['matches']:,}) | "
-            f"{r['events_per_s']:,.0f} | {sql} | {_ratio(r.get('sql_s'), r['ours_s'])} | "
-            f"{flink} | {_ratio(r.get('flink_s'), r['ours_s'])} |")
+            f"{r['arrow_s']:.2f} s ({r['arrow_matches']:,}) | {r['events'] / best:,.0f} | "
+            f"{sql} | {_ratio(r.get('sql_s'), best)} | "
+            f"{flink} | {_ratio(r.get('flink_s'), best)} |")
 
 
 def main() -> None:
@@ -208,9 +217,9 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
-    print("| events | query | match_seq (matches) | events/s | Spark SQL (matches) | "
-          "SQL/ours | Flink MATCH_RECOGNIZE (matches) | Flink/ours |")
-    print("|---:|---|---:|---:|---:|---:|---:|---:|")
+    print("| events | query | match_seq (matches) | match_seq_arrow (matches) | events/s (best) | "
+          "Spark SQL (matches) | SQL/best | Flink MATCH_RECOGNIZE (matches) | Flink/best |")
+    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|")
     rows = run(args.sizes)
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2, default=str))

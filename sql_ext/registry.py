@@ -8,7 +8,7 @@ imports neither pyspark nor ``udfs`` when it is imported.
 
 Example:
     >>> [f.name for f in FUNCTIONS if f.status == "available"]
-    ['cep_functions', 'match_seq']
+    ['cep_functions', 'match_seq', 'match_seq_arrow']
     >>> function("cet_trends").status
     'planned'
 """
@@ -52,6 +52,13 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
         "event_ids ARRAY<BIGINT>, variables ARRAY<STRING>, n_events INT",
         "available", "udfs.match_seq:match_seq_udtf",
         "Exact pattern matches (SEQ/AND/OR/NOT, Kleene, predicates, windows, three policies)."),
+    FunctionSpec(
+        "match_seq_arrow",
+        "match_seq_arrow(pattern STRING, policy STRING, key_col STRING, events TABLE)",
+        "key STRING, match_id BIGINT, start_ts TIMESTAMP, end_ts TIMESTAMP, "
+        "event_ids ARRAY<BIGINT>, variables ARRAY<STRING>, n_events INT",
+        "available", "udfs.match_seq_arrow:match_seq_arrow_udtf",
+        "match_seq over Arrow batches: same matches, cheaper transport on large tables."),
     FunctionSpec(
         "approx_match_seq",
         "approx_match_seq(pattern STRING, sketch TABLE PARTITION BY stream, policy STRING, "

@@ -163,3 +163,20 @@ def test_numeric_timestamps_and_units_windows(spark) -> None:
                     ).collect()
     assert sorted((r.start_ts, r.end_ts, tuple(r.event_ids)) for r in got) == \
         [(10, 12, (0, 1)), (30, 31, (2, 3))]
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("pattern", PATTERNS)
+def test_arrow_variant_equals_engine(spark, events_view, pattern: str, policy: str) -> None:
+    got = spark.sql(
+        f"SELECT key, event_ids, variables, n_events FROM match_seq_arrow({sql_string(pattern)}, "
+        f"{sql_string(policy)}, 'key', TABLE(ms_events) PARTITION BY key ORDER BY ts)").collect()
+    assert {(r.key, tuple(r.event_ids), tuple(r.variables)) for r in got} == \
+        expected(pattern, policy, streams_by_key(events_view), use_oracle=False)
+
+
+def test_arrow_variant_errors_reach_sql(spark, events_view) -> None:
+    with pytest.raises(Exception) as info:
+        spark.sql("SELECT * FROM match_seq_arrow('PATTERN A; B WHERE A.nope > 1', NULL, NULL, "
+                  "TABLE(ms_events) PARTITION BY key ORDER BY ts)").collect()
+    assert "CEP-PAT-203" in str(info.value) and "nope" in str(info.value)
