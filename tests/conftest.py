@@ -3,7 +3,7 @@
 The session owns all configuration (jobs.session.build_session); tests only add a fresh
 warehouse folder, so they share the cached Delta jars and downloads with the demo but never
 touch the demo's tables. If the Delta jars cannot be loaded the fixture raises
-DeltaJarsUnavailable and every Spark test errors: Delta tests are never skipped.
+DeltaJarsUnavailable and every Spark test errors, so the run fails.
 """
 
 from __future__ import annotations

@@ -29,7 +29,6 @@ Example:
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 from datetime import date, datetime, timezone
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
@@ -40,6 +39,7 @@ from sqlglot import exp
 
 from cep.lang.ast import TIME_UNITS
 from cep.match.errors import UnsupportedPatternError
+from cep.lang.like import like_regex
 
 Value = tuple[Any, Any]  # (values, nulls): arrays or numpy scalars; nulls None means no NULL
 Env = Mapping[str, Value]
@@ -434,21 +434,6 @@ def _in(left: Fn, items: list[Fn]) -> Fn:
         return true, nulls
 
     return member
-
-
-def like_regex(pattern: str, ignore_case: bool = False) -> re.Pattern[str]:
-    r"""The regular expression of a SQL LIKE pattern (``%``, ``_``, ``\`` escapes)."""
-    out = []
-    k = 0
-    while k < len(pattern):
-        ch = pattern[k]
-        if ch == "\\" and k + 1 < len(pattern):
-            out.append(re.escape(pattern[k + 1]))
-            k += 2
-            continue
-        out.append(".*" if ch == "%" else "." if ch == "_" else re.escape(ch))
-        k += 1
-    return re.compile("".join(out), re.DOTALL | (re.IGNORECASE if ignore_case else 0))
 
 
 def _like(left: Fn, pattern: exp.Expression, ignore_case: bool) -> Fn:

@@ -41,7 +41,6 @@ Example:
 from __future__ import annotations
 
 import math
-import re
 from datetime import date, datetime, timezone
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from typing import Any, Callable, Union
@@ -51,6 +50,7 @@ from sqlglot import exp
 
 from cep.lang.ast import TIME_UNITS
 from cep.match.errors import UnsupportedPatternError
+from cep.lang.like import like_regex
 
 Value = Union[bool, int, float, str, None]
 Lookup = Callable[[str], Value]
@@ -270,28 +270,13 @@ def _decimal(v: Value, precision: int = 10, scale: int = 0) -> float | None:
     return float(exact)
 
 
-def _like_regex(pattern: str) -> re.Pattern[str]:
-    """Translate a SQL LIKE pattern (``%``, ``_``, escape ``\\``) to an anchored regex."""
-    out = []
-    k = 0
-    while k < len(pattern):
-        ch = pattern[k]
-        if ch == "\\" and k + 1 < len(pattern):
-            out.append(re.escape(pattern[k + 1]))
-            k += 2
-            continue
-        out.append(".*" if ch == "%" else "." if ch == "_" else re.escape(ch))
-        k += 1
-    return re.compile("".join(out), re.DOTALL)
-
-
 def _like(value: Value, pattern: Value, fold: bool) -> Value:
     text, pat = to_text(value), to_text(pattern)
     if text is None or pat is None:
         return None
     if fold:
         text, pat = text.lower(), pat.lower()
-    return _like_regex(pat).fullmatch(text) is not None
+    return like_regex(pat).fullmatch(text) is not None
 
 
 def _interval(node: exp.Interval) -> int:
