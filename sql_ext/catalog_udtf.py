@@ -1,7 +1,8 @@
 """The ``cep_functions()`` table function: the registry of CEP SQL functions as rows.
 
-Example:
-    >>> spark.sql("SELECT name FROM cep_functions() WHERE status = 'available'")  # doctest: +SKIP
+Usage (needs a Spark session, so not a doctest)::
+
+    spark.sql("SELECT name FROM cep_functions() WHERE status = 'available'")
 """
 
 from __future__ import annotations

@@ -1,11 +1,12 @@
 """Registration of every available CEP SQL function in a Spark session (idempotent).
 
-Example:
-    >>> from jobs.session import build_session            # doctest: +SKIP
-    >>> spark = build_session()                             # doctest: +SKIP
-    >>> register_all(spark)                                 # doctest: +SKIP
-    ['cep_functions']
-    >>> spark.sql("SELECT name, status FROM cep_functions()").show()  # doctest: +SKIP
+Usage (needs a Spark session, so not a doctest)::
+
+    from jobs.session import build_session
+    spark = build_session()
+    register_all(spark)
+    # -> ['cep_functions', 'match_seq', 'match_seq_arrow']
+    spark.sql("SELECT name, status FROM cep_functions()").show()
 """
 
 from __future__ import annotations
