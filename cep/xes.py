@@ -33,15 +33,14 @@ import gzip
 import re
 from functools import lru_cache
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Any, Callable
 from xml.etree.ElementTree import iterparse, ParseError
 
 from cep.errors import InputDataError
+from cep.timestamps import iso_to_micros
 
 RESERVED = ("id", "case_id", "type", "ts")
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _SCALAR_TAGS = {"string", "id", "int", "float", "boolean", "date"}
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _NON_WORD = re.compile(r"[^0-9a-zA-Z]+")
@@ -85,11 +84,7 @@ def parse_timestamp(text: str) -> int:
         >>> parse_timestamp("2016-01-01T09:51:15.304+01:00")
         1451638275304000
     """
-    stamp = datetime.fromisoformat(text.strip())
-    if stamp.tzinfo is None:
-        stamp = stamp.replace(tzinfo=timezone.utc)
-    delta = stamp - _EPOCH
-    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+    return iso_to_micros(text)
 
 
 def _parse_bool(text: str) -> bool:

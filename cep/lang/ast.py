@@ -31,10 +31,11 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from typing import Union
 
 from sqlglot import exp
+
+from cep.timestamps import iso_to_micros
 
 Loc = tuple[int, int]
 
@@ -407,15 +408,7 @@ class WindowBounds:
         """For timestamp bounds: both as microseconds since the epoch (naive means UTC)."""
         if self.kind != "TIMESTAMP":
             return None
-        return (_epoch_us(str(self.start)), _epoch_us(str(self.end)))
-
-
-def _epoch_us(value: str) -> int:
-    ts = datetime.fromisoformat(value)
-    if ts.tzinfo is None:
-        ts = ts.replace(tzinfo=timezone.utc)
-    delta = ts - datetime(1970, 1, 1, tzinfo=timezone.utc)
-    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+        return (iso_to_micros(str(self.start)), iso_to_micros(str(self.end)))
 
 
 @dataclass(frozen=True)

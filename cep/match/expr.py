@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from datetime import date, datetime, timezone
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from typing import Any, Callable, Mapping
 
@@ -40,6 +39,7 @@ from sqlglot import exp
 from cep.lang.ast import TIME_UNITS
 from cep.match.errors import UnsupportedPatternError
 from cep.lang.like import like_regex
+from cep.timestamps import try_iso_to_micros
 
 Value = tuple[Any, Any]  # (values, nulls): arrays or numpy scalars; nulls None means no NULL
 Env = Mapping[str, Value]
@@ -611,25 +611,10 @@ def _cast_scalar(v: Any, name: str, params: tuple[int, ...]) -> Any:
         return float(exact)
     # TIMESTAMP / DATE: ISO text (naive is UTC) or, for TIMESTAMP, seconds since the epoch.
     if isinstance(v, str):
-        return _iso_micros(v)
+        return try_iso_to_micros(v)
     if isinstance(v, (int, float)) and not isinstance(v, bool) and name != "DATE":
         return int(round(v * 1_000_000))
     return None
-
-
-def _iso_micros(text: str) -> int | None:
-    try:
-        if len(text.strip()) == 10:
-            d = date.fromisoformat(text.strip())
-            stamp = datetime(d.year, d.month, d.day, tzinfo=timezone.utc)
-        else:
-            stamp = datetime.fromisoformat(text.strip())
-    except ValueError:
-        return None
-    if stamp.tzinfo is None:
-        stamp = stamp.replace(tzinfo=timezone.utc)
-    delta = stamp - datetime(1970, 1, 1, tzinfo=timezone.utc)
-    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
 
 
 def null_safe_equal(left: Value, right: Value, n: int) -> np.ndarray:

@@ -41,7 +41,7 @@ Example:
 from __future__ import annotations
 
 import math
-from datetime import date, datetime, timezone
+from datetime import datetime, timezone
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from typing import Any, Callable, Union
 
@@ -51,6 +51,7 @@ from sqlglot import exp
 from cep.lang.ast import TIME_UNITS
 from cep.match.errors import UnsupportedPatternError
 from cep.lang.like import like_regex
+from cep.timestamps import try_iso_to_micros
 
 Value = Union[bool, int, float, str, None]
 Lookup = Callable[[str], Value]
@@ -208,18 +209,6 @@ def to_text(v: Value) -> str | None:
     return str(v)
 
 
-def _iso_micros(text: str) -> int | None:
-    try:
-        if len(text.strip()) == 10:
-            d = date.fromisoformat(text.strip())
-            stamp = datetime(d.year, d.month, d.day, tzinfo=timezone.utc)
-        else:
-            stamp = datetime.fromisoformat(text.strip())
-    except ValueError:
-        return None
-    return to_value(stamp)  # type: ignore[return-value]
-
-
 def cast(v: Value, type_name: str, params: tuple[int, ...] = ()) -> Value:
     """``TRY_CAST(v AS type_name(params))``: NULL when the value does not convert.
 
@@ -252,7 +241,7 @@ def cast(v: Value, type_name: str, params: tuple[int, ...] = ()) -> Value:
         return None if n is None else float(n)
     if type_name in ("TIMESTAMP", "TIMESTAMPTZ", "TIMESTAMPNTZ", "DATE"):
         if isinstance(v, str):
-            return _iso_micros(v)
+            return try_iso_to_micros(v)
         if _is_number(v) and not isinstance(v, bool) and type_name != "DATE":
             return int(round(v * 1_000_000))  # Spark reads a number as seconds since the epoch
         return None
