@@ -36,15 +36,20 @@ class StreamData:
     Args:
         stream: the partition.
         window: the query's ``WINDOW [a, b]`` restriction, or None.
+        event_ts: the timestamps conditions read (``t(a)``, ``a.ts``) when ``stream.ts`` is a
+            segmented clock (``segments.py``); None: ``stream.ts`` itself.
 
     Attributes:
         lo, hi: the first and one past the last position ``WINDOW`` keeps.
     """
 
-    def __init__(self, stream: EventStream, window: WindowBounds | None) -> None:
+    def __init__(self, stream: EventStream, window: WindowBounds | None,
+                 event_ts: np.ndarray | None = None) -> None:
         self.stream = stream
         self.n = len(stream)
+        # The clock windows measure; conditions read ``event_ts`` (equal unless segmented).
         self.ts = np.asarray(stream.ts, dtype=np.int64)
+        self.event_ts = self.ts if event_ts is None else np.asarray(event_ts, dtype=np.int64)
         self.lo, self.hi = _restriction(self.ts, window)
         self._values: dict[str, Value] = {}
         self._classes: dict[str, np.ndarray] = {}
@@ -58,7 +63,7 @@ class StreamData:
         if cached is not None:
             return cached
         if key == "ts":
-            raw = self.ts
+            raw = self.event_ts
         elif key == "type":
             raw = np.asarray(self.stream.types, dtype=object)
         else:

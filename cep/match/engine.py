@@ -18,11 +18,14 @@ Example:
 
 from __future__ import annotations
 
+import numpy as np
+
 from cep.match.any_match import AnyMatch
 from cep.match.arrays import Block, MatchArrays, assemble
 from cep.match.buffers import alias_buffer
 from cep.match.compiler import CompiledAlternative, CompiledQuery
 from cep.match.data import StreamData
+from cep.match.errors import StreamError
 from cep.match.limits import check_matches
 from cep.match.next_match import next_matches
 from cep.match.normal import NEXT_MATCH
@@ -30,7 +33,8 @@ from cep.match.plans import PLAN_KINDS, choose_plan
 from cep.match.stream import EventStream
 
 
-def find_matches(compiled: CompiledQuery, stream: EventStream, *, plan: str | None = None) -> MatchArrays:
+def find_matches(compiled: CompiledQuery, stream: EventStream, *, plan: str | None = None,
+                 event_ts: np.ndarray | None = None) -> MatchArrays:
     """Every match of the compiled query in one partition, in ``match_id`` order.
 
     Args:
@@ -40,14 +44,19 @@ def find_matches(compiled: CompiledQuery, stream: EventStream, *, plan: str | No
         plan: force a plan kind (``left-deep``, ``right-deep``, ``bushy``, ``inner``) for
             skip-till-any-match and strict contiguity; None lets the cost model choose.
             Skip-till-next-match runs are not join plans and ignore it.
+        event_ts: the timestamps conditions read when ``stream.ts`` is a segmented clock
+            (``cep.match.segments``); None for an ordinary partition.
 
     Raises:
         MatchLimitError: a limit of ``compiled.limits`` was exceeded.
         StreamError: a column the query reads is missing or malformed.
     """
+    if stream.segmented:
+        raise StreamError("the stream holds several segments; use "
+                          "cep.match.segments.find_segment_matches")
     if plan is not None and plan not in PLAN_KINDS:
         raise ValueError(f"unknown plan {plan!r}; expected one of {', '.join(PLAN_KINDS)}")
-    data = StreamData(stream, compiled.normal.window)
+    data = StreamData(stream, compiled.normal.window, event_ts)
     blocks: list[Block] = []
     total = 0
     for alt in compiled.alternatives:

@@ -31,6 +31,9 @@ class EventStream:
         masks: optional precomputed booleans per alias (``"<alias>"``) or class
             (``"class:<name>"``): Spark's evaluation of pushed-down single-event conditions.
             An engine uses a mask instead of evaluating the same conditions itself.
+        segment_starts: None for one partition; else several partitions (*segments*, e.g.
+            keys) laid end to end, each sorted by ``(ts, id)``: the first position of each,
+            strictly increasing from 0 (``cep.match.segments``).
     """
 
     ids: np.ndarray
@@ -38,6 +41,7 @@ class EventStream:
     types: np.ndarray
     attrs: Mapping[str, np.ndarray] = field(default_factory=dict)
     masks: Mapping[str, np.ndarray] = field(default_factory=dict)
+    segment_starts: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         n = len(self.ids)
@@ -45,13 +49,32 @@ class EventStream:
                              *self.masks.items()]:
             if len(column) != n:
                 raise StreamError(f"column {name!r}: expected {n} values, found {len(column)}")
+        if self.segment_starts is not None:
+            starts = np.asarray(self.segment_starts)
+            if n and (len(starts) == 0 or starts[0] != 0 or bool((np.diff(starts) <= 0).any())
+                      or starts[-1] >= n):
+                raise StreamError(f"segment starts must increase strictly from 0 and stay "
+                                  f"below {n}")
         if n > 1:
             order_ok = (self.ts[1:] > self.ts[:-1]) | (
                 (self.ts[1:] == self.ts[:-1]) & (self.ids[1:] > self.ids[:-1]))
+            if self.segment_starts is not None:
+                order_ok[np.asarray(self.segment_starts, dtype=np.int64)[1:] - 1] = True
             if not bool(order_ok.all()):
                 bad = int(np.argmin(order_ok)) + 1
                 raise StreamError(f"events must be sorted by (ts, id) with unique ids; position "
                                   f"{bad} (id {int(self.ids[bad])}) breaks the order")
+
+    @property
+    def segmented(self) -> bool:
+        """True when the stream holds several segments (``segment_starts`` has 2 or more)."""
+        return self.segment_starts is not None and len(self.segment_starts) > 1
+
+    def segment(self, a: int, b: int) -> "EventStream":
+        """Positions ``a:b`` as a stream of their own (one segment)."""
+        return EventStream(self.ids[a:b], self.ts[a:b], self.types[a:b],
+                           {k: v[a:b] for k, v in self.attrs.items()},
+                           {k: v[a:b] for k, v in self.masks.items()})
 
     def __len__(self) -> int:
         return len(self.ids)
