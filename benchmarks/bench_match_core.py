@@ -2,7 +2,9 @@
 
 On ``cep.synthetic.generate_events(SyntheticSpec(n_events=N, n_keys=1000, n_types=50))``
 split into one :class:`~cep.match.EventStream` per key (numpy stable sort by key, ts, id),
-it times ``find_matches`` over every key in one process (events per second per core), for:
+it times ``find_matches`` over every key in one process (events per second per core), and
+``find_segment_matches`` on all keys laid end to end as one segmented stream (one engine call
+for the 1,000 keys, as ``match_seq_arrow`` does per Spark partition), for:
 
 * a SEQ of three with a cross-event predicate under each selection policy;
 * a Kleene query (rising values, skip-till-next-match);
@@ -20,8 +22,8 @@ Run from the project root::
 
 Example:
     >>> streams = split_by_key(generate_columns(2_000))
-    >>> sum(len(s) for s in streams)
-    2000
+    >>> sum(len(s) for s in streams), len(segmented(streams).segment_starts)
+    (2000, 1000)
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from typing import Any
 import numpy as np
 
 from cep.match import EventStream, compile_query, find_matches
+from cep.match.segments import find_segment_matches
 from cep.oracles import oracle_matches
 from cep.synthetic import EventColumns, SyntheticSpec, generate_events
 
@@ -77,6 +80,30 @@ def split_by_key(cols: EventColumns) -> list[EventStream]:
             for a, b in bounds]
 
 
+def segmented(streams: list[EventStream]) -> EventStream:
+    """All partitions laid end to end as one segmented stream."""
+    sizes = [len(s) for s in streams]
+    attrs = {k: np.concatenate([s.attrs[k] for s in streams]) for k in streams[0].attrs}
+    return EventStream(np.concatenate([s.ids for s in streams]),
+                       np.concatenate([s.ts for s in streams]),
+                       np.concatenate([s.types for s in streams]), attrs,
+                       segment_starts=np.cumsum([0] + sizes[:-1]))
+
+
+def time_segmented(stream: EventStream, pattern: str, policy: str, repeats: int
+                   ) -> tuple[float, int]:
+    """Best wall time of one ``find_segment_matches`` call over all partitions."""
+    compiled = compile_query(pattern, policy=policy)
+    best = float("inf")
+    count = 0
+    for _ in range(repeats):
+        start = time.perf_counter()
+        found = find_segment_matches(compiled, stream)
+        best = min(best, time.perf_counter() - start)
+        count = len(found.matches)
+    return best, count
+
+
 def time_ours(streams: list[EventStream], pattern: str, policy: str, repeats: int) -> tuple[float, int]:
     """Best wall time of ``find_matches`` over all partitions, and the number of matches."""
     compiled = compile_query(pattern, policy=policy)
@@ -102,6 +129,7 @@ def run_benchmark(max_n: int) -> dict[str, Any]:
     sizes = sorted(set(s for s in SIZES + ORACLE_SIZES if s <= max_n))
     for n in sizes:
         streams = split_by_key(generate_columns(n))
+        joint = segmented(streams)
         for name, (pattern, policy) in QUERIES.items():
             if policy == "skip-till-any-match" and n > ANY_MAX_N:
                 continue
@@ -110,6 +138,11 @@ def run_benchmark(max_n: int) -> dict[str, Any]:
                 repeats = 3 if n <= 100_000 else 1
                 seconds, count = time_ours(streams, pattern, policy, repeats)
                 row.update(seconds=seconds, matches=count, events_per_s=n / seconds)
+                seg_seconds, seg_count = time_segmented(joint, pattern, policy, repeats)
+                if seg_count != count:
+                    raise AssertionError(f"{name} at N={n}: segmented {seg_count} matches, "
+                                         f"per key {count}")
+                row.update(segmented_seconds=seg_seconds, segmented_events_per_s=n / seg_seconds)
             if n in ORACLE_SIZES:
                 o_seconds, o_count = time_oracle(streams, pattern, policy)
                 if "seconds" not in row:
@@ -128,14 +161,17 @@ def run_benchmark(max_n: int) -> dict[str, Any]:
 def _line(row: dict[str, Any]) -> str:
     oracle = (f"{row['oracle_events_per_s']:,.0f}" if "oracle_events_per_s" in row else "-")
     ratio = f"{row['ratio']:,.0f}x" if "ratio" in row else "-"
+    seg = (f"{row['segmented_seconds']:.3f} | {row['segmented_events_per_s']:,.0f}"
+           if "segmented_seconds" in row else "- | -")
     return (f"| {row['query']} | {row['events']:,} | {row['matches']:,} | {row['seconds']:.3f} | "
-            f"{row['events_per_s']:,.0f} | {oracle} | {ratio} |")
+            f"{row['events_per_s']:,.0f} | {seg} | {oracle} | {ratio} |")
 
 
 def markdown_table(result: dict[str, Any]) -> str:
     """The results as a Markdown table (one row per query and size)."""
-    head = ("| query | events | matches | seconds | events/s | oracle events/s | speed-up vs oracle |\n"
-            "|---|---:|---:|---:|---:|---:|---:|")
+    head = ("| query | events | matches | seconds (per key) | events/s (per key) | "
+            "seconds (segmented) | events/s (segmented) | oracle events/s | "
+            "per-key speed-up vs oracle |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     return head + "\n" + "\n".join(_line(r) for r in result["rows"])
 
 

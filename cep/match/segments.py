@@ -44,6 +44,10 @@ from cep.match.errors import MatchLimitError
 from cep.match.stream import EventStream
 
 _CLOCK_LIMIT = 1 << 62
+# Segments are matched in chunks of about this many events: large enough that the fixed cost
+# per engine call vanishes, small enough that sorting a chunk's matches stays cache-friendly
+# (one 10^6-event call was 2x slower than per-key calls when it had 29M matches).
+CHUNK_EVENTS = 1 << 16
 
 
 @dataclass(frozen=True, eq=False)
@@ -92,7 +96,28 @@ def find_segment_matches(compiled: CompiledQuery, stream: EventStream, *,
         return _result(find_matches(compiled, single, plan=plan), np.zeros(1, dtype=np.int64),
                        joint=True)
     starts = np.asarray(stream.segment_starts, dtype=np.int64)
-    ends = np.append(starts[1:], n)
+    cuts = _chunks(starts)
+    if len(cuts) == 2:
+        return _joint(compiled, stream, starts, plan)
+    pieces: list[SegmentMatches] = []
+    bases: list[int] = []
+    for a, b in zip(cuts[:-1].tolist(), cuts[1:].tolist()):
+        base = int(starts[a])
+        end = int(starts[b]) if b < len(starts) else n
+        sub = starts[a:b] - base
+        pieces.append(_joint(compiled, stream.segment(base, end, sub), sub, plan))
+        bases.append(base)
+    found = _concat([p.matches for p in pieces], bases)
+    return _result(found, starts, joint=all(p.joint for p in pieces))
+
+
+def _joint(compiled: CompiledQuery, stream: EventStream, starts: np.ndarray, plan: str | None
+           ) -> SegmentMatches:
+    """One chunk of segments: one call on the segment clock, else one call per segment."""
+    ends = np.append(starts[1:], len(stream))
+    if len(starts) == 1:
+        return _result(find_matches(compiled, replace(stream, segment_starts=None), plan=plan),
+                       starts, joint=True)
     shifted = _shift(compiled, stream, starts, ends)
     if shifted is not None:
         joint, clocked = shifted
@@ -103,6 +128,13 @@ def find_segment_matches(compiled: CompiledQuery, stream: EventStream, *,
         if found is not None and _within_segments(found, starts):
             return _result(found, starts, joint=True)
     return _one_by_one(compiled, stream, starts, ends, plan)
+
+
+def _chunks(starts: np.ndarray) -> np.ndarray:
+    """Indices into ``starts`` cutting the segments into runs of about ``CHUNK_EVENTS``."""
+    chunk_of = starts // CHUNK_EVENTS
+    cuts = np.flatnonzero(np.diff(chunk_of)) + 1
+    return np.concatenate(([0], cuts, [len(starts)])).astype(np.int64)
 
 
 def _shift(compiled: CompiledQuery, stream: EventStream, starts: np.ndarray, ends: np.ndarray
@@ -151,6 +183,7 @@ def _one_by_one(compiled: CompiledQuery, stream: EventStream, starts: np.ndarray
 
 
 def _concat(parts: list[MatchArrays], bases: list[int]) -> MatchArrays:
+    parts, bases = [p for p in parts if len(p)], [b for p, b in zip(parts, bases) if len(p)]
     if not parts:
         return MatchArrays.empty()
     offsets = [np.zeros(1, dtype=np.int64)]

@@ -70,11 +70,12 @@ class EventStream:
         """True when the stream holds several segments (``segment_starts`` has 2 or more)."""
         return self.segment_starts is not None and len(self.segment_starts) > 1
 
-    def segment(self, a: int, b: int) -> "EventStream":
-        """Positions ``a:b`` as a stream of their own (one segment)."""
+    def segment(self, a: int, b: int, starts: np.ndarray | None = None) -> "EventStream":
+        """Positions ``a:b`` as a stream of their own: one segment, or the segments that start
+        at ``starts`` (positions relative to ``a``)."""
         return EventStream(self.ids[a:b], self.ts[a:b], self.types[a:b],
                            {k: v[a:b] for k, v in self.attrs.items()},
-                           {k: v[a:b] for k, v in self.masks.items()})
+                           {k: v[a:b] for k, v in self.masks.items()}, starts)
 
     def __len__(self) -> int:
         return len(self.ids)

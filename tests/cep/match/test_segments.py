@@ -18,6 +18,7 @@ from match_cases import POLICIES, TEMPLATES, random_stream, streams
 
 from cep.match import CompiledQuery, EventStream, MatchLimits, compile_query, find_matches
 from cep.match.errors import StreamError
+from cep.match import segments
 from cep.match.segments import find_segment_matches
 
 
@@ -77,6 +78,15 @@ def test_segments_every_template_equals_one_call_per_segment(text: str, policy: 
        text=st.sampled_from(TEMPLATES))
 def test_segments_random_partitions(policy: str, parts: list[EventStream], text: str) -> None:
     check(text, policy, parts)
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("text", TEMPLATES[::3])
+def test_segments_in_chunks_equal_one_call_per_segment(text: str, policy: str,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    # Chunks of ~16 events: several chunks, segments straddling chunk boundaries.
+    monkeypatch.setattr(segments, "CHUNK_EVENTS", 16)
+    check(text, policy, [random_stream(seed) for seed in range(10, 17)])
 
 
 def test_segments_conditions_read_the_original_timestamps() -> None:
