@@ -13,8 +13,14 @@ argument): ``match_seq_arrow(pattern, policy, key_col, events)`` where ``policy`
 ``key_col`` may be NULL. Columns must be called ``id``, ``type`` and ``ts`` (rename them in the
 TABLE subquery otherwise).
 
+With ``key_col``, one Spark partition may hold many keys: every row of a key must be in it
+(``PARTITION BY key``, or a bucket of the key such as ``PARTITION BY pmod(hash(key), 64)``).
+The rows are grouped by key and matched as segments of one stream (``cep.match.segments``),
+which saves the per-call cost when keys have few events. Without ``key_col`` the whole
+partition is one stream.
+
     SELECT * FROM match_seq_arrow('PATTERN a; b', NULL, 'user_id',
-                                  TABLE(events) PARTITION BY user_id ORDER BY ts)
+                                  TABLE(events) PARTITION BY pmod(hash(user_id), 64))
 """
 
 from __future__ import annotations
@@ -71,18 +77,21 @@ class MatchSeqArrowTable:
         if not self.batches:
             return
         try:
-            yield match_batches(self.batches, *self.args)
+            yield from match_batches(self.batches, *self.args)
         except CepError as err:
             raise MatchSeqArrowFailed(str(err)) from None
 
 
-def match_batches(batches: list[Any], pattern: Any, policy: Any, key_col: Any) -> Any:
-    """The output table (``RETURN_TYPE``) for one partition's record batches."""
-    import numpy as np
+def match_batches(batches: list[Any], pattern: Any, policy: Any, key_col: Any) -> Iterator[Any]:
+    """The output tables (``RETURN_TYPE``) for one partition's record batches.
+
+    With ``key_col`` the partition may hold many keys (``PARTITION BY key`` or a bucket of it):
+    rows are grouped by key, every key is a segment of one stream, and the segments are matched
+    together, chunk by chunk (``cep.match.segments``); one table is yielded per chunk.
+    """
     import pyarrow as pa
 
-    from cep.match import find_matches
-    from cep.match.stream import EventStream
+    from cep.match.segments import iter_segment_matches
 
     if not isinstance(pattern, str):
         raise MatchSeqArrowError(f"argument pattern: expected a string, found {pattern!r}")
@@ -95,45 +104,91 @@ def match_batches(batches: list[Any], pattern: Any, policy: Any, key_col: Any) -
     if key_col is not None and str(key_col).lower() not in names:
         raise MatchSeqArrowError(f"key_col {key_col!r} is not a column; columns: "
                                  f"{', '.join(table.column_names)}")
-    ts_col = table.column(names["ts"])
-    if not pa.types.is_timestamp(ts_col.type):
-        raise MatchSeqArrowError(f"column ts must be a TIMESTAMP, found {ts_col.type}; use match_seq "
-                                 "for numeric timestamps")
-    compiled = _compiled(pattern, policy, tuple(table.column_names))
-    ts = ts_col.cast(pa.timestamp("us", tz="UTC")).cast(pa.int64()).to_numpy(zero_copy_only=False)
-    ids = table.column(names["id"]).to_numpy(zero_copy_only=False)
-    if table.column(names["id"]).null_count or ts_col.null_count:
+    if not pa.types.is_timestamp(table.column(names["ts"]).type):
+        raise MatchSeqArrowError(f"column ts must be a TIMESTAMP, found "
+                                 f"{table.column(names['ts']).type}; use match_seq for numeric "
+                                 "timestamps")
+    if table.column(names["id"]).null_count or table.column(names["ts"]).null_count:
         raise MatchSeqArrowError("an event has a NULL id or timestamp; filter such rows out")
-    types = np.asarray(table.column(names["type"]).to_pylist(), dtype=object)
+    compiled = _compiled(pattern, policy, tuple(table.column_names))
+    key_name = None if key_col is None else names[str(key_col).lower()]
+    stream, keys = _stream(table, names, key_name, compiled.attributes)
+    for chunk in iter_segment_matches(compiled, stream):
+        yield _output(stream, keys, chunk)
+
+
+def _stream(table: Any, names: dict[str, str], key_name: str | None,
+            attributes: tuple[str, ...]) -> tuple[Any, Any]:
+    """The partition as one (segmented, when keyed) EventStream, and each segment's key."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from cep.match.stream import EventStream
+
+    ts_us = pc.cast(pc.cast(table.column(names["ts"]), pa.timestamp("us", tz="UTC")), pa.int64())
+    table = table.append_column("__ts_us", ts_us)
+    order = [("__ts_us", "ascending"), (names["id"], "ascending")]
+    if key_name is not None:
+        order.insert(0, (key_name, "ascending"))
+    table = table.take(pc.sort_indices(table, sort_keys=order, null_placement="at_end"))
+    n = table.num_rows
+    starts = np.zeros(1, dtype=np.int64)
+    keys = None
+    if key_name is not None and n:
+        key = table.column(key_name)
+        if pa.types.is_dictionary(key.type):
+            key = key.cast(key.type.value_type)
+        nulls = key.is_null().to_numpy(zero_copy_only=False)
+        changed = pc.fill_null(pc.not_equal(key.slice(1), key.slice(0, n - 1)), False)
+        changed = changed.to_numpy(zero_copy_only=False) | (nulls[1:] != nulls[:-1])
+        starts = np.concatenate(([0], np.flatnonzero(changed) + 1)).astype(np.int64)
+        keys = _key_strings(key.take(pa.array(starts)))
+    types_col = table.column(names["type"])
+    if pa.types.is_dictionary(types_col.type):
+        types_col = types_col.cast(types_col.type.value_type)
     attrs = {}
-    for attr in compiled.attributes:
-        column = table.column(names[attr.lower()])
-        array = column.to_numpy(zero_copy_only=False)
+    for attr in attributes:
+        array = table.column(names[attr.lower()]).to_numpy(zero_copy_only=False)
         attrs[attr] = array.astype(object) if array.dtype.kind in "US" else array
-    stream = EventStream.from_columns(ids, ts, types, attrs)
-    result = find_matches(compiled, stream)
+    stream = EventStream(table.column(names["id"]).to_numpy(zero_copy_only=False).astype(np.int64),
+                         table.column("__ts_us").to_numpy(zero_copy_only=False),
+                         np.asarray(types_col.to_numpy(zero_copy_only=False), dtype=object),
+                         attrs, segment_starts=starts if n else None)
+    return stream, keys
+
+
+def _key_strings(keys: Any) -> Any:
+    """The ``key`` output column's values (STRING) for the segments' keys."""
+    import pyarrow as pa
+
+    try:
+        return keys.cast(pa.string())
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return pa.array([None if k is None else str(k) for k in keys.to_pylist()], pa.string())
+
+
+def _output(stream: Any, keys: Any, chunk: Any) -> Any:
+    """One chunk's matches as an Arrow table of ``RETURN_TYPE``."""
+    import numpy as np
+    import pyarrow as pa
+
+    result = chunk.matches
     n = len(result)
-    key = None
-    if key_col is not None and table.num_rows:
-        key_values = table.column(names[str(key_col).lower()])
-        key = key_values[0].as_py()
-        if len(key_values.unique()) > 1:
-            raise MatchSeqArrowError(f"rows of several {key_col} values reached one partition; "
-                                     f"add PARTITION BY {key_col}")
-    offsets = result.offsets
-    flat_ids = stream.ids[result.positions]
-    event_ids = pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), pa.array(flat_ids, pa.int64()))
-    variables = pa.ListArray.from_arrays(pa.array(offsets, pa.int32()),
-                                         pa.array(result.variables.tolist(), pa.string()))
+    offsets = pa.array(result.offsets - result.offsets[0], pa.int32())
+    event_ids = pa.ListArray.from_arrays(offsets, pa.array(stream.ids[result.positions], pa.int64()))
+    variables = pa.ListArray.from_arrays(offsets, pa.array(result.variables, pa.string()))
     ts_type = pa.timestamp("us", tz="UTC")
+    key = (pa.nulls(n, pa.string()) if keys is None
+           else keys.take(pa.array(chunk.segments, pa.int64())))
     return pa.table({
-        "key": pa.array([None if key is None else str(key)] * n, pa.string()),
-        "match_id": pa.array(np.arange(1, n + 1, dtype=np.int64)),
+        "key": key,
+        "match_id": pa.array(chunk.match_ids()),
         "start_ts": pa.array(stream.ts[result.starts], pa.int64()).cast(ts_type),
         "end_ts": pa.array(stream.ts[result.ends], pa.int64()).cast(ts_type),
         "event_ids": event_ids,
         "variables": variables,
-        "n_events": pa.array(np.diff(offsets).astype(np.int32)),
+        "n_events": pa.array(np.diff(result.offsets).astype(np.int32)),
     })
 
 

@@ -34,6 +34,7 @@ Example:
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Iterator
 
 import numpy as np
 
@@ -46,38 +47,35 @@ from cep.match.stream import EventStream
 _CLOCK_LIMIT = 1 << 62
 # Segments are matched in chunks of about this many events: large enough that the fixed cost
 # per engine call vanishes, small enough that sorting a chunk's matches stays cache-friendly
-# (one 10^6-event call was 2x slower than per-key calls when it had 29M matches).
-CHUNK_EVENTS = 1 << 16
+# (measured: 2^14 beat 2^12 and 2^16 on SEQ-3, Kleene and NOT at 10^6 events, BENCHMARKS.md).
+CHUNK_EVENTS = 1 << 14
 
 
 @dataclass(frozen=True, eq=False)
 class SegmentMatches:
-    """Matches of a segmented stream.
+    """Matches of some consecutive segments of a segmented stream.
 
     Attributes:
-        matches: every segment's matches, positions into the whole stream, ordered by segment
-            and, inside one, in ``match_id`` order.
-        segments: the segment (0-based) of each match.
-        first_match: per segment, the index of its first match (``len(starts) + 1`` entries),
-            so segment ``k`` owns matches ``first_match[k]:first_match[k + 1]``.
+        matches: the matches, positions into the whole stream, ordered by segment and,
+            inside one, in ``match_id`` order.
+        segments: the segment (0-based, of the whole stream) of each match.
         joint: True when one engine call on the segment clock found them, False when the
             segments ran one by one.
     """
 
     matches: MatchArrays
     segments: np.ndarray
-    first_match: np.ndarray
     joint: bool
 
     def match_ids(self) -> np.ndarray:
         """``match_id`` of every match: 1, 2, ... inside each segment."""
-        n = len(self.segments)
-        return np.arange(1, n + 1, dtype=np.int64) - self.first_match[self.segments]
+        first = np.searchsorted(self.segments, self.segments, side="left")
+        return np.arange(1, len(self.segments) + 1, dtype=np.int64) - first
 
 
 def find_segment_matches(compiled: CompiledQuery, stream: EventStream, *,
                          plan: str | None = None) -> SegmentMatches:
-    """Every match of ``compiled`` in each segment of ``stream``, in one engine call if exact.
+    """Every match of ``compiled`` in each segment of ``stream`` (all chunks concatenated).
 
     Args:
         compiled: from :func:`cep.match.compile_query`.
@@ -88,27 +86,36 @@ def find_segment_matches(compiled: CompiledQuery, stream: EventStream, *,
         MatchLimitError: one segment exceeds a limit of ``compiled.limits``.
         StreamError: a column the query reads is missing or malformed.
     """
+    pieces = list(iter_segment_matches(compiled, stream, plan=plan))
+    if len(pieces) == 1:
+        return pieces[0]
+    return SegmentMatches(_concat([p.matches for p in pieces], [0] * len(pieces)),
+                          np.concatenate([p.segments for p in pieces]).astype(np.int64),
+                          all(p.joint for p in pieces))
+
+
+def iter_segment_matches(compiled: CompiledQuery, stream: EventStream, *,
+                         plan: str | None = None) -> Iterator[SegmentMatches]:
+    """The matches chunk by chunk (about ``CHUNK_EVENTS`` events of whole segments each), so a
+    caller can convert and emit them without holding every match of the stream at once.
+
+    Args and errors as :func:`find_segment_matches`; at least one (maybe empty) result.
+    """
     n = len(stream)
-    if n == 0:
-        return _result(MatchArrays.empty(), np.zeros(0, dtype=np.int64), joint=True)
-    if not stream.segmented:
+    if n == 0 or not stream.segmented:
         single = replace(stream, segment_starts=None)
-        return _result(find_matches(compiled, single, plan=plan), np.zeros(1, dtype=np.int64),
-                       joint=True)
+        found = find_matches(compiled, single, plan=plan) if n else MatchArrays.empty()
+        yield SegmentMatches(found, np.zeros(len(found), dtype=np.int64), True)
+        return
     starts = np.asarray(stream.segment_starts, dtype=np.int64)
     cuts = _chunks(starts)
-    if len(cuts) == 2:
-        return _joint(compiled, stream, starts, plan)
-    pieces: list[SegmentMatches] = []
-    bases: list[int] = []
     for a, b in zip(cuts[:-1].tolist(), cuts[1:].tolist()):
         base = int(starts[a])
         end = int(starts[b]) if b < len(starts) else n
         sub = starts[a:b] - base
-        pieces.append(_joint(compiled, stream.segment(base, end, sub), sub, plan))
-        bases.append(base)
-    found = _concat([p.matches for p in pieces], bases)
-    return _result(found, starts, joint=all(p.joint for p in pieces))
+        piece = stream if (a, b) == (0, len(starts)) else stream.segment(base, end, sub)
+        found = _joint(compiled, piece, sub, plan)
+        yield SegmentMatches(_concat([found.matches], [base]), found.segments + a, found.joint)
 
 
 def _joint(compiled: CompiledQuery, stream: EventStream, starts: np.ndarray, plan: str | None
@@ -186,6 +193,8 @@ def _concat(parts: list[MatchArrays], bases: list[int]) -> MatchArrays:
     parts, bases = [p for p in parts if len(p)], [b for p, b in zip(parts, bases) if len(p)]
     if not parts:
         return MatchArrays.empty()
+    if len(parts) == 1 and bases[0] == 0:
+        return parts[0]
     offsets = [np.zeros(1, dtype=np.int64)]
     at = 0
     for p in parts:
@@ -209,5 +218,4 @@ def _within_segments(found: MatchArrays, starts: np.ndarray) -> bool:
 
 def _result(found: MatchArrays, starts: np.ndarray, *, joint: bool) -> SegmentMatches:
     segments = (np.searchsorted(starts, found.starts, side="right") - 1).astype(np.int64)
-    first_match = np.searchsorted(segments, np.arange(len(starts) + 1), side="left")
-    return SegmentMatches(found, segments, first_match.astype(np.int64), joint)
+    return SegmentMatches(found, segments, joint)

@@ -180,3 +180,26 @@ def test_arrow_variant_errors_reach_sql(spark, events_view) -> None:
         spark.sql("SELECT * FROM match_seq_arrow('PATTERN A; B WHERE A.nope > 1', NULL, NULL, "
                   "TABLE(ms_events) PARTITION BY key ORDER BY ts)").collect()
     assert "CEP-PAT-203" in str(info.value) and "nope" in str(info.value)
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("pattern", PATTERNS)
+def test_arrow_variant_many_keys_per_partition(spark, pattern: str, policy: str) -> None:
+    # A bucket of the key (or a single partition) holds many keys: they are matched as
+    # segments of one stream and must give each key's own matches and match_ids.
+    rows = random_events(11, n_keys=9, per_key=10)
+    spark.createDataFrame(rows, SCHEMA).createOrReplaceTempView("ms_many")
+    by_key = streams_by_key(rows)
+    want = set()
+    for key, stream in by_key.items():
+        found = find_matches(compile_query(pattern, policy=policy), stream)
+        for match_id, m in enumerate(found.to_matches(), start=1):
+            want.add((key, match_id, tuple(int(stream.ids[p]) for p in m.positions), m.variables,
+                      int(stream.ts[m.positions[0]]), int(stream.ts[m.positions[-1]])))
+    for partition in ("pmod(hash(key), 2)", "1"):
+        got = spark.sql(
+            f"SELECT key, match_id, event_ids, variables, unix_micros(start_ts) AS s, "
+            f"unix_micros(end_ts) AS e FROM match_seq_arrow({sql_string(pattern)}, "
+            f"{sql_string(policy)}, 'key', TABLE(ms_many) PARTITION BY {partition})").collect()
+        assert {(r.key, r.match_id, tuple(r.event_ids), tuple(r.variables), r.s, r.e)
+                for r in got} == want, partition
