@@ -142,7 +142,9 @@ def analyze_call(pattern: Any, events: Any, policy: Any = None, ts_col: Any = No
         select.append(SelectedColumn(_quote(schema_names[attr.lower()]), alias=f"__a{i}"))
     query = parse_pattern(text)
     classes = {e.alias: e.cls for e in pattern_events(query.pattern)}
-    defines = {d.cls: d.condition for d in query.defines}
+    # Class tests as the engine reads them: a DEFINE with a join variable ($x) contributes only
+    # its variable-free conjuncts; the conjuncts with $x are checked by the engine on matches.
+    defines = {cls: pred.condition for cls, pred in compiled.defines.items()}
     mask_aliases = []
     for alias, conditions in compiled.pushdown.items():
         try:

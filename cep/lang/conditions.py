@@ -502,8 +502,9 @@ class _Rewriter:
         elif tok.kind == NUMBER:
             self.number(tok, nxt)
         elif tok.kind == VAR:
+            # Allowed in DEFINE too: a join variable is a cross-event constraint the matchers
+            # evaluate on whole bindings (docs/semantics.md, "Join variables").
             self.k += 1
-            self.scope_check(tok, None, extra="a join variable")
             self.add_ref(VarRef(tok.value, span=(tok.start, tok.end)))
         else:
             self.operator(tok)
@@ -740,7 +741,7 @@ class _Rewriter:
         """Resolve the alias of a reference; in DEFINE only the defined class itself is allowed."""
         if self.kind != DEFINE:
             return name.value
-        if name.kind == VAR or index is not None:
+        if index is not None:
             self.fail(
                 E_DEFINE_SCOPE,
                 f"a DEFINE condition reads one event; {extra} is not allowed",

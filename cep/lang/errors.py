@@ -60,7 +60,7 @@ CEP-PAT-213    semantic  invalid WINDOW bounds (start > end, negative, mixed kin
 CEP-PAT-214    semantic  DEFINE for a class the pattern does not use
 CEP-PAT-215    semantic  more than one selection policy keyword
 CEP-PAT-216    semantic  attribute without an alias in WHERE or ``@(...)``
-CEP-PAT-217    semantic  DEFINE condition that mentions another event, an iteration or a variable
+CEP-PAT-217    semantic  DEFINE condition that mentions another event, an iteration or an aggregate
 CEP-PAT-218    semantic  the same class defined twice in DEFINE
 CEP-PAT-219    semantic  event class that is not among the known classes
 CEP-PAT-220    semantic  ``[]`` iteration marker on an event that is not repeated

@@ -44,12 +44,15 @@ def render_condition(condition: Condition, columns: Mapping[str, str], *,
     """Spark SQL for a single-event ``condition``.
 
     Args:
-        condition: a condition with ``single_event`` True (WHERE on one alias, or a DEFINE).
+        condition: a condition with ``single_event`` True (WHERE on one alias, or a DEFINE
+            without join variables; of a DEFINE with ``$x`` only the class test that
+            ``cep.lang.rewrite.split_define`` keeps is renderable).
         columns: lower-cased attribute name -> the column's name in the table schema.
         ts_col: the timestamp column; a condition reading it raises :class:`NotRenderable`.
 
     Raises:
-        NotRenderable: the condition reads a timestamp, an unknown column, or is not single-event.
+        NotRenderable: the condition reads a timestamp, an unknown column, or is not single-event
+            (it reads several events, an iteration, an aggregate or a join variable).
     """
     if not condition.single_event:
         raise NotRenderable(f"{condition.text!r} reads more than one event")

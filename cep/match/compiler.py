@@ -12,6 +12,11 @@ state explicit):
 * **negation conditions** (a negated alias and bound ones) decide which events violate a NOT;
 * conditions on an alias the alternative does not have are ignored there.
 
+A ``DEFINE`` that mentions a join variable ``$x`` is split first (``cep/lang/rewrite.py``): its
+variable-free conjuncts are the class test, and each conjunct with ``$x`` becomes a condition on
+every alias of the class, sorted into the roles above like a WHERE condition (a cross condition
+for a bound alias, a negation condition for a negated one); it is never a filter.
+
 Example:
     >>> cq = compile_query("PATTERN a; NOT(d); b WHERE a.v < b.v AND d.v > 0 AND b.w = 1",
     ...                    columns=["type", "ts", "v", "w"])
@@ -33,6 +38,7 @@ import numpy as np
 
 from cep.lang import Query, parse_pattern, validate_pattern
 from cep.lang.ast import EVENTS, AttrRef, Condition, IterRef, AggRef
+from cep.lang.rewrite import on_alias, split_define
 from cep.match.errors import UnsupportedPatternError
 from cep.match.limits import MatchLimits
 from cep.match.normal import Alternative, NormalPattern, normalize
@@ -173,8 +179,10 @@ class CompiledQuery:
         normal: its normal form.
         policy: the selection policy in force.
         limits: per-partition resource limits.
-        predicates: WHERE and ``@(...)`` conditions, analysed.
-        defines: class -> analysed DEFINE condition.
+        predicates: WHERE and ``@(...)`` conditions, then the join-variable conjuncts of the
+            DEFINE conditions, one per alias of their class (``F1.ip = $x``), analysed.
+        defines: class -> analysed class test: the DEFINE condition, or for a DEFINE with join
+            variables the conjunction of its variable-free conjuncts (``TRUE`` if none).
         alias_classes: alias -> class name, for every alias of the pattern.
         alternatives: the compiled alternatives.
         window: WITHIN / SLIDE.
@@ -211,8 +219,10 @@ class CompiledQuery:
         """Per alias, the single-event conditions (its class's DEFINE first) Spark may evaluate.
 
         A mask passed back as ``EventStream.masks[alias]`` must be: the event is of the alias's
-        class (DEFINE condition TRUE, or type column equal to the class when there is no
-        DEFINE) AND every condition listed here is TRUE.
+        class as far as the event alone can tell (the class test of ``defines`` TRUE, or type
+        column equal to the class when there is no DEFINE) AND every condition listed here is
+        TRUE. A condition with a join variable is never listed: only the variable-free
+        conjuncts of a DEFINE with ``$x`` are.
         """
         out: dict[str, tuple[Condition, ...]] = {}
         for alias, cls in self.alias_classes.items():
@@ -256,15 +266,18 @@ def compile_query(query: Query | str, *, policy: str | None = None,
     parsed = parse_pattern(query) if isinstance(query, str) else query
     validate_pattern(parsed, columns=list(columns) if columns is not None else None)
     norm = normalize(parsed, policy)
-    predicates = tuple(analyse(c) for c in norm.conditions)
-    defines = {cls: analyse(c) for cls, c in norm.defines.items()}
-    for cls, pred in defines.items():
-        if pred.variables:
-            raise UnsupportedPatternError(
-                f"DEFINE {cls} uses a join variable; the matcher supports $variables in WHERE "
-                "and @(...) conditions only")
     alias_classes = {e.alias: e.cls for alt in norm.alternatives for comp in alt.components
                      for e in comp.choices}
+    # A DEFINE with $x is a class test (its variable-free conjuncts) plus, per alias of the
+    # class, WHERE-like conditions (its conjuncts with variables): see cep/lang/rewrite.py.
+    defines: dict[str, Predicate] = {}
+    define_conditions: list[Condition] = []
+    for cls, cond in norm.defines.items():
+        static, variable = split_define(cond)
+        defines[cls] = analyse(static)
+        define_conditions += [on_alias(c, alias) for alias, of in alias_classes.items()
+                              if of == cls for c in variable]
+    predicates = tuple(analyse(c) for c in (*norm.conditions, *define_conditions))
     # Plans of both evaluation strategies are built from the compiled alternatives.
     from cep.match.next_match import run_plan
     from cep.match.shapes import shapes_of

@@ -17,7 +17,11 @@ one by one so each can be read next to the page:
 Join variables (``$x``): a binding is accepted when there is one value per variable, taken
 from an equality ``expr = $x`` evaluated over the bound events, for which rules 5-7 all hold
 (no candidate value: the variable is NULL). When every mention is such an equality this is
-exactly "all events give ``$x`` the same value".
+exactly "all events give ``$x`` the same value". A ``DEFINE`` may use ``$x`` too: then class
+membership (rule 5) is decided under the assignment, for every bound event of the class (each
+Kleene iteration), and the equalities of the DEFINE of every bound event are candidates; a
+negated event is of the class when its DEFINE holds under the assignment (its own equalities
+give no candidates: it is not part of the match).
 
 A partial binding (``final=False``, used by skip-till-next-match runs) is checked the same way,
 except that iteration minimums are not yet required and a ``NOT`` with no bound event after it
@@ -199,6 +203,7 @@ class BindingChecker:
         self.examined = 0
         self._columns: dict[str, list[Value]] = {}
         self._static_member: dict[tuple[int, str], bool] = {}
+        self._may_be: dict[tuple[int, str], bool] = {}
         self.lo, self.hi = self._restriction()
         within, slide = norm.within, norm.slide
         self._by_events = within is not None and within.kind == EVENTS
@@ -273,10 +278,19 @@ class BindingChecker:
         return self._static_member[key]
 
     def may_be(self, pos: int, cls: str) -> bool:
-        """False only when ``pos`` is of class ``cls`` under no value of the join variables."""
+        """False only when ``pos`` is of class ``cls`` under no value of the join variables.
+
+        Only prunes the enumeration (every binding is still checked in full): a DEFINE with
+        variables can be TRUE only where its top-level conjuncts without variables are.
+        """
         info = self.defines.get(cls)
         if info is not None and info.variables:
-            return True
+            key = (pos, cls)
+            if key not in self._may_be:
+                self._may_be[key] = all(
+                    evaluate(part, _Scope(self, info, {}, None, {}, {}, pos).lookup) is True
+                    for part in _variable_free_conjuncts(info))
+            return self._may_be[key]
         return self.member(pos, cls, {})
 
     # -- conditions -------------------------------------------------------------------------------
@@ -449,6 +463,21 @@ class BindingChecker:
                    if choice.alias in info.aliases and info.aliases <= scope.keys()):
                 return True
         return False
+
+
+def _variable_free_conjuncts(info: _CondInfo) -> list[exp.Expression]:
+    """The top-level AND operands of a condition (through parentheses) that use no variable."""
+    out: list[exp.Expression] = []
+    stack = [info.cond.expr]
+    while stack:
+        node = stack.pop()
+        while isinstance(node, exp.Paren):
+            node = node.this
+        if isinstance(node, exp.And):
+            stack += [node.expression, node.this]
+        elif not any(isinstance(info.refs.get(c.name), VarRef) for c in node.find_all(exp.Column)):
+            out.append(node)
+    return out
 
 
 def _cls_of(comp: Component, alias: str) -> str:

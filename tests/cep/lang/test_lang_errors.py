@@ -180,6 +180,9 @@ CASES: list[Case] = [
     # -- late additions (appended so that earlier golden file numbers stay stable) ----------------
     Case("junk_after_clause", "PATTERN A; B WITHIN 5 MINUTES 5", kind=PatternSyntaxError),
     Case("junk_after_window_multiline", "PATTERN A; B\nWINDOW [0, 9]\n  extra", kind=PatternSyntaxError),
+    # $x is allowed in DEFINE; another event next to it is still CEP-PAT-217.
+    Case("define_variable_and_other_event", "PATTERN F; S DEFINE F AS ip = $x AND S.ip = $x",
+         kind=PatternSemanticError),
 ]
 
 assert len({c.name for c in CASES}) == len(CASES), "case names must be unique"

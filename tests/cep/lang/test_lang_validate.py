@@ -36,6 +36,7 @@ def code_of(text: str, columns: list[str] | None = None, classes: list[str] | No
         "PATTERN a; (x b)+ WHERE b[i].price > b[i-1].price",
         "PATTERN a; b[3] WHERE b[3].price > b[1].price",
         "PATTERN a; b+ WHERE sum(b.price) > 100 AND count(b) > 2 AND t(b[i]) - t(b[i-1]) < 1 MINUTE",
+        "PATTERN a; b+ DEFINE a AS status = 'x' AND ip = $v, b AS price > $p AND b.ip = $v WHERE a.price = $p",
     ],
 )
 def test_valid_patterns(text: str) -> None:
@@ -81,7 +82,8 @@ def test_validate_returns_the_query_unchanged() -> None:
         ("PATTERN a; b DEFINE a AS b.x = 1", "CEP-PAT-217"),
         ("PATTERN a; b+ DEFINE b AS b[i].x = 1", "CEP-PAT-217"),
         ("PATTERN a; b+ DEFINE b AS x > avg(b[..i-1].x)", "CEP-PAT-217"),
-        ("PATTERN a; b DEFINE b AS x = $v", "CEP-PAT-217"),
+        ("PATTERN a; b DEFINE b AS x = $v AND a.x = $v", "CEP-PAT-217"),
+        ("PATTERN a; b+ DEFINE b AS x = $v AND t(b[i]) > 0", "CEP-PAT-217"),
         ("PATTERN a; b DEFINE a AS x = 1, a AS x = 2", "CEP-PAT-218"),
         ("PATTERN a a[]; b", "CEP-PAT-220"),
         ("PATTERN a; (b c[])?", "CEP-PAT-220"),

@@ -3,6 +3,7 @@
 Streams have 8-14 events of 3-4 types, timestamps with ties, small integer attributes ``v``
 (0..3) and ``w`` (0..1) with some NULLs. The templates cover every operator, quantifier, window
 kind and condition shape of docs/semantics.md; every template runs under every policy.
+:func:`define_var_patterns` draws random patterns whose DEFINE conditions use join variables.
 """
 
 from __future__ import annotations
@@ -133,6 +134,21 @@ TEMPLATES = (
     "PATTERN A; B WHERE A.v = B.v AND A.ts < B.ts",
     "PATTERN A; B WITHIN 2 UNITS SLIDE 1 UNITS",
     "PATTERN A; B+ WITHIN 3 EVENTS SLIDE 2 EVENTS",
+    # $x inside DEFINE: the class binds the variable, every event of the class agrees on it
+    "PATTERN A; B DEFINE A AS type = 'A' AND w = $x, B AS type = 'B' AND w = $x",
+    "PATTERN A; B+; C DEFINE B AS type = 'B' AND w = $x WHERE A.w = $x",
+    "PATTERN A; NOT(D); C DEFINE D AS type = 'D' AND w = $x WHERE A.w = $x",
+    "PATTERN F, F; S DEFINE F AS type <> 'C' AND v = $x, S AS type = 'C'",
+    "PATTERN A; B DEFINE B AS v = $x WHERE A.v = $x",
+    "PATTERN A; B; C DEFINE B AS w = $x OR v = 3 WHERE A.w = $x",
+    "PATTERN A; B DEFINE B AS type = 'B' AND v > $m WHERE A.v = $m",
+    "PATTERN A; OR(X, Y)+; C DEFINE X AS type = 'B' AND w = $x, Y AS type = 'D' AND v = $x WHERE A.w = $x",
+    "PATTERN A; B; C DEFINE B AS type = 'B' AND v = $p AND w = $q WHERE A.v = $p AND C.w = $q",
+    "PATTERN A; B{1,3}; C DEFINE B AS type = 'B' AND w = $x WHERE B[i].v >= B[i-1].v AND C.w = $x",
+    "PATTERN A; B*; C DEFINE B AS type = 'B' AND v = $x WHERE C.v = $x",
+    "PATTERN A; B DEFINE B AS type = 'B' AND ts - $s < 4 WHERE A.ts = $s",
+    "PATTERN A; (B | C) DEFINE B AS type = 'B' AND $x = 1, C AS type = 'C' WHERE A.w = $x",
+    "PATTERN A; B+; NOT(D) DEFINE B AS type = 'B' AND v = $x, D AS type = 'D' AND v = $x WITHIN 5 UNITS",
 )
 
 
@@ -149,6 +165,59 @@ def streams(draw: Any, min_size: int = 8, max_size: int = 14) -> EventStream:
     return EventStream.from_columns(ids=ids, ts=ts, types=types, attrs={"v": v, "w": w})
 
 
+# Pieces of random patterns whose DEFINE conditions use join variables: a DEFINE conjunct
+# with $x or $y (each binds or tests the variable), and an optional variable-free class test
+# that keeps Kleene classes small enough for the oracle's enumeration.
+_DEFINE_VAR_CONJUNCTS = ("w = $x", "v = $x", "v >= $x", "$x = 1", "(w = $x OR v = 3)",
+                         "coalesce(w, 0) = $x", "v = $y", "w <> $y")
+_QUANTIFIERS = ("", "", "+", "*", "?", "{2}", "{1,2}")
+
+
+@st.composite
+def define_var_patterns(draw: Any) -> str:
+    """A random pattern whose DEFINE conditions carry ``$x`` / ``$y`` (docs/semantics.md).
+
+    Two or three components over the classes A-D (a class may repeat: aliases A1, A2), with
+    quantifiers, ``;`` or ``,`` links, an optional NOT in the middle or (with WITHIN) at the
+    end, a DEFINE with a variable for some of the classes and optionally a WHERE condition
+    that binds a variable on one alias.
+    """
+    n = draw(st.integers(2, 3))
+    classes = [draw(st.sampled_from("ABCD")) for _ in range(n)]
+    quants = [draw(st.sampled_from(_QUANTIFIERS)) for _ in range(n)]
+    if all(q in ("*", "?") for q in quants):
+        quants[0] = ""  # a pattern that can match the empty sequence is rejected
+    links = [draw(st.sampled_from(("; ", ", "))) for _ in range(n - 1)]
+    negated = draw(st.sampled_from(("", "", "middle", "end")))
+    parts = [classes[0] + quants[0]]
+    for k in range(1, n):
+        if negated == "middle" and k == 1:
+            parts.append("; NOT(D)")
+        parts.append(links[k - 1] + classes[k] + quants[k])
+    text = "PATTERN " + "".join(parts)
+    within = " WITHIN 6 UNITS" if negated == "end" or draw(st.booleans()) else ""
+    if negated == "end":
+        text += "; NOT(D)"
+    used = sorted(set(classes) | ({"D"} if negated else set()))
+    kleene = {c for c, q in zip(classes, quants) if q}
+    defines = []
+    for cls in used:
+        if not draw(st.booleans()) and cls != used[0]:
+            continue
+        conjunct = draw(st.sampled_from(_DEFINE_VAR_CONJUNCTS))
+        if cls in kleene or draw(st.booleans()):
+            # Kleene classes always keep a type test: an all-events class makes the oracle's
+            # enumeration of iterations exponential in the stream length.
+            conjunct = f"type = '{cls}' AND {conjunct}"
+        defines.append(f"{cls} AS {conjunct}")
+    text += " DEFINE " + ", ".join(defines)
+    aliases = parse_pattern(text + within).aliases()
+    binder = draw(st.sampled_from(("", "", "w = $x", "v = $x", "v = $y")))
+    if binder:
+        text += f" WHERE {draw(st.sampled_from(aliases))}.{binder}"
+    return text + within
+
+
 def random_stream(seed: int, n: int | None = None) -> EventStream:
     """A reproducible stream like :func:`streams`, from a seed (for sweeps without hypothesis)."""
     rng = np.random.default_rng(seed)
@@ -163,7 +232,9 @@ def random_stream(seed: int, n: int | None = None) -> EventStream:
 
 def oracle_masks(text: str, stream: EventStream, policy: str) -> dict[str, np.ndarray]:
     """Masks as Spark would compute them from ``CompiledQuery.pushdown``, but evaluated with the
-    oracle's scalar interpreter (class membership AND every pushed-down condition)."""
+    oracle's scalar interpreter (the type test when the class has no DEFINE, AND every
+    pushed-down condition, which starts with the class's DEFINE, or with its variable-free
+    conjuncts when the DEFINE uses a join variable)."""
     cq = compile_query(text, policy=policy)
     checker = BindingChecker(normalize(parse_pattern(text), policy), stream)
     masks = {}
@@ -171,10 +242,9 @@ def oracle_masks(text: str, stream: EventStream, policy: str) -> dict[str, np.nd
         cls = cq.alias_classes[alias]
         values = []
         for pos in range(len(stream)):
-            ok = checker.member(pos, cls, {})
+            ok = cls in cq.defines or checker.member(pos, cls, {})
             for cond in conds:
-                if cond is cq.normal.defines.get(cls):
-                    continue
+                assert not cond.variables, f"{cond.text!r} uses a join variable: never pushed down"
 
                 def lookup(name: str, cond: Any = cond, pos: int = pos) -> Any:
                     ref = cond.ref(name)

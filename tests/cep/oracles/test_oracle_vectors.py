@@ -6,14 +6,12 @@ Each expected answer is written out by hand, with the derivation in a comment; p
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any, Sequence
 
 import numpy as np
 import pytest
-import sqlglot
 
-from cep.lang import AttrRef, Condition, VarRef, parse_pattern
+from cep.lang import parse_pattern
 from cep.match.errors import MatchLimitError
 from cep.match.stream import EventStream
 from cep.oracles import oracle_matches
@@ -376,15 +374,10 @@ def test_define_classes_seed_query() -> None:
 
 
 def test_join_variable_inside_define() -> None:
-    # The parser rejects $x in DEFINE today (CEP-PAT-217), so the query is built by hand:
     # DEFINE F AS status = 'denied' AND ip = $x, WHERE S.ip = $x.
     # 0 x denied ip1 | 1 S ip2 | 2 S ip1 | 3 x denied ip2 | 4 S ip2.
     # (F0, S1): F gives $x = 1, S gives 2: no. (F0, S2): 1 = 1. (F0, S4): no. (F3, S4): 2 = 2.
-    base = parse_pattern("PATTERN F; S DEFINE F AS status = 'denied' WHERE S.ip = $x")
-    expr = sqlglot.parse_one("`status` = 'denied' AND `ip` = `$x`", dialect="spark")
-    cond = Condition("status = 'denied' AND ip = $x", expr.sql(dialect="spark"),
-                     (AttrRef(None, "status"), AttrRef(None, "ip"), VarRef("x")), expr=expr)
-    query = dataclasses.replace(base, defines=(dataclasses.replace(base.defines[0], condition=cond),))
+    query = parse_pattern("PATTERN F; S DEFINE F AS status = 'denied' AND ip = $x WHERE S.ip = $x")
     s = stream("x S S x S", status=["denied", "ok", "ok", "denied", "ok"], ip=[1, 2, 1, 2, 2])
     assert positions(query, s, ANY) == [(0, 2), (3, 4)]
     assert positions(query, s, NEXT) == [(0, 2), (3, 4)]
