@@ -5,18 +5,30 @@ One shape (``shapes.py``) of one alternative is evaluated on one partition by a 
 by the unit's components one event at a time (a SEQ join with the component's buffer);
 ``Join(X, Y)`` with a composite ``Y`` joins two sets of partial matches (``joins.py``).
 
-Kleene closures follow the left-grouped Kleene operator of FAEM (the seed paper of
-``match_seq``, DESIGN.md section 1; ``{n}`` is its kleene-num case: exactly ``n`` rounds): the
-partial matches with ``r`` iterations are extended by one more iteration per round, and every round with ``min <= r <= max`` is a set of
-completed partial matches. The number of rounds is bounded by ``max`` and by
-``MatchLimits.max_kleene_iterations``; every round's size is checked against
-``max_partial_matches`` before it is built, so the exponential outputs of skip-till-any-match
-Kleene closures end in a :class:`MatchLimitError`, not in an exhausted machine.
+Kleene closures follow the twin Kleene operators of FAEM (the seed paper of ``match_seq``,
+DESIGN.md section 1; Behravesh et al. 2014 on the BTDG, see ``plans.py``). A closure grouped
+``left`` is grown from its left neighbour: the partial matches with ``r`` iterations are
+extended by one later iteration per round. A closure grouped ``right`` is grown from its right
+neighbour: each round prepends one earlier iteration before the current first one (the
+iteration link, the window from the new first event to the unit's last, and, for the first
+prepended iteration, the link and the NOTs towards the right neighbour narrow the
+``searchsorted`` ranges). In both directions every round with ``min <= r <= max`` is a set of
+completed partial matches (``{n}``, kleene-num: exactly ``n`` rounds). The number of rounds is
+bounded by ``max`` and by ``MatchLimits.max_kleene_iterations``; every round's size is checked
+against ``max_partial_matches`` before it is built, so the exponential outputs of
+skip-till-any-match Kleene closures end in a :class:`MatchLimitError`, not in an exhausted
+machine.
 
 Constraints are placed as early as possible (predicate placement): a condition or NOT is
 checked on the first partial matches that cover every slot it reads, and, inside a Kleene
-closure, at each round when appending iterations can only add failures (``monotone_in``),
-otherwise once the closure is complete.
+closure, at each round when adding iterations can only add failures, otherwise once the
+closure is complete. Appending only adds instances unless a condition aggregates over all
+iterations or reads a fixed index (``Predicate.monotone_in``); prepending renumbers the
+iterations, which relative references (``b[i]``, ``b[i-1]``) and unindexed ones do not notice,
+but every aggregate ``agg(b[..i-1])`` and every fixed index ``b[1]`` does, so those wait for the
+complete closure (:func:`backward_monotone`). The new instances of a prepended iteration are
+those within the first few iterations (the span of the relative offsets), so a step checks the
+condition on those columns only.
 
 Example:
     >>> from cep.match.compiler import compile_query
@@ -28,41 +40,139 @@ Example:
     >>> m = AnyMatch(cq, shapes_of(cq.alternatives[0])[0], StreamData(s, None))
     >>> [b.pos.tolist() for b in m.run(m.plan("left-deep"))]
     [[[0, 1], [0, 3], [2, 3]]]
+    >>> cq = compile_query("PATTERN A; B+; C", policy="skip-till-any-match")
+    >>> shape = shapes_of(cq.alternatives[0])[0]
+    >>> units_of(shape, "left"), units_of(shape, "right")
+    ([(0, 1), (2, 2)], [(0, 0), (1, 2)])
 """
 
 from __future__ import annotations
 
 import itertools
-from typing import Mapping, Sequence
+from functools import cached_property
+from typing import Mapping, Sequence, Union
 
 import numpy as np
 
-from cep.lang.ast import NEXT
+from cep.lang.ast import NEXT, AggRef
 from cep.match.bindings import View, holds
 from cep.match.buffers import alias_buffer
 from cep.match.compiler import CompiledQuery
 from cep.match.data import StreamData
 from cep.match.expr import Value, null_safe_equal
-from cep.match.joins import Block, expand_ranges, next_after
+from cep.match.joins import Block, expand_ranges, next_after, prev_before
 from cep.match.limits import check_iterations, check_partial
 from cep.match.negation import violated, window_close
-from cep.match.plans import Estimates, Join, Node, Unit, build_plan, SAMPLE_EVENTS, SAMPLE_PAIRS
+from cep.match.plans import (
+    GROUPINGS,
+    Estimates,
+    GroupingChoice,
+    Join,
+    Node,
+    Plan,
+    Unit,
+    build_plan,
+    choose_grouping,
+    split_kind,
+    SAMPLE_EVENTS,
+    SAMPLE_PAIRS,
+    SMALL_PARTITION,
+)
+from cep.match.predicates import Predicate
 from cep.match.shapes import Constraint, Shape
 from cep.match.variables import exists_assignment
 
 _NONE = np.iinfo(np.int64).max // 4
 
+# What a caller may ask for: one grouping for every closure, or one per slot (a sequence
+# indexed by slot, or a mapping slot -> grouping); event slots are ignored.
+GroupingRequest = Union[str, Sequence[Union[str, None]], Mapping[int, str], None]
 
-def units_of(shape: Shape) -> list[tuple[int, int]]:
-    """Slot ranges ``(first, last)`` of the units: an event slot with the Kleene slots after it
-    (a leading run of Kleene slots is a unit of its own)."""
+
+def normal_grouping(shape: Shape, requested: GroupingRequest = None) -> tuple[str | None, ...]:
+    """Per slot, the grouping a request amounts to (None for event slots).
+
+    A closure can be grouped ``right`` only when the slot after it is an event or a closure
+    grouped ``right``; otherwise it is ``left``. None requests ``left`` everywhere.
+
+    Raises:
+        ValueError: an unknown grouping name.
+    """
+    n = len(shape.slots)
+    if requested is None or isinstance(requested, str):
+        want: list[str | None] = [requested or "left"] * n
+    elif isinstance(requested, Mapping):
+        want = [requested.get(k, "left") for k in range(n)]
+    else:
+        want = list(requested) + ["left"] * (n - len(requested))
+    out: list[str | None] = [None] * n
+    can_right = False
+    for k in reversed(range(n)):
+        if shape.slots[k].kind == "event":
+            can_right = True
+            continue
+        if want[k] not in GROUPINGS:
+            raise ValueError(f"unknown grouping {want[k]!r}; expected one of {', '.join(GROUPINGS)}")
+        out[k] = "right" if want[k] == "right" and can_right else "left"
+        can_right = out[k] == "right"
+    return tuple(out)
+
+
+def units_of(shape: Shape, grouping: GroupingRequest = None) -> list[tuple[int, int]]:
+    """Slot ranges ``(first, last)`` of the units under ``grouping`` (see ``plans.py``).
+
+    A unit is an event slot with the closures grouped ``right`` before it and those grouped
+    ``left`` after it; a leading run of closures grouped ``left`` is a unit of its own.
+    """
+    g = normal_grouping(shape, grouping)
     units: list[tuple[int, int]] = []
+    start: int | None = None
     for k, slot in enumerate(shape.slots):
-        if k == 0 or slot.kind == "event":
+        if slot.kind == "event":
+            units.append((k if start is None else start, k))
+            start = None
+        elif g[k] == "right":
+            start = k if start is None else start
+        elif not units:
             units.append((k, k))
         else:
             units[-1] = (units[-1][0], k)
     return units
+
+
+def anchor_of(shape: Shape, unit: tuple[int, int]) -> int:
+    """The slot a unit is built from: its event slot (its first slot when it has none)."""
+    first, last = unit
+    for k in range(first, last + 1):
+        if shape.slots[k].kind == "event":
+            return k
+    return first
+
+
+def backward_monotone(pred: Predicate, aliases: Sequence[str]) -> bool:
+    """Whether a failure with some iterations of ``aliases`` stays a failure when earlier
+    iterations are prepended: iterations are renumbered, so no aggregate over a prefix
+    (``agg(b[..i-1])``, ``agg(b)``) and no fixed index may read them."""
+    for alias in aliases:
+        if alias not in pred.aliases:
+            continue
+        if not pred.monotone_in(alias):
+            return False
+        if any(isinstance(r, AggRef) and r.alias == alias for r in pred.relative):
+            return False
+    return True
+
+
+def front_width(pred: Predicate, alias: str) -> int | None:
+    """How many leading iterations of ``alias`` hold every instance that involves the first
+    one, for a condition that is ``backward_monotone``; None when all must be checked."""
+    if not pred.incremental_in(alias):
+        return None
+    if pred.rel_alias != alias:
+        return 1  # unindexed: one instance per iteration
+    offsets = [r.index.offset for r in pred.relative  # type: ignore[union-attr]
+               if r.alias == alias and not isinstance(r, AggRef)]
+    return max(offsets) - min(offsets) + 1
 
 
 class AnyMatch:
@@ -72,35 +182,74 @@ class AnyMatch:
         cq: the compiled query.
         shape: the shape to evaluate.
         data: the partition.
+        grouping: force the grouping of the Kleene closures (``"left"``, ``"right"``, or per
+            slot, see :func:`normal_grouping`); None lets the cost model choose.
     """
 
-    def __init__(self, cq: CompiledQuery, shape: Shape, data: StreamData) -> None:
+    def __init__(self, cq: CompiledQuery, shape: Shape, data: StreamData,
+                 grouping: GroupingRequest = None) -> None:
         self.cq = cq
         self.shape = shape
         self.data = data
         self.limits = cq.limits
         self.window = cq.window
         self.equivalences = tuple(cq.normal.equivalences)
-        self.units = units_of(shape)
+        self._requested = grouping
         self.active = tuple(c for c in shape.constraints if c.scope and not c.deferred)
         self.deferred = tuple(c for c in shape.constraints if c.deferred)
         self.constants = tuple(c.pred for c in shape.constraints
                                if c.kind == "pred" and not c.scope and not c.deferred)
         self._transitive = {a: data.value(a)[0].dtype.kind != "O" for a in self.equivalences}
 
-    # -- entry points -----------------------------------------------------------------------
-    def plan(self, kind: str) -> Node:
-        """The plan tree of ``kind`` for this shape (sizes sampled for ``inner``)."""
-        est = self.estimates() if kind == "inner" and len(self.units) > 2 else None
-        return build_plan(kind, len(self.units), est.pair_sizes() if est else None,
-                          est.unit_sizes if est else None)
+    # -- grouping of the Kleene closures ------------------------------------------------------
+    @cached_property
+    def choices(self) -> tuple[GroupingChoice, ...]:
+        """The cost model's grouping decisions (empty when the grouping was forced)."""
+        if self._requested is not None:
+            return ()
+        return tuple(self._choose_grouping())
 
-    def run(self, plan: Node) -> list[Block]:
-        """Every match of the shape, as blocks of complete matches."""
+    @cached_property
+    def grouping(self) -> tuple[str | None, ...]:
+        """Per slot, the grouping of each Kleene closure (None for event slots)."""
+        if self._requested is not None:
+            return normal_grouping(self.shape, self._requested)
+        want = {k: c.grouping for c in self.choices for k in c.slots}
+        return normal_grouping(self.shape, want)
+
+    @cached_property
+    def units(self) -> list[tuple[int, int]]:
+        """The units under :attr:`grouping`."""
+        return units_of(self.shape, self.grouping)
+
+    # -- entry points -----------------------------------------------------------------------
+    def plan(self, kind: str) -> Plan:
+        """The plan of ``kind`` for this shape (sizes sampled for ``inner``).
+
+        ``kind`` is a tree kind, with this matcher's grouping, or ``tree:grouping`` with every
+        closure grouped that way (see :data:`cep.match.plans.PLAN_KINDS`).
+        """
+        tree_kind, forced = split_kind(kind)
+        if forced is None:
+            grouping, units = self.grouping, self.units
+        else:
+            grouping = normal_grouping(self.shape, forced)
+            units = units_of(self.shape, grouping)
+        est = self.estimates(units) if tree_kind == "inner" and len(units) > 2 else None
+        tree = build_plan(tree_kind, len(units), est.pair_sizes() if est else None,
+                          est.unit_sizes if est else None)
+        return Plan(tree_kind, tree, grouping, tuple(units))
+
+    def run(self, plan: Plan | Node) -> list[Block]:
+        """Every match of the shape, as blocks of complete matches (a bare tree runs over
+        :attr:`units`)."""
         for pred in self.constants:
             if not holds(pred, View(1, {}, {}), self.data)[0]:
                 return []
-        blocks = self._evaluate(plan)
+        if isinstance(plan, Plan):
+            blocks = self._evaluate(plan.tree, list(plan.units))
+        else:
+            blocks = self._evaluate(plan, self.units)
         out = []
         for block in blocks:
             block = self._final(block)
@@ -113,16 +262,19 @@ class AnyMatch:
         return alias_buffer(self.cq, alias, self.data)
 
     # -- plan evaluation ----------------------------------------------------------------------
-    def _evaluate(self, node: Node) -> list[Block]:
+    def _evaluate(self, node: Node, units: list[tuple[int, int]]) -> list[Block]:
         if isinstance(node, Unit):
-            return self._unit(node.index, None)
+            return self._unit(units[node.index], None)
         assert isinstance(node, Join)
-        left = self._evaluate(node.left)
+        left = self._evaluate(node.left, units)
         if not left:
             return []
         if isinstance(node.right, Unit):
-            return self._unit(node.right.index, left)
-        right = self._evaluate(node.right)
+            unit = units[node.right.index]
+            if anchor_of(self.shape, unit) == unit[0]:
+                # Grown forwards only: append the unit's slots to the left partial matches.
+                return self._unit(unit, left)
+        right = self._evaluate(node.right, units)
         if not right:
             return []
         out = []
@@ -133,15 +285,22 @@ class AnyMatch:
                 check_partial(self.limits, _rows(out), "joining partial matches")
         return out
 
-    def _unit(self, index: int, seed: list[Block] | None) -> list[Block]:
-        """The partial matches of unit ``index``, appended to ``seed`` (None: standalone)."""
-        first, last = self.units[index]
+    def _unit(self, unit: tuple[int, int], seed: list[Block] | None) -> list[Block]:
+        """The partial matches of ``unit``, appended to ``seed`` (None: standalone).
+
+        Built from the anchor: first the closures grouped ``right`` before it, nearest first,
+        each grown backwards; then the closures grouped ``left`` after it, grown forwards.
+        """
+        first, last = unit
+        anchor = anchor_of(self.shape, unit)
+        assert seed is None or anchor == first
         blocks = seed
-        for k in range(first, last + 1):
+        order = [anchor] + list(range(anchor - 1, first - 1, -1)) + list(range(anchor + 1, last + 1))
+        for k in order:
             if self.shape.slots[k].kind == "event":
                 blocks = self._event_slot(blocks, k)
             else:
-                blocks = self._kleene_slot(blocks, k)
+                blocks = self._kleene_slot(blocks, k, backward=k < anchor)
             if not blocks:
                 return []
         return blocks  # type: ignore[return-value]
@@ -155,20 +314,31 @@ class AnyMatch:
                     out.append(block)
         return out
 
-    def _kleene_slot(self, blocks: list[Block] | None, k: int) -> list[Block]:
-        """Grow Kleene slot ``k`` round by round; every round within bounds is an output."""
+    def _kleene_slot(self, blocks: list[Block] | None, k: int, backward: bool = False) -> list[Block]:
+        """Grow Kleene slot ``k`` round by round; every round within bounds is an output.
+
+        Forwards each round appends a later iteration; ``backward`` (grouped ``right``) each
+        round prepends an earlier one to ``blocks``, which then start at slot ``k + 1``.
+        """
         slot = self.shape.slots[k]
         frontier: list[Block] = []
         for alias in slot.aliases:
-            for block in self._append(blocks, k, alias, entering=True):
-                frontier.append(self._apply(block, self._step_constraints(block, k, alias, 1)))
+            if backward:
+                assert blocks is not None
+                for block in self._prepend(blocks, k, alias, entering=True):
+                    frontier.append(self._back_step(block, k, alias, 1))
+            else:
+                for block in self._append(blocks, k, alias, entering=True):
+                    frontier.append(self._apply(block, self._step_constraints(block, k, alias, 1)))
         frontier = [b for b in frontier if len(b)]
         done: list[Block] = []
         r = 1
         while frontier:
             if r >= slot.min:
                 for block in frontier:
-                    finished = self._apply(block, self._completion_constraints(block, k))
+                    todo = (self._back_completion_constraints(block, k) if backward
+                            else self._completion_constraints(block, k))
+                    finished = self._apply(block, todo)
                     if len(finished):
                         done.append(finished)
             if slot.max is not None and r >= slot.max:
@@ -176,6 +346,12 @@ class AnyMatch:
             grown: list[Block] = []
             for block in frontier:
                 for alias in slot.aliases:
+                    if backward:
+                        for new in self._prepend([block], k, alias, entering=False):
+                            new = self._back_step(new, k, alias, r + 1)
+                            if len(new):
+                                grown.append(new)
+                        continue
                     for new in self._append([block], k, alias, entering=False):
                         new = self._apply(new, self._step_constraints(new, k, alias, r + 1))
                         if len(new):
@@ -209,6 +385,55 @@ class AnyMatch:
             if len(new):
                 out.append(new)
         return out
+
+    # -- one backward step: prepend an event of ``alias`` before every row's first event --------
+    def _prepend(self, blocks: list[Block], k: int, alias: str, entering: bool) -> list[Block]:
+        """Rows with one more iteration of Kleene slot ``k`` before their first event.
+
+        ``entering``: the first iteration, linked to slot ``k + 1`` (its link and the NOTs
+        between the two apply); otherwise one more earlier iteration (the iteration link).
+        """
+        buf = self.buffer(alias)
+        slot = self.shape.slots[k]
+        link = self.shape.slots[k + 1].link if entering else slot.iter_link
+        gaps = self.shape.gaps[k] if entering else ()
+        out = []
+        for block in blocks:
+            if not len(block) or not len(buf):
+                continue
+            lo, hi = self._range_before(buf, block.start, block.end, link, gaps)
+            rows, idx = expand_ranges(lo, hi, self.limits, f"prepending {alias}")
+            pos = np.concatenate([buf[idx].reshape(-1, 1), block.pos[rows]], axis=1)
+            new = Block(k, block.last, ((k, alias),) + block.layout, pos)
+            # Window from the new first event to the row's last; [attr] of the new event
+            # against the row's (already equal) events.
+            new = new.rows(self._pair_checks(new, new.pos[:, 0], new.pos[:, -1:]))
+            if len(new):
+                out.append(new)
+        return out
+
+    def _range_before(self, buf: np.ndarray, start: np.ndarray, end: np.ndarray, link: str,
+                      gaps: Sequence) -> tuple[np.ndarray, np.ndarray]:
+        """Per row, the index range of ``buf`` (sorted) that may precede ``start`` in a row
+        ending at ``end`` (the mirror of :meth:`_range`)."""
+        hi = np.searchsorted(buf, start, side="left")
+        if link == NEXT:
+            lo = np.searchsorted(buf, start - 1, side="left")
+            return lo, hi
+        width = self.window.width
+        if width is None:
+            lo = np.zeros(len(start), dtype=np.int64)
+        elif self.window.by_events:
+            lo = np.searchsorted(buf, end - width, side="right")
+        else:
+            lo = np.searchsorted(self.data.ts[buf], self.data.ts[end] - width, side="right")
+        for gap in gaps:
+            if gap.simple and not self.equivalences:
+                # Not before the last negated event before the row's first one.
+                for neg_alias in gap.negation.aliases:
+                    prv = prev_before(self.buffer(neg_alias), start, -1)
+                    lo = np.maximum(lo, np.searchsorted(buf, prv, side="left"))
+        return lo, hi
 
     def _range(self, starts: np.ndarray, first: np.ndarray, end: np.ndarray, link: str,
                gaps: Sequence) -> tuple[np.ndarray, np.ndarray]:
@@ -300,6 +525,56 @@ class AnyMatch:
                 out.append((c, None))
         return out
 
+    def _back_step(self, block: Block, k: int, alias: str, r: int) -> Block:
+        """``block`` after the checks due once ``alias`` was prepended as the first of ``r``
+        iterations of slot ``k``: conditions that stay failed under prepending, on the new
+        instances only where that suffices, and at ``r = 1`` the NOTs towards slot ``k + 1``."""
+        slot = self.shape.slots[k]
+        covered = set(range(k, block.last + 1))
+        for c in self.active:
+            if not len(block):
+                break
+            if k not in c.scope or not c.scope <= covered:
+                continue
+            if c.kind == "pred":
+                p = c.pred
+                assert p is not None
+                if alias not in p.aliases or not backward_monotone(p, slot.aliases):
+                    continue
+                width = front_width(p, alias)
+                if width is None:
+                    block = block.rows(self._check(block, c, None))
+                else:
+                    block = block.rows(holds(p, _front_view(block, k, alias, width), self.data))
+            elif r == 1 and self._not_fixed_by_last(c, k):
+                block = block.rows(self._check(block, c, None))
+        return block
+
+    def _back_completion_constraints(self, block: Block, k: int) -> list[tuple[Constraint, str | None]]:
+        """Constraints left for when backward-grown Kleene slot ``k`` of ``block`` is complete."""
+        slot = self.shape.slots[k]
+        covered = set(range(k, block.last + 1))
+        out: list[tuple[Constraint, str | None]] = []
+        for c in self.active:
+            if k not in c.scope or not c.scope <= covered:
+                continue
+            if c.kind == "pred":
+                assert c.pred is not None
+                if not backward_monotone(c.pred, slot.aliases):
+                    out.append((c, None))
+            elif not self._not_fixed_by_last(c, k):
+                out.append((c, None))
+        return out
+
+    def _not_fixed_by_last(self, c: Constraint, k: int) -> bool:
+        """A NOT right after Kleene slot ``k`` whose conditions do not read the slot is fully
+        decided by the slot's last iteration (the first one prepended)."""
+        gap = c.gap
+        assert gap is not None
+        slot_aliases = set(self.shape.slots[k].aliases)
+        reads = {a for ps in gap.conditions.values() for p in ps for a in p.aliases}
+        return not gap.trailing and gap.after == k and not reads & slot_aliases
+
     def _not_fixed_by_first(self, c: Constraint, k: int) -> bool:
         """A NOT right before Kleene slot ``k`` whose conditions do not read the slot is fully
         decided by the slot's first iteration."""
@@ -355,34 +630,86 @@ class AnyMatch:
                                  lambda c, variables: self._check(block, c, None, variables))
 
     # -- statistics for the cost model ----------------------------------------------------------
-    def estimates(self) -> Estimates:
-        """Sampled unit sizes, pair fractions and selectivities (see ``plans.py``)."""
-        data = self.data
-        limit = data.lo + SAMPLE_EVENTS
+    def estimates(self, units: Sequence[tuple[int, int]] | None = None) -> Estimates:
+        """Sampled unit sizes, pair fractions and selectivities (see ``plans.py``) of
+        ``units`` (default: :attr:`units`)."""
+        units = self.units if units is None else units
         sizes = []
-        for first, last in self.units:
-            size = float(sum(len(self.buffer(a)) for a in self.shape.slots[first].aliases))
-            for k in range(first + 1, last + 1):
-                per_row = sum(len(self.buffer(a)) for a in self.shape.slots[k].aliases)
-                size *= 1.0 + min(per_row, 8)
+        for unit in units:
+            anchor = anchor_of(self.shape, unit)
+            size = float(self._slot_size(anchor))
+            for k in range(unit[0], unit[1] + 1):
+                if k != anchor:
+                    size *= 1.0 + min(self._slot_size(k), 8)
             sizes.append(max(size, 1.0))
         raw, sel = [], []
-        for u in range(len(self.units) - 1):
-            a_slot = self.units[u][1]
-            b_slot = a_slot + 1
-            left = np.concatenate([self.buffer(a) for a in self.shape.slots[a_slot].aliases])
-            right = np.sort(np.concatenate([self.buffer(a) for a in self.shape.slots[b_slot].aliases]))
-            left = np.sort(left[left < limit])
-            right_s = right[right < limit]
-            if not len(left) or not len(right_s):
-                raw.append(1.0)
-                sel.append(1.0)
-                continue
-            lo, hi = self._range(right_s, left, left, self.shape.slots[b_slot].link, ())
-            counts = np.maximum(hi - lo, 0)
-            raw.append(float(counts.sum()) / (len(left) * len(right_s)))
-            sel.append(self._sample_selectivity(a_slot, b_slot, left, right_s, lo, counts))
+        for u in range(len(units) - 1):
+            r, s = self._pair_stats(units[u][1], units[u][1] + 1)
+            raw.append(r)
+            sel.append(s)
         return Estimates(tuple(sizes), tuple(raw), tuple(sel))
+
+    def _slot_size(self, k: int) -> int:
+        return sum(len(self.buffer(a)) for a in self.shape.slots[k].aliases)
+
+    def _pair_stats(self, a_slot: int, b_slot: int) -> tuple[float, float]:
+        """``(raw fraction, selectivity)`` of (slot ``a_slot`` event, next slot event) pairs,
+        sampled on the first ``SAMPLE_EVENTS`` events."""
+        limit = self.data.lo + SAMPLE_EVENTS
+        left = self._sample_buffer(a_slot, limit)
+        right_s = self._sample_buffer(b_slot, limit)
+        if not len(left) or not len(right_s):
+            return 1.0, 1.0
+        lo, hi = self._range(right_s, left, left, self.shape.slots[b_slot].link, ())
+        counts = np.maximum(hi - lo, 0)
+        raw = float(counts.sum()) / (len(left) * len(right_s))
+        return raw, self._sample_selectivity(a_slot, b_slot, left, right_s, lo, counts)
+
+    def _sample_buffer(self, k: int, limit: int) -> np.ndarray:
+        """Sorted positions before ``limit`` that can fill slot ``k`` (buffers are sorted, so
+        each is cut with one ``searchsorted``; only an OR of aliases needs a sort)."""
+        parts = [b[:np.searchsorted(b, limit, side="left")]
+                 for b in (self.buffer(a) for a in self.shape.slots[k].aliases)]
+        return parts[0] if len(parts) == 1 else np.sort(np.concatenate(parts))
+
+    def _pair_rows(self, a_slot: int, b_slot: int) -> float:
+        """Estimated (slot ``a_slot``, slot ``b_slot``) pairs that satisfy order, link, window
+        and the conditions reading just the two: the first round of a closure grouped with
+        that neighbour. On a partition of fewer than ``SMALL_PARTITION`` events, half of all
+        pairs (sampling would cost more than a poor choice there)."""
+        if self.data.hi - self.data.lo < SMALL_PARTITION:
+            raw, sel = 0.5, 1.0
+        else:
+            raw, sel = self._pair_stats(a_slot, b_slot)
+        return float(self._slot_size(a_slot)) * self._slot_size(b_slot) * raw * sel
+
+    def _choose_grouping(self) -> list[GroupingChoice]:
+        """Per run of consecutive Kleene slots, the cost model's grouping (``plans.py``)."""
+        slots = self.shape.slots
+        runs: list[list[int]] = []
+        for k, slot in enumerate(slots):
+            if slot.kind == "kleene":
+                if runs and runs[-1][-1] == k - 1:
+                    runs[-1].append(k)
+                else:
+                    runs.append([k])
+        out = []
+        for run in runs:
+            first, last = run[0], run[-1]
+            if last + 1 >= len(slots):
+                out.append(GroupingChoice(tuple(run), "left", None, None, "no event after the closure"))
+                continue
+            aliases = [a for k in run for a in slots[k].aliases]
+            forward_pruning = any(
+                c.kind == "pred" and c.pred is not None and c.scope & set(run)
+                and all(c.pred.monotone_in(a) for a in aliases if a in c.pred.aliases)
+                and not backward_monotone(c.pred, aliases)
+                for c in self.active)
+            left_rows = self._pair_rows(first - 1, first) if first > 0 else None
+            right_rows = self._pair_rows(last, last + 1)
+            grouping, reason = choose_grouping(left_rows, right_rows, forward_pruning)
+            out.append(GroupingChoice(tuple(run), grouping, left_rows, right_rows, reason))
+        return out
 
     def _sample_selectivity(self, a_slot: int, b_slot: int, left: np.ndarray, right: np.ndarray,
                             lo: np.ndarray, counts: np.ndarray) -> float:
@@ -406,6 +733,21 @@ class AnyMatch:
 
 def _rows(blocks: list[Block]) -> int:
     return sum(len(b) for b in blocks)
+
+
+def _front_view(block: Block, k: int, alias: str, width: int) -> View:
+    """The bindings of a block with only the first ``width`` iterations of ``alias`` in slot
+    ``k`` (every other column kept): the instances a prepended first iteration adds."""
+    keep = []
+    seen = 0
+    for c, (slot, a) in enumerate(block.layout):
+        if slot == k and a == alias:
+            seen += 1
+            if seen > width:
+                continue
+        keep.append(c)
+    return view_of(Block(block.first, block.last, tuple(block.layout[c] for c in keep),
+                         block.pos[:, keep]))
 
 
 def view_of(block: Block) -> View:

@@ -2,8 +2,10 @@
 
 Shows, per alternative: the components, which conditions became buffer filters (pushed down
 to Spark when masks are given), which are checked on partial matches and where. For
-skip-till-any-match and strict contiguity it shows each shape's units, the plan the cost model
-chooses and the estimated cost of every plan kind; for skip-till-next-match the run procedure.
+skip-till-any-match and strict contiguity it shows each shape's grouping of its Kleene
+closures (``left``: grown forwards from the event before, ``right``: grown backwards from the
+event after) with the estimated first-round sizes behind it, its units, the plan the cost model
+chooses and the estimated cost of every tree kind; for skip-till-next-match the run procedure.
 Given a stream, buffer sizes and the sampled statistics behind the estimates are included.
 
 Example:
@@ -15,16 +17,19 @@ Example:
     >>> text = explain(cq, s)
     >>> "chosen plan:" in text and "buffer A: 3 events" in text
     True
+    >>> cq = compile_query("PATTERN B+; C", policy="skip-till-any-match")
+    >>> [line.strip() for line in explain(cq, s).splitlines() if "grouping" in line][0]
+    'grouping B{1,}: right (starts the shape: anchored on the event after it; estimated first-round partial matches: left -, right 3)'
 """
 
 from __future__ import annotations
 
-from cep.match.any_match import AnyMatch, units_of
+from cep.match.any_match import AnyMatch, anchor_of, units_of
 from cep.match.buffers import alias_buffer
 from cep.match.compiler import CompiledAlternative, CompiledQuery
 from cep.match.data import StreamData
 from cep.match.normal import NEXT_MATCH
-from cep.match.plans import PLAN_KINDS, Join, Node, Unit, build_plan, choose_plan, plan_cost
+from cep.match.plans import TREE_KINDS, Join, Node, Unit, build_plan, choose_plan, plan_cost
 from cep.match.shapes import Shape
 from cep.match.stream import EventStream
 
@@ -97,7 +102,25 @@ def _slot_text(shape: Shape, k: int) -> str:
 
 def _unit_label(shape: Shape, units: list[tuple[int, int]], index: int) -> str:
     first, last = units[index]
-    return " ".join(_slot_text(shape, k) for k in range(first, last + 1))
+    anchor = anchor_of(shape, units[index])
+    # "<" marks closures grown backwards from the anchor, ">" those grown forwards.
+    return " ".join(_slot_text(shape, k) + ("<" if k < anchor else ">" if k > anchor else "")
+                    for k in range(first, last + 1))
+
+
+def _grouping_lines(shape: Shape, matcher: AnyMatch | None) -> list[str]:
+    if not shape.kleene:
+        return []
+    if matcher is None:
+        return ["grouping: every Kleene closure left (no stream to estimate on)"]
+    out = []
+    for c in matcher.choices:
+        names = " ".join(_slot_text(shape, k) for k in c.slots)
+        rows = ", ".join(f"{side} {'-' if n is None else f'{n:.3g}'}"
+                         for side, n in (("left", c.left_rows), ("right", c.right_rows)))
+        out.append(f"grouping {names}: {c.grouping} ({c.reason}; estimated first-round partial "
+                   f"matches: {rows})")
+    return out
 
 
 def render(node: Node, shape: Shape, units: list[tuple[int, int]]) -> str:
@@ -109,17 +132,18 @@ def render(node: Node, shape: Shape, units: list[tuple[int, int]]) -> str:
 
 
 def _shape(cq: CompiledQuery, shape: Shape, data: StreamData | None) -> list[str]:
-    units = units_of(shape)
-    out = [f"units: {' | '.join(_unit_label(shape, units, u) for u in range(len(units)))}"]
+    matcher = AnyMatch(cq, shape, data) if data is not None else None
+    units = matcher.units if matcher is not None else units_of(shape)
+    out = _grouping_lines(shape, matcher)
+    out.append(f"units: {' | '.join(_unit_label(shape, units, u) for u in range(len(units)))}")
     for c in shape.constraints:
         when = "on whole matches (join variables)" if c.deferred else \
             f"once slots {sorted(c.scope)} are bound" if c.scope else "once (constant)"
         out.append(f"constraint {c.label()}: {when}")
-    if data is None:
+    if matcher is None:
         tree = build_plan("left-deep", len(units))
         out.append(f"default plan (no stream to estimate on): left-deep {render(tree, shape, units)}")
         return out
-    matcher = AnyMatch(cq, shape, data)
     if len(units) <= 2:
         tree = build_plan("left-deep", len(units))
         out.append(f"chosen plan: left-deep {render(tree, shape, units)} (every kind is the same "
@@ -132,7 +156,7 @@ def _shape(cq: CompiledQuery, shape: Shape, data: StreamData | None) -> list[str
                + ", ".join(f"{r:.3g}" for r in est.raw_pairs))
     out.append("sampled selectivities of neighbour conditions: "
                + ", ".join(f"{s:.3g}" for s in est.selectivity))
-    for kind in PLAN_KINDS:
+    for kind in TREE_KINDS:
         t = build_plan(kind, len(units), est.pair_sizes(), est.unit_sizes)
         rows, work = plan_cost(t, est)
         out.append(f"plan {kind}: {render(t, shape, units)} estimated work {work:.3g}, "

@@ -98,6 +98,15 @@ def next_after(buffer: np.ndarray, positions: np.ndarray, none: int) -> np.ndarr
     return out
 
 
+def prev_before(buffer: np.ndarray, positions: np.ndarray, none: int) -> np.ndarray:
+    """For each position, the last buffer position before it (``none`` when there is none)."""
+    k = np.searchsorted(buffer, positions, side="left") - 1
+    out = np.full(len(positions), none, dtype=np.int64)
+    has = k >= 0
+    out[has] = buffer[k[has]]
+    return out
+
+
 def count_between(buffer: np.ndarray, left: np.ndarray, right: np.ndarray) -> np.ndarray:
     """How many buffer positions lie strictly between ``left`` and ``right`` (row by row)."""
     return np.maximum(np.searchsorted(buffer, right, side="left")

@@ -3,18 +3,44 @@
 Following ZStream (Mei & Madden, SIGMOD 2009: tree-based plans and their cost model) a
 sequence pattern is evaluated by a binary tree of SEQ joins over per-component buffers; every tree over the same components
 gives the same matches, only the size of the intermediate results differs. The leaves here are
-*units*: an event component with the Kleene components that follow it (a Kleene closure is
-always grown from its left neighbour, one iteration per round, as FAEM's left-grouped Kleene
-operator does, so the closure of all increasing subsequences is never built unanchored). A
-shape that starts with Kleene components has a first unit made of them alone.
+*units*: an event component (the unit's *anchor*) with the Kleene closures grouped with it. A
+Kleene closure is never built unanchored when it has an event neighbour: as in FAEM's twin
+Kleene algorithms (Behravesh, Shamsuddin, Sim & Chizari, "Optimizing Expressibility and
+Performance of Kleene Operators on Binary Tree-based Directed Graph in Complex Event
+Processing", Res. J. Appl. Sci. Eng. Technol. 8(13):1531-1543, 2014, its kleene-operator
+algorithms on the BTDG: a closure's events are grouped with one neighbour of the closure,
+and for a kleene with a specified size the combination is applied late), a closure is grouped
+either
 
-Plan kinds:
+* ``left``: with the event component before it, its iterations grown forwards, one per round
+  (the partial matches with ``r`` iterations are extended by one later iteration); or
+* ``right``: with the event component after it, its iterations grown backwards, one per round
+  (each round prepends one earlier iteration before the current first one).
+
+``{n}`` is the kleene-num case in both directions: exactly ``n`` rounds; the rounds before
+the ``n``-th stay partial matches of the unit and only the ``n``-combinations leave it. A
+shape that starts with Kleene closures grouped ``left`` has a first unit made of them alone; a
+closure at the end of a shape can only be grouped ``left``, and a closure grouped ``right``
+whose right neighbour is another closure needs that one grouped ``right`` too (else it is
+``left``). The grouping is part of the plan (:class:`Plan`); the cost model picks it per run of
+consecutive closures (:func:`choose_grouping`): ``left`` when the closure has conditions that
+prune while growing forwards but not backwards (aggregates over earlier iterations such as
+``avg(b[..i-1].v)``: a prepended iteration changes every one of them, so grown backwards they
+are checked only once the closure is complete), otherwise the side whose first round,
+the (neighbour, iteration) pairs that satisfy order, link, window and the pair's conditions,
+is estimated smaller (sampled like the pair fractions below; from buffer sizes alone on
+partitions of fewer than ``SMALL_PARTITION`` events).
+
+Tree kinds:
 
 * ``left-deep``: ``((U1 U2) U3) ...``: each unit is appended to the growing partial matches;
 * ``right-deep``: ``U1 (U2 (U3 ...))``;
 * ``bushy``: balanced: pairs, then pairs of pairs;
 * ``inner``: start from the adjacent pair with the smallest estimated result and extend
   outward, each time on the side whose join is estimated cheaper.
+
+A plan kind is a tree kind, optionally with a forced grouping of every closure after a colon
+(``bushy:right``); without one the grouping is the cost model's (:data:`PLAN_KINDS`).
 
 The cost model estimates, on a prefix of the partition (``SAMPLE_EVENTS`` events), for each
 pair of neighbouring units the fraction of (left, right) event pairs that satisfy order, link
@@ -28,6 +54,10 @@ Example:
     Join(Join(Unit(0), Unit(1)), Join(Unit(2), Unit(3)))
     >>> build_plan("inner", 4, pair_sizes=[9.0, 1.0, 5.0], unit_sizes=[3.0, 3.0, 3.0, 3.0])
     Join(Unit(0), Join(Join(Unit(1), Unit(2)), Unit(3)))
+    >>> split_kind("bushy:right"), split_kind("inner")
+    (('bushy', 'right'), ('inner', None))
+    >>> choose_grouping(left_rows=5000.0, right_rows=40.0)[0]
+    'right'
 """
 
 from __future__ import annotations
@@ -35,9 +65,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence, Union
 
-PLAN_KINDS = ("left-deep", "right-deep", "bushy", "inner")
+TREE_KINDS = ("left-deep", "right-deep", "bushy", "inner")
+GROUPINGS = ("left", "right")
+# Every name ``find_matches(plan=...)`` accepts: a tree kind (grouping by the cost model) or a
+# tree kind with every Kleene closure's grouping forced.
+PLAN_KINDS = TREE_KINDS + tuple(f"{t}:{g}" for t in TREE_KINDS for g in GROUPINGS)
 SAMPLE_EVENTS = 4096
 SAMPLE_PAIRS = 256
+# Below this many events the grouping compares buffer sizes only: sampling costs tens of
+# microseconds per closure, more than a poor grouping of a few dozen events can.
+SMALL_PARTITION = 256
 
 
 @dataclass(frozen=True)
@@ -89,13 +126,12 @@ def build_plan(kind: str, n_units: int, pair_sizes: Sequence[float] | None = Non
     """The plan tree of ``kind`` over ``n_units`` units.
 
     Args:
-        kind: one of :data:`PLAN_KINDS`.
+        kind: one of :data:`PLAN_KINDS` (a grouping suffix does not change the tree).
         n_units: number of units (>= 1).
         pair_sizes: estimated result size of joining units ``k`` and ``k + 1`` (``inner``).
         unit_sizes: estimated size of each unit (``inner``).
     """
-    if kind not in PLAN_KINDS:
-        raise ValueError(f"unknown plan {kind!r}; expected one of {', '.join(PLAN_KINDS)}")
+    kind, _ = split_kind(kind)
     units: list[Node] = [Unit(k) for k in range(n_units)]
     if n_units == 1:
         return units[0]
@@ -183,9 +219,90 @@ def choose_plan(est: Estimates, n_units: int) -> tuple[str, Node, dict[str, floa
     """The cheapest plan kind under the estimates, its tree and the cost of every kind."""
     costs: dict[str, float] = {}
     trees: dict[str, Node] = {}
-    for kind in PLAN_KINDS:
+    for kind in TREE_KINDS:
         tree = build_plan(kind, n_units, est.pair_sizes(), est.unit_sizes)
         trees[kind] = tree
         costs[kind] = plan_cost(tree, est)[1]
-    best = min(PLAN_KINDS, key=lambda k: (costs[k], PLAN_KINDS.index(k)))
+    best = min(TREE_KINDS, key=lambda k: (costs[k], TREE_KINDS.index(k)))
     return best, trees[best], costs
+
+
+def split_kind(kind: str) -> tuple[str, str | None]:
+    """``(tree kind, forced grouping or None)`` of a plan kind name.
+
+    Raises:
+        ValueError: ``kind`` is not one of :data:`PLAN_KINDS`.
+    """
+    if kind not in PLAN_KINDS:
+        raise ValueError(f"unknown plan {kind!r}; expected one of {', '.join(PLAN_KINDS)}")
+    tree, _, grouping = kind.partition(":")
+    return tree, grouping or None
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A complete plan for one shape: the grouping of its Kleene closures and the join tree.
+
+    Attributes:
+        kind: the tree kind.
+        tree: the join tree over ``units``.
+        grouping: per slot of the shape, ``"left"`` or ``"right"`` for a Kleene slot, None
+            for an event slot.
+        units: the slot range ``(first, last)`` of each unit under that grouping.
+    """
+
+    kind: str
+    tree: Node
+    grouping: tuple[str | None, ...]
+    units: tuple[tuple[int, int], ...]
+
+
+@dataclass(frozen=True)
+class GroupingChoice:
+    """The cost model's decision for one run of consecutive Kleene closures of a shape.
+
+    Attributes:
+        slots: the run's slots (decided together: a ``right`` closure needs its right
+            neighbour closure ``right`` too).
+        grouping: ``"left"`` or ``"right"``.
+        left_rows: estimated first-round partial matches when grouped with the event before
+            the run (None: the run starts the shape; ``left`` makes it a unit of its own).
+        right_rows: the same with the event after the run (None: the run ends the shape).
+        reason: why, in words (for ``explain``).
+    """
+
+    slots: tuple[int, ...]
+    grouping: str
+    left_rows: float | None
+    right_rows: float | None
+    reason: str
+
+
+def choose_grouping(left_rows: float | None, right_rows: float | None,
+                    forward_pruning: bool = False) -> tuple[str, str]:
+    """``(grouping, reason)`` for one run of Kleene closures.
+
+    Args:
+        left_rows: estimated (left neighbour, first iteration) pairs, or None when the run
+            starts the shape.
+        right_rows: estimated (last iteration, right neighbour) pairs, or None when the run
+            ends the shape.
+        forward_pruning: the run has conditions that prune while iterations are appended but
+            not while they are prepended (checked only on complete closures when grown
+            backwards).
+
+    Every later round multiplies both sides by about the same number of candidate
+    iterations, so the first round decides: the closure is grown from the neighbour that
+    leaves fewer partial matches (ties: ``left``). A run that starts the shape has no left
+    anchor: grouped ``left`` it enumerates every closure in the stream before any join, while
+    grouped ``right`` it only builds closures that some right neighbour can follow.
+    """
+    if right_rows is None:
+        return "left", "no event after the closure"
+    if forward_pruning:
+        return "left", "its conditions prune only while growing forwards"
+    if left_rows is None:
+        return "right", "starts the shape: anchored on the event after it"
+    if right_rows < left_rows:
+        return "right", "the event after it leaves fewer partial matches"
+    return "left", "the event before it leaves no more partial matches"

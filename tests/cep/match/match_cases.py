@@ -21,7 +21,11 @@ from cep.oracles.check import BindingChecker
 from cep.oracles.values import evaluate
 
 POLICIES = ("skip-till-any-match", "skip-till-next-match", "strict-contiguity")
-PLANS = ("left-deep", "right-deep", "bushy", "inner")
+TREES = ("left-deep", "right-deep", "bushy", "inner")
+GROUPINGS = ("left", "right")
+# Every tree kind with the cost model's grouping of the Kleene closures, then with every
+# closure grouped left and grouped right (cep/match/plans.py): each grouping meets the oracle.
+PLANS = TREES + tuple(f"{tree}:{grouping}" for tree in TREES for grouping in GROUPINGS)
 
 TEMPLATES = (
     # sequences: followed-by (;) and next (,), cross conditions
@@ -88,6 +92,19 @@ TEMPLATES = (
     "PATTERN A; B*; NOT(D) WITHIN 5 UNITS",
     "PATTERN B*; C; NOT(D); A",
     "PATTERN A; B+; C+ WHERE C.v >= B.v WITHIN 6 UNITS",
+    # closures grouped with their right neighbour (grown backwards): leading closures, NOTs on
+    # either side, iteration conditions, aggregates, windows, chains of closures
+    "PATTERN B+; C; NOT(D) WITHIN 5 UNITS",
+    "PATTERN B{2}; C WHERE B[i].v > B[i-1].v",
+    "PATTERN B+; NOT(D); C WHERE D.v = B.v",
+    "PATTERN A; B{2,3}; C WITHIN 4 EVENTS SLIDE 2 EVENTS",
+    "PATTERN B*; C*; D",
+    "PATTERN A; B+; C WHERE [w] WITHIN 6 UNITS",
+    "PATTERN A; B+; C WHERE B[i].v > B[i-1].v AND min(B[..i].v) >= 1",
+    "PATTERN B+, C, D WHERE B[i].v <= B[i-1].v",
+    "PATTERN A; (B | C)+; D WHERE B[i].v > B[i-1].v AND C.v >= D.v",
+    "PATTERN A; B+; C WHERE B[i].v >= B[i-1].v OR B.w = 1",
+    "PATTERN A; B+; C WHERE B.v < C.v AND t(C) - t(B) < 4 UNITS",
     # windows: TIME, EVENTS, UNITS, SLIDE, WINDOW [a, b]
     "PATTERN A; B; C WITHIN 4 MICROSECONDS",
     "PATTERN A; B; C WITHIN 5 EVENTS",
