@@ -426,7 +426,9 @@ def _listing(names: Sequence[str], limit: int = 30) -> str:
 
 
 def _columns(query: Query, columns: list[str]) -> Iterator[PatternError]:
-    lowered = {c.lower() for c in columns}
+    # `a.ts` and `a.type` always name the timestamp and type columns, whatever the table calls
+    # them (docs/semantics.md, decision 9), so they exist in every table.
+    lowered = {c.lower() for c in columns} | {"ts", "type"}
 
     def unknown(attr: str, span: tuple[int, int], owner: str) -> PatternError:
         close = difflib.get_close_matches(attr, columns, n=1)

@@ -203,3 +203,40 @@ def test_arrow_variant_many_keys_per_partition(spark, pattern: str, policy: str)
             f"{sql_string(policy)}, 'key', TABLE(ms_many) PARTITION BY {partition})").collect()
         assert {(r.key, r.match_id, tuple(r.event_ids), tuple(r.variables), r.s, r.e)
                 for r in got} == want, partition
+
+
+def test_key_col_form_with_many_keys_per_bucket(spark) -> None:
+    # 150 keys in 64 buckets: several keys share a UDTF partition and are matched as segments.
+    rows = random_events(5, n_keys=150, per_key=10)
+    spark.createDataFrame(rows, SCHEMA).createOrReplaceTempView("ms_buckets")
+    pattern, policy = "PATTERN A; B WHERE B.v0 >= A.v0 WITHIN 20 SECONDS", "skip-till-any-match"
+    want = set()
+    for key, stream in streams_by_key(rows).items():
+        found = find_matches(compile_query(pattern, policy=policy), stream).to_matches()
+        for match_id, m in enumerate(found, start=1):
+            want.add((key, match_id, tuple(int(stream.ids[p]) for p in m.positions)))
+    got = spark.sql(f"SELECT key, match_id, event_ids FROM match_seq(pattern => {sql_string(pattern)}, "
+                    f"policy => {sql_string(policy)}, key_col => 'key', "
+                    "events => TABLE(ms_buckets))").collect()
+    assert len({k for k, _, _ in want}) > 64  # more keys with matches than buckets
+    assert {(r.key, r.match_id, tuple(r.event_ids)) for r in got} == want
+
+
+def test_ts_and_type_always_mean_the_chosen_columns(spark) -> None:
+    # A data column called `type` must not shadow type_col, and `a.ts` reads ts_col.
+    spark.createDataFrame(
+        [(1, "k", "check", "not covered", T0), (2, "k", "check", "covered", T0 + timedelta(seconds=1)),
+         (3, "k", "check", "x", T0 + timedelta(seconds=5))],
+        "event_id BIGINT, key STRING, kind STRING, type STRING, event_time TIMESTAMP",
+    ).createOrReplaceTempView("ms_renamed")
+
+    def run(pattern: str) -> list:
+        return [tuple(r.event_ids) for r in spark.sql(
+            f"SELECT event_ids FROM match_seq(pattern => {sql_string(pattern)}, "
+            "ts_col => 'event_time', type_col => 'kind', id_col => 'event_id', key_col => 'key', "
+            "events => TABLE(ms_renamed))").collect()]
+
+    assert run("PATTERN check+ c[] WHERE c.type = 'not covered'") == []
+    assert run("PATTERN check c WHERE c.type = 'check' AND c.kind = 'check'") == [(1,), (2,), (3,)]
+    assert sorted(run("PATTERN a; b DEFINE a AS true, b AS true WHERE b.ts - a.ts > 2 SECONDS")) \
+        == [(1, 3), (2, 3)]
