@@ -77,17 +77,21 @@ def split_by_key(cols: EventColumns) -> list[EventStream]:
             for a, b in zip(starts, ends)]
 
 
-def time_plan(streams: list[EventStream], pattern: str, policy: str, plan: str | None,
-              repeats: int) -> tuple[float, int]:
-    """Best wall time of ``find_matches`` over every partition, and the number of matches."""
+def time_plans(streams: list[EventStream], pattern: str, policy: str,
+               repeats: int) -> tuple[dict[str, float], set[int]]:
+    """Best wall time of ``find_matches`` over every partition for each of :data:`PLANS`, and
+    the numbers of matches they found. The plans take turns within each repeat, so a change in
+    the machine's load affects them alike."""
     compiled = compile_query(pattern, policy=policy)
-    best = float("inf")
-    count = 0
+    best = {label: float("inf") for label in PLANS}
+    counts = set()
     for _ in range(repeats):
-        start = time.perf_counter()
-        count = sum(len(find_matches(compiled, s, plan=plan)) for s in streams)
-        best = min(best, time.perf_counter() - start)
-    return best, count
+        for label, plan in PLANS.items():
+            start = time.perf_counter()
+            count = sum(len(find_matches(compiled, s, plan=plan)) for s in streams)
+            best[label] = min(best[label], time.perf_counter() - start)
+            counts.add(count)
+    return best, counts
 
 
 def chosen_groupings(streams: list[EventStream], pattern: str, policy: str) -> dict[str, int]:
@@ -113,11 +117,9 @@ def run_benchmark(n_events: int, repeats: int) -> dict[str, Any]:
         streams = split_by_key(generate_events(spec))
         row: dict[str, Any] = {"case": name, "pattern": pattern, "policy": policy,
                                "events": n_events, "keys": len(streams)}
-        counts = set()
-        for label, plan in PLANS.items():
-            seconds, count = time_plan(streams, pattern, policy, plan, repeats)
+        best, counts = time_plans(streams, pattern, policy, repeats)
+        for label, seconds in best.items():
             row[f"{label}_seconds"] = seconds
-            counts.add(count)
         if len(counts) != 1:
             raise AssertionError(f"{name}: the groupings disagree on the number of matches: {counts}")
         row["matches"] = counts.pop()
