@@ -128,10 +128,10 @@ def _stream(table: Any, names: dict[str, str], key_name: str | None,
 
     ts_us = pc.cast(pc.cast(table.column(names["ts"]), pa.timestamp("us", tz="UTC")), pa.int64())
     table = table.append_column("__ts_us", ts_us)
-    order = [("__ts_us", "ascending"), (names["id"], "ascending")]
+    order = [("__ts_us", "ascending", "at_end"), (names["id"], "ascending", "at_end")]
     if key_name is not None:
-        order.insert(0, (key_name, "ascending"))
-    table = table.take(pc.sort_indices(table, sort_keys=order, null_placement="at_end"))
+        order.insert(0, (key_name, "ascending", "at_end"))
+    table = table.take(pc.sort_indices(table, sort_keys=order))
     n = table.num_rows
     starts = np.zeros(1, dtype=np.int64)
     keys = None
