@@ -8,12 +8,22 @@ format (:func:`encode_bits` / :func:`decode_bits`).
 
 from __future__ import annotations
 
+from cep.sketch.bloom import BloomFilter
+from cep.sketch.codec import decode_bits, encode_bits
 from cep.sketch.config import SketchConfig
 from cep.sketch.errors import CorruptSketchError, SketchConfigError, SketchInputError
+from cep.sketch.hashing import Hasher, bit_positions
+from cep.sketch.names import factorize
 
 __all__ = [
+    "BloomFilter",
     "CorruptSketchError",
+    "Hasher",
     "SketchConfig",
     "SketchConfigError",
     "SketchInputError",
+    "bit_positions",
+    "decode_bits",
+    "encode_bits",
+    "factorize",
 ]
