@@ -14,6 +14,17 @@ from cep.sketch.config import SketchConfig
 from cep.sketch.errors import CorruptSketchError, SketchConfigError, SketchInputError
 from cep.sketch.hashing import Hasher, bit_positions
 from cep.sketch.names import factorize
+from cep.sketch.evaluate import SketchLimits, SketchMatch, SketchMatches, evaluate_sketch, evaluate_units
+from cep.sketch.query import (
+    SketchArgumentError,
+    SketchComponent,
+    SketchLimitError,
+    SketchPolicyError,
+    SketchQuery,
+    UnsupportedSketchPatternError,
+    compile_sketch_query,
+)
+from cep.sketch.units import Units, cut, leaf_units
 
 __all__ = [
     "BloomFilter",
@@ -26,4 +37,19 @@ __all__ = [
     "decode_bits",
     "encode_bits",
     "factorize",
+    "SketchArgumentError",
+    "SketchComponent",
+    "SketchLimitError",
+    "SketchLimits",
+    "SketchMatch",
+    "SketchMatches",
+    "SketchPolicyError",
+    "SketchQuery",
+    "Units",
+    "UnsupportedSketchPatternError",
+    "compile_sketch_query",
+    "cut",
+    "evaluate_sketch",
+    "evaluate_units",
+    "leaf_units",
 ]

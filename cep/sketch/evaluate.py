@@ -1,0 +1,405 @@
+"""Evaluation of a sketch query over units (docs/sketch.md section 4), vectorised with numpy.
+
+Partial matches are columns of unit indices (one row per partial match): the first unit of the
+match, the last unit bound so far and one column per binding slot. Each positive component
+extends them with ``searchsorted`` over the sorted indices of the units that satisfy it:
+
+- **skip-till-next-match**: one row per unit satisfying the first component; the next
+  component takes, per row, the first candidate after the row's last unit (``searchsorted(...,
+  side='right')``); an ``AND`` does that per name. The first component ``AND(X, Y)`` starts a
+  run at every unit holding any of its names and binds each name to its first unit at or after
+  the start.
+- **skip-till-any-match**: every candidate after the last unit (and, with ``WITHIN``, before the
+  last unit the window allows): rows are repeated by their candidate counts (``repeat`` /
+  ``cumsum``), after checking the total against ``SketchLimits.max_partial_matches``.
+- **strict-contiguity**: the next component must hold in the unit right after the last one (all
+  names of an ``AND`` in that one unit).
+- ``NOT(X)`` between components: prefix counts of the units holding ``X`` give, per row, the
+  number of them strictly between the two components, which must be 0. At the end (with
+  ``WITHIN``): none after the last unit among the units whose start is inside the window.
+- ``WINDOW`` keeps the contiguous stretch of units that intersect it; ``WITHIN`` compares
+  ``ts_start(last unit) - ts_end(first unit)`` (or positions, for ``EVENTS``) with the span.
+
+A loop runs per component (and per name of an ``AND``), never per unit or per event.
+
+Example:
+    >>> from cep.sketch.units import Units
+    >>> u = Units.from_sets([{"A"}, {"B"}, {"A", "C"}, {"B"}, {"C"}],
+    ...                     pos_start=[0, 2, 4, 6, 8], pos_end=[1, 3, 5, 7, 9],
+    ...                     ts_start=[0, 2, 4, 6, 8], ts_end=[1, 3, 5, 7, 9])
+    >>> q = compile_sketch_query("PATTERN A; B; C")
+    >>> [(m.pos_start, m.pos_end, m.node_ids) for m in evaluate_units(q, u).rows()]
+    [(0, 5, (0, 1, 2)), (4, 9, (2, 3, 4))]
+    >>> evaluate_units(compile_sketch_query("PATTERN A; !C; B; C"), u, mode="exists")
+    True
+    >>> len(evaluate_units(q, u.slice(3, 5)))
+    0
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from cep.sketch.query import (
+    ANY_MATCH,
+    NEXT_MATCH,
+    STRICT,
+    SketchArgumentError,
+    SketchComponent,
+    SketchLimitError,
+    SketchQuery,
+    compile_sketch_query,
+)
+from cep.sketch.units import Units, cut
+
+MODES = ("exists", "intervals")
+
+
+@dataclass(frozen=True)
+class SketchLimits:
+    """Bounds on the work of one sketch query over one stream.
+
+    Attributes:
+        max_partial_matches: rows (partial matches) alive after one skip-till-any-match step.
+    """
+
+    max_partial_matches: int = 10_000_000
+
+
+DEFAULT_LIMITS = SketchLimits()
+
+
+@dataclass(frozen=True)
+class SketchMatch:
+    """One match: ``pos_start`` / ``ts_start`` of its first unit, ``pos_end`` / ``ts_end`` of its
+    last unit, and the node id bound to each slot (one per name / OR component, one per name of
+    an AND component, in pattern order)."""
+
+    pos_start: int
+    pos_end: int
+    ts_start: int
+    ts_end: int
+    node_ids: tuple[int, ...]
+
+
+@dataclass(frozen=True, eq=False)
+class SketchMatches:
+    """The matches of a query over one stream, deduplicated and sorted (columnar).
+
+    Sorted by ``(pos_start, pos_end, ts_start, ts_end, node_ids)``.
+
+    Attributes:
+        pos_start, pos_end, ts_start, ts_end: int64 arrays, one entry per match.
+        node_ids: int64 array of shape ``(matches, slots)``.
+    """
+
+    pos_start: np.ndarray
+    pos_end: np.ndarray
+    ts_start: np.ndarray
+    ts_end: np.ndarray
+    node_ids: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.pos_start.shape[0])
+
+    def rows(self) -> list[SketchMatch]:
+        """The matches as :class:`SketchMatch` values, in order."""
+        ids = self.node_ids.tolist()
+        return [SketchMatch(int(a), int(b), int(c), int(d), tuple(int(x) for x in i))
+                for a, b, c, d, i in zip(self.pos_start.tolist(), self.pos_end.tolist(),
+                                         self.ts_start.tolist(), self.ts_end.tolist(), ids)]
+
+
+def evaluate_sketch(query: SketchQuery | str, tree: Any, *, level: int = 0, mode: str = "intervals",
+                    membership: str = "bloom", prune: bool = True, policy: str | None = None,
+                    limits: SketchLimits = DEFAULT_LIMITS) -> bool | SketchMatches:
+    """Answer ``query`` over one stream's tree at accuracy ``level`` (sketch or twin membership).
+
+    Args:
+        query: a compiled query or query text.
+        tree: the stream's sketch tree (see :func:`cep.sketch.units.cut`).
+        level: accuracy level (0: walk to the leaves).
+        mode: ``"exists"`` (bool) or ``"intervals"`` (:class:`SketchMatches`).
+        membership: ``"bloom"`` (the sketch) or ``"twin"`` (exact sets).
+        prune: skip nodes holding none of the query's names (the answer is the same).
+        policy: the policy when ``query`` is text that names none.
+        limits: enumeration bounds.
+    """
+    q = compile_sketch_query(query, policy) if isinstance(query, str) else query
+    units = cut(tree, q.names, level, membership=membership, prune=prune)
+    return evaluate_units(q, units, mode=mode, limits=limits)
+
+
+def evaluate_units(query: SketchQuery, units: Units, *, mode: str = "intervals",
+                   limits: SketchLimits = DEFAULT_LIMITS) -> bool | SketchMatches:
+    """Answer ``query`` over a sequence of units (docs/sketch.md section 4).
+
+    Args:
+        query: the compiled query.
+        units: the units in position order (a cut, possibly pruned).
+        mode: ``"exists"`` or ``"intervals"``.
+        limits: enumeration bounds.
+
+    Returns:
+        A bool for ``"exists"``; the deduplicated, sorted matches for ``"intervals"``.
+
+    Raises:
+        SketchArgumentError: unknown mode.
+        SketchLimitError: skip-till-any-match would create more than
+            ``limits.max_partial_matches`` partial matches in one step.
+    """
+    if mode not in MODES:
+        raise SketchArgumentError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
+    lo, hi = _window_slice(query, units)
+    view = units.slice(lo, hi)
+    rows = _Evaluation(query, view, limits).run()
+    if mode == "exists":
+        return bool(rows.first.shape[0])
+    return _matches(view, rows, query.slots)
+
+
+def _window_slice(query: SketchQuery, units: Units) -> tuple[int, int]:
+    """The stretch ``[lo, hi)`` of units whose interval intersects the ``WINDOW`` (all without one)."""
+    w = query.window
+    if w is None:
+        return 0, len(units)
+    starts, ends = (units.pos_start, units.pos_end) if w.kind == "POSITION" else (units.ts_start, units.ts_end)
+    lo = int(np.searchsorted(ends, w.start, side="left"))
+    hi = int(np.searchsorted(starts, w.end, side="right"))
+    return lo, max(lo, hi)
+
+
+@dataclass
+class _Rows:
+    """Partial matches as columns of unit indices."""
+
+    first: np.ndarray
+    last: np.ndarray
+    slots: list[np.ndarray]
+
+    def keep(self, mask: np.ndarray) -> _Rows:
+        return _Rows(self.first[mask], self.last[mask], [s[mask] for s in self.slots])
+
+    def take(self, index: np.ndarray) -> _Rows:
+        return _Rows(self.first[index], self.last[index], [s[index] for s in self.slots])
+
+
+_EMPTY = np.zeros(0, dtype=np.int64)
+
+
+class _Evaluation:
+    """One evaluation: candidate index arrays per name, prefix counts for NOT, the policy's steps."""
+
+    def __init__(self, query: SketchQuery, units: Units, limits: SketchLimits) -> None:
+        self.q = query
+        self.u = units
+        self.n = len(units)
+        self.limits = limits
+        self._cand: dict[tuple[str, ...], np.ndarray] = {}
+
+    # -- helpers -----------------------------------------------------------------------------
+
+    def mask(self, names: tuple[str, ...]) -> np.ndarray:
+        """Units holding any of ``names``."""
+        out = np.zeros(self.n, dtype=bool)
+        for name in names:
+            out |= self.u.has(name)
+        return out
+
+    def cand(self, names: tuple[str, ...]) -> np.ndarray:
+        """Sorted indices of the units holding any of ``names``."""
+        key = tuple(sorted(set(names)))
+        if key not in self._cand:
+            self._cand[key] = np.flatnonzero(self.mask(key)).astype(np.int64)
+        return self._cand[key]
+
+    def prefix(self, names: tuple[str, ...]) -> np.ndarray:
+        """``P[i]`` = units before ``i`` holding any of ``names`` (length ``n + 1``)."""
+        return np.concatenate([[0], np.cumsum(self.mask(names), dtype=np.int64)])
+
+    def none_between(self, names: tuple[str, ...], a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """Per row: no unit strictly between ``a`` and ``b`` (``a < b``) holds any of ``names``."""
+        p = self.prefix(names)
+        return p[b] - p[a + 1] == 0
+
+    def window_end(self, first: np.ndarray) -> np.ndarray:
+        """Per row: the first unit index the ``WITHIN`` span excludes as a last unit."""
+        w = self.q.within
+        if w is None:
+            return np.full(first.shape, self.n, dtype=np.int64)
+        if w.on_positions:
+            bound = self.u.pos_end[first] + w.amount
+            return np.searchsorted(self.u.pos_start, bound, side="left").astype(np.int64)
+        bound = self.u.ts_end[first] + w.amount
+        return np.searchsorted(self.u.ts_start, bound, side="left").astype(np.int64)
+
+    def check_limit(self, total: int, where: str) -> None:
+        if total > self.limits.max_partial_matches:
+            raise SketchLimitError(
+                f"skip-till-any-match would create {total} partial matches at {where}, more than "
+                f"max_partial_matches={self.limits.max_partial_matches}; narrow the pattern (WITHIN, "
+                "WINDOW, skip-till-next-match) or raise SketchLimits.max_partial_matches")
+
+    # -- the policies ------------------------------------------------------------------------
+
+    def run(self) -> _Rows:
+        comps = self.q.components
+        policy = self.q.policy
+        if policy == NEXT_MATCH:
+            rows = self.next_first(comps[0])
+        elif policy == STRICT:
+            rows = self.strict_first(comps[0])
+        else:
+            assert policy == ANY_MATCH
+            rows = self.any_first(comps[0])
+        rows = self.keep_within(rows)
+        for i, comp in enumerate(comps[1:], start=1):
+            if not rows.first.shape[0]:
+                break
+            if policy == NEXT_MATCH:
+                rows, cfirst, prev_last = self.next_step(rows, comp)
+            elif policy == STRICT:
+                rows, cfirst, prev_last = self.strict_step(rows, comp)
+            else:
+                rows, cfirst, prev_last = self.any_step(rows, comp, i)
+            gap = self.q.gaps[i - 1]
+            if gap:
+                ok = self.none_between(gap, prev_last, cfirst)
+                rows = rows.keep(ok)
+            rows = self.keep_within(rows)
+        if self.q.trailing and rows.first.shape[0]:
+            rows = rows.keep(self.nothing_after(rows))
+        return rows
+
+    def keep_within(self, rows: _Rows) -> _Rows:
+        w = self.q.within
+        if w is None or not rows.first.shape[0]:
+            return rows
+        if w.on_positions:
+            span = self.u.pos_start[rows.last] - self.u.pos_end[rows.first]
+        else:
+            span = self.u.ts_start[rows.last] - self.u.ts_end[rows.first]
+        return rows.keep(span < w.amount)
+
+    def nothing_after(self, rows: _Rows) -> np.ndarray:
+        """Trailing NOT: no unit after the last one, starting inside the window, holds the names."""
+        w = self.q.within
+        assert w is not None
+        if w.on_positions:
+            hi = np.searchsorted(self.u.pos_start, self.u.pos_start[rows.first] + w.amount, side="left")
+        else:
+            hi = np.searchsorted(self.u.ts_start, self.u.ts_start[rows.first] + w.amount, side="left")
+        p = self.prefix(self.q.trailing)
+        a = rows.last + 1
+        return p[np.maximum(hi, a)] - p[a] == 0
+
+    # skip-till-next-match
+
+    def next_first(self, comp: SketchComponent) -> _Rows:
+        starts = self.cand(comp.names)
+        if comp.kind != "and":
+            return _Rows(starts, starts, [starts])
+        slots, ok = self.first_at_or_after(comp.names, starts - 1)
+        rows = _Rows(starts, starts, slots).keep(ok)
+        rows.last = np.stack(rows.slots).max(axis=0)
+        return rows
+
+    def first_at_or_after(self, names: tuple[str, ...], after: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
+        """Per name: the first unit holding it strictly after ``after``; and whether all exist."""
+        ok = np.ones(after.shape, dtype=bool)
+        slots = []
+        for name in names:
+            c = self.cand((name,))
+            i = np.searchsorted(c, after, side="right")
+            ok &= i < c.shape[0]
+            slots.append(c[np.minimum(i, c.shape[0] - 1)] if c.shape[0] else np.zeros_like(after))
+        return slots, ok
+
+    def next_step(self, rows: _Rows, comp: SketchComponent) -> tuple[_Rows, np.ndarray, np.ndarray]:
+        picked, ok = [], np.ones(rows.last.shape, dtype=bool)
+        for group in _groups(comp):
+            c = self.cand(group)
+            i = np.searchsorted(c, rows.last, side="right")
+            ok &= i < c.shape[0]
+            picked.append(c[np.minimum(i, c.shape[0] - 1)] if c.shape[0] else np.zeros_like(rows.last))
+        return self._extend(rows, picked, ok)
+
+    def _extend(self, rows: _Rows, picked: list[np.ndarray], ok: np.ndarray) -> tuple[_Rows, np.ndarray, np.ndarray]:
+        """Append slot columns ``picked`` to ``rows`` where ``ok``; return rows, component first, previous last."""
+        rows = rows.keep(ok)
+        picked = [p[ok] for p in picked]
+        stacked = np.stack(picked)
+        cfirst, clast = stacked.min(axis=0), stacked.max(axis=0)
+        prev_last = rows.last
+        return _Rows(rows.first, clast, rows.slots + picked), cfirst, prev_last
+
+    # strict-contiguity
+
+    def strict_first(self, comp: SketchComponent) -> _Rows:
+        if comp.kind == "and":
+            m = np.ones(self.n, dtype=bool)
+            for name in comp.names:
+                m &= self.u.has(name)
+            starts = np.flatnonzero(m).astype(np.int64)
+            return _Rows(starts, starts, [starts] * len(comp.names))
+        starts = self.cand(comp.names)
+        return _Rows(starts, starts, [starts])
+
+    def strict_step(self, rows: _Rows, comp: SketchComponent) -> tuple[_Rows, np.ndarray, np.ndarray]:
+        nxt = rows.last + 1
+        ok = nxt < self.n
+        at = np.minimum(nxt, self.n - 1)  # rows exist, so n >= 1
+        groups = _groups(comp)
+        for group in groups:
+            ok &= self.mask(group)[at]
+        return self._extend(rows, [nxt] * len(groups), ok)
+
+    # skip-till-any-match
+
+    def any_first(self, comp: SketchComponent) -> _Rows:
+        """Every binding of the first component (skip-till-any-match)."""
+        seed = _Rows(np.full(1, -1, dtype=np.int64), np.full(1, -1, dtype=np.int64), [])
+        rows, cfirst, _ = self.any_step(seed, comp, 0, bounded=False)
+        return _Rows(cfirst, rows.last, rows.slots)
+
+    def any_step(self, rows: _Rows, comp: SketchComponent, index: int,
+                 bounded: bool = True) -> tuple[_Rows, np.ndarray, np.ndarray]:
+        """Every binding of ``comp`` after each row's last unit (before the WITHIN bound)."""
+        prev_last = rows.last
+        hi_unit = self.window_end(rows.first) if bounded else np.full(prev_last.shape, self.n, dtype=np.int64)
+        first, slots, new = rows.first, rows.slots, []
+        for group in _groups(comp):
+            c = self.cand(group)
+            lo = np.searchsorted(c, prev_last, side="right")
+            hi = np.maximum(np.searchsorted(c, hi_unit, side="left"), lo)
+            counts = hi - lo
+            total = int(counts.sum())
+            self.check_limit(total, f"component {index + 1} ({', '.join(comp.names)})")
+            rep = np.repeat(np.arange(counts.shape[0]), counts)
+            offset = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
+            chosen = c[lo[rep] + offset]
+            prev_last, hi_unit, first = prev_last[rep], hi_unit[rep], first[rep]
+            slots = [s[rep] for s in slots]
+            new = [s[rep] for s in new] + [chosen]
+        stacked = np.stack(new)
+        return _Rows(first, stacked.max(axis=0), slots + new), stacked.min(axis=0), prev_last
+
+
+def _groups(comp: SketchComponent) -> list[tuple[str, ...]]:
+    """The slot groups of a component: each name of an AND alone; the names of a name/OR together."""
+    return [(name,) for name in comp.names] if comp.kind == "and" else [comp.names]
+
+
+def _matches(units: Units, rows: _Rows, n_slots: int) -> SketchMatches:
+    """Deduplicated, sorted match records of ``rows`` (unit indices into ``units``)."""
+    if not rows.first.shape[0]:
+        return SketchMatches(_EMPTY, _EMPTY, _EMPTY, _EMPTY, np.zeros((0, n_slots), dtype=np.int64))
+    table = np.column_stack([units.pos_start[rows.first], units.pos_end[rows.last],
+                             units.ts_start[rows.first], units.ts_end[rows.last]]
+                            + [units.node_id[s] for s in rows.slots]).astype(np.int64)
+    table = np.unique(table, axis=0)
+    return SketchMatches(table[:, 0].copy(), table[:, 1].copy(), table[:, 2].copy(), table[:, 3].copy(),
+                         table[:, 4:].copy())
