@@ -199,6 +199,7 @@ class _Evaluation:
         self.n = len(units)
         self.limits = limits
         self._cand: dict[tuple[str, ...], np.ndarray] = {}
+        self._prefix: dict[tuple[str, ...], np.ndarray] = {}
 
     # -- helpers -----------------------------------------------------------------------------
 
@@ -218,7 +219,10 @@ class _Evaluation:
 
     def prefix(self, names: tuple[str, ...]) -> np.ndarray:
         """``P[i]`` = units before ``i`` holding any of ``names`` (length ``n + 1``)."""
-        return np.concatenate([[0], np.cumsum(self.mask(names), dtype=np.int64)])
+        key = tuple(sorted(set(names)))
+        if key not in self._prefix:
+            self._prefix[key] = np.concatenate([[0], np.cumsum(self.mask(key), dtype=np.int64)])
+        return self._prefix[key]
 
     def none_between(self, names: tuple[str, ...], a: np.ndarray, b: np.ndarray) -> np.ndarray:
         """Per row: no unit strictly between ``a`` and ``b`` (``a < b``) holds any of ``names``."""
