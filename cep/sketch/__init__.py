@@ -14,6 +14,7 @@ from cep.sketch.config import SketchConfig
 from cep.sketch.errors import CorruptSketchError, SketchConfigError, SketchInputError
 from cep.sketch.hashing import Hasher, bit_positions
 from cep.sketch.names import factorize
+from cep.sketch.tree import OpenLeaf, SketchTree, node_ids, split_node_ids
 from cep.sketch.evaluate import SketchLimits, SketchMatch, SketchMatches, evaluate_sketch, evaluate_units
 from cep.sketch.query import (
     SketchArgumentError,
@@ -37,6 +38,10 @@ __all__ = [
     "decode_bits",
     "encode_bits",
     "factorize",
+    "OpenLeaf",
+    "SketchTree",
+    "node_ids",
+    "split_node_ids",
     "SketchArgumentError",
     "SketchComponent",
     "SketchLimitError",

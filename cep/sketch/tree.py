@@ -1,0 +1,749 @@
+"""The Bloom-filter tree of one stream, with its exact-set twin (docs/sketch.md sections 1-3).
+
+A :class:`SketchTree` is columnar: one numpy array per node attribute, one entry per node.
+
+========================  =====================================================================
+attribute                 meaning
+========================  =====================================================================
+``level``                 int8, 0 for leaves
+``index``                 int64, ``g``: the node's number within its level (leaf ``j`` holds
+                          positions ``j*C .. j*C + C - 1``; node ``(L, g)`` has the children
+                          ``(L-1, g*f) .. (L-1, g*f + f - 1)``)
+``node_id``               int64, ``(level << 48) | index``
+``pos_start, pos_end``    int64, first and last position covered (inclusive)
+``ts_start, ts_end``      int64, timestamps (microseconds) of the first and last event covered
+``n_events``              int64, events covered (``C * f**level``)
+``is_top``                bool, the node exists and its parent does not
+``bits``                  uint8 ``(n_nodes, m // 8)``, the packed Bloom filter of each node
+``twin_row, twin_code``   the exact-set twin as sorted ``(row, code)`` pairs: name
+                          ``vocabulary[code]`` occurs under node ``row``
+``vocabulary``            the stream's distinct names (sorted), including the open leaf's
+========================  =====================================================================
+
+**Rows** are in post-order: sorted by ``(pos_end, level)``, so children come before their parent,
+the rows of one level are in ``index`` (= position) order, and the top-level nodes are in
+position order. Appending events only ever *appends* rows (and clears ``is_top`` on nodes that
+got a parent); it never moves or changes an existing row.
+
+The **open leaf** (the last ``< C`` events) is not a node: :attr:`SketchTree.open_leaf` is an
+:class:`OpenLeaf` with its positions, timestamps, names and Bloom filter. The top-level nodes
+followed by the open leaf cover the stream in order, without overlap.
+
+A node exists exactly when all ``f`` children exist and the OR of their filters has at most
+``m / 2`` bits set (docs/sketch.md section 3). Building is vectorised: names are factorised, each
+distinct name is hashed once, leaf filters are set on a boolean matrix and packed, and each
+level is made from the one below with a few numpy operations (group by ``g // f``, keep the
+complete groups, OR, popcount). :meth:`SketchTree.build` is :meth:`SketchTree.append` on an empty
+tree, and ``append`` only touches the new events, the open leaf and the top-level nodes.
+
+Queries: :meth:`member` (Bloom: all ``k`` bits set, per node) and :meth:`twin_member` (exact),
+:meth:`children`, :meth:`parent_rows`, :meth:`top_rows`, :meth:`rows_at`, :meth:`rows_of`.
+
+Values are immutable: every array attribute is a read-only view. ``append`` returns a new tree;
+successive trees may share buffers (capacity doubling), but only rows beyond the old tree's
+length are ever written, so the old tree is unchanged.
+
+Example (``C = 2``, ``f = 2``):
+    >>> cfg = SketchConfig(m=64, k=2, C=2)
+    >>> tree = SketchTree.build(["A", "B", "A", "C", "B", "D", "E"], range(7), cfg)
+    >>> tree.level.tolist(), tree.index.tolist(), tree.is_top.tolist()
+    ([0, 0, 1, 0], [0, 1, 0, 2], [False, False, True, True])
+    >>> [tree.twin_names(r) for r in tree.top_rows()], tree.open_leaf.names
+    ([('A', 'B', 'C'), ('B', 'D')], ('E',))
+    >>> tree.twin_member("C").tolist(), tree.member("C").tolist()
+    ([False, True, True, False], [False, True, True, False])
+    >>> tree.index[tree.children(2)].tolist(), int(tree.node_id[2]) == (1 << 48) | 0
+    ([0, 1], True)
+    >>> tree.append(["F"], [7]) == SketchTree.build(list("ABACBDEF"), range(8), cfg)
+    True
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+
+from cep.sketch.bloom import BloomFilter, has_positions
+from cep.sketch.config import SketchConfig
+from cep.sketch.errors import SketchConfigError, SketchInputError
+from cep.sketch.hashing import Hasher, positions_of
+from cep.sketch.names import factorize, merge_vocabularies
+
+ID_SHIFT = 48
+"""``node_id = (level << ID_SHIFT) | index``."""
+MAX_INDEX = (1 << ID_SHIFT) - 1
+
+_NODE_COLUMNS: tuple[tuple[str, Any], ...] = (
+    ("level", np.int8), ("index", np.int64), ("node_id", np.int64),
+    ("pos_start", np.int64), ("pos_end", np.int64), ("ts_start", np.int64),
+    ("ts_end", np.int64), ("n_events", np.int64))
+_DENSE_CELLS = 1 << 22
+"""Distinct (node, name) pairs are found on a dense boolean matrix up to this many cells."""
+_LEAF_CHUNK_BITS = 1 << 24
+"""Leaf filters are set on boolean matrices of at most this many cells at a time."""
+
+
+def node_ids(level: np.ndarray | int, index: np.ndarray | int) -> np.ndarray:
+    """``(level << 48) | index`` as int64.
+
+    Example:
+        >>> node_ids(np.array([0, 2]), np.array([5, 1])).tolist()
+        [5, 562949953421313]
+    """
+    return (np.asarray(level, dtype=np.int64) << ID_SHIFT) | np.asarray(index, dtype=np.int64)
+
+
+def split_node_ids(ids: np.ndarray | int) -> tuple[np.ndarray, np.ndarray]:
+    """``(level, index)`` of node ids.
+
+    Example:
+        >>> [a.tolist() for a in split_node_ids(np.array([5, 562949953421313]))]
+        [[0, 2], [5, 1]]
+    """
+    ids = np.asarray(ids, dtype=np.int64)
+    return ids >> ID_SHIFT, ids & MAX_INDEX
+
+
+def _read_only(array: np.ndarray) -> np.ndarray:
+    view = array.view()
+    view.flags.writeable = False
+    return view
+
+
+def _ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """``concatenate([arange(s, s + c) for s, c in zip(starts, counts)])`` without a loop."""
+    counts = np.asarray(counts, dtype=np.int64)
+    total = int(counts.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64)
+    before = np.cumsum(counts) - counts
+    return np.repeat(np.asarray(starts, dtype=np.int64) - before, counts) + np.arange(total)
+
+
+def _distinct_pairs(node: np.ndarray, code: np.ndarray, n_nodes: int, n_names: int
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct ``(node, code)`` pairs, sorted by node then code."""
+    if len(node) == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int32)
+    if n_nodes * n_names <= max(_DENSE_CELLS, 8 * len(node)):
+        dense = np.zeros((n_nodes, n_names), dtype=np.bool_)
+        dense[node, code] = True
+        rows, codes = np.nonzero(dense)
+        return rows.astype(np.int64), codes.astype(np.int32)
+    key = np.unique(node.astype(np.int64) * n_names + code)
+    return key // n_names, (key % n_names).astype(np.int32)
+
+
+class _Store:
+    """Append-only column buffers shared by successive tree values.
+
+    ``claimed`` is the length of the newest tree using the buffers: a tree of that length may
+    write beyond it (and claims the new rows); any other tree copies first.
+    """
+
+    __slots__ = ("columns", "claimed")
+
+    def __init__(self, columns: dict[str, np.ndarray], claimed: int) -> None:
+        self.columns = columns
+        self.claimed = claimed
+
+
+def _extend(store: _Store | None, n: int, new: dict[str, np.ndarray]) -> tuple[_Store, int]:
+    """The store holding rows ``[:n]`` of ``store`` followed by ``new`` (in place if allowed)."""
+    add = len(next(iter(new.values())))
+    total = n + add
+    if store is not None:
+        capacity = len(next(iter(store.columns.values())))
+        if store.claimed == n and total <= capacity:
+            for name, values in new.items():
+                store.columns[name][n:total] = values
+            store.claimed = total
+            return store, total
+    capacity = total if n == 0 else max(total, 2 * n)
+    columns = {}
+    for name, values in new.items():
+        buffer = np.empty((capacity,) + values.shape[1:], dtype=values.dtype)
+        if n:
+            buffer[:n] = store.columns[name][:n]  # type: ignore[union-attr]
+        buffer[n:total] = values
+        columns[name] = buffer
+    return _Store(columns, total), total
+
+
+@dataclass
+class _Level:
+    """Nodes of one level, in index order, with their twin pairs (an internal batch)."""
+
+    level: int
+    index: np.ndarray
+    pos_start: np.ndarray
+    pos_end: np.ndarray
+    ts_start: np.ndarray
+    ts_end: np.ndarray
+    n_events: np.ndarray
+    bits: np.ndarray
+    pair_node: np.ndarray
+    pair_code: np.ndarray
+    old_row: np.ndarray
+    has_parent: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    @staticmethod
+    def concat(first: _Level, second: _Level) -> _Level:
+        if not len(first):
+            return second
+        return _Level(
+            first.level,
+            *(np.concatenate((getattr(first, name), getattr(second, name)))
+              for name in ("index", "pos_start", "pos_end", "ts_start", "ts_end", "n_events",
+                           "bits")),
+            pair_node=np.concatenate((first.pair_node, second.pair_node + len(first))),
+            pair_code=np.concatenate((first.pair_code, second.pair_code)),
+            old_row=np.concatenate((first.old_row, second.old_row)),
+            has_parent=np.concatenate((first.has_parent, second.has_parent)))
+
+
+@dataclass(frozen=True, eq=False)
+class OpenLeaf:
+    """The last ``< C`` events of a stream, not yet a full leaf; queried like a leaf.
+
+    Attributes:
+        index: The leaf number it will have when full (``n_full_leaves``); its unit id is
+            ``node_id = (0 << 48) | index``.
+        pos_start: Position of its first event (``index * C``).
+        names: Name of each event, in order.
+        ts: Timestamp of each event (read-only int64 array).
+        filter: Its Bloom filter.
+    """
+
+    index: int
+    pos_start: int
+    names: tuple[str, ...]
+    ts: np.ndarray
+    filter: BloomFilter
+
+    @property
+    def node_id(self) -> int:
+        """``(0 << 48) | index``: the id of the leaf it becomes when full."""
+        return self.index
+
+    @property
+    def n_events(self) -> int:
+        """Events in the open leaf (0 .. C-1)."""
+        return len(self.names)
+
+    @property
+    def pos_end(self) -> int:
+        """Position of its last event (``pos_start - 1`` when empty)."""
+        return self.pos_start + len(self.names) - 1
+
+    @property
+    def ts_start(self) -> int | None:
+        """Timestamp of its first event (``None`` when empty)."""
+        return int(self.ts[0]) if len(self.ts) else None
+
+    @property
+    def ts_end(self) -> int | None:
+        """Timestamp of its last event (``None`` when empty)."""
+        return int(self.ts[-1]) if len(self.ts) else None
+
+    @property
+    def bits(self) -> np.ndarray:
+        """The packed filter (``m // 8`` uint8)."""
+        return self.filter.packed()
+
+    def member(self, name: str) -> bool:
+        """Bloom membership: ``name`` is possibly present."""
+        return self.filter.contains(name)
+
+    def twin_member(self, name: str) -> bool:
+        """Exact membership."""
+        return name in self.names
+
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, OpenLeaf) and self.index == other.index
+                and self.pos_start == other.pos_start
+                and self.names == other.names and np.array_equal(self.ts, other.ts)
+                and self.filter == other.filter)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class SketchTree:
+    """The Bloom-filter tree and exact-set twin of one stream (see the module docstring).
+
+    Build with :meth:`build` or :meth:`empty` + :meth:`append`; never mutate the arrays.
+    """
+
+    level: np.ndarray
+    index: np.ndarray
+    node_id: np.ndarray
+    pos_start: np.ndarray
+    pos_end: np.ndarray
+    ts_start: np.ndarray
+    ts_end: np.ndarray
+    n_events: np.ndarray
+    bits: np.ndarray
+    is_top: np.ndarray
+    twin_row: np.ndarray
+    twin_code: np.ndarray
+
+    def __init__(self, config: SketchConfig, vocabulary: tuple[str, ...],
+                 name_positions: np.ndarray, nodes: _Store | None, n_nodes: int,
+                 is_top: np.ndarray, twin: _Store | None, n_pairs: int, n_full_leaves: int,
+                 open_codes: np.ndarray, open_ts: np.ndarray, last_ts: int | None,
+                 hasher: Hasher | None) -> None:
+        """Internal: use :meth:`build`, :meth:`empty` or :meth:`append`."""
+        self.config = config
+        self.vocabulary = vocabulary
+        self.name_positions = _read_only(name_positions)
+        self.hasher = hasher
+        self._nodes, self._twin = nodes, twin
+        self.n_nodes, self.n_full_leaves = n_nodes, n_full_leaves
+        self._last_ts = last_ts
+        for name, dtype in _NODE_COLUMNS:
+            column = nodes.columns[name][:n_nodes] if nodes else np.zeros(0, dtype=dtype)
+            setattr(self, name, _read_only(column))
+        self.bits = _read_only(nodes.columns["bits"][:n_nodes] if nodes
+                               else np.zeros((0, config.m // 8), dtype=np.uint8))
+        self.is_top = _read_only(is_top)
+        self.twin_row = _read_only(twin.columns["row"][:n_pairs] if twin
+                                   else np.zeros(0, dtype=np.int64))
+        self.twin_code = _read_only(twin.columns["code"][:n_pairs] if twin
+                                    else np.zeros(0, dtype=np.int32))
+        self.open_codes = _read_only(open_codes)
+        self.open_ts = _read_only(open_ts)
+
+    # ---- construction ------------------------------------------------------------------------
+
+    @classmethod
+    def empty(cls, config: SketchConfig, hasher: Hasher | None = None) -> SketchTree:
+        """The tree of an empty stream (no nodes, empty open leaf)."""
+        if not isinstance(config, SketchConfig):
+            raise SketchConfigError(f"config: expected a SketchConfig, found {type(config).__name__}")
+        return cls(config, (), np.zeros((0, config.k), dtype=np.int64), None, 0,
+                   np.zeros(0, dtype=np.bool_), None, 0, 0, np.zeros(0, dtype=np.int32),
+                   np.zeros(0, dtype=np.int64), None, hasher)
+
+    @classmethod
+    def build(cls, names: Sequence[str] | np.ndarray, ts: Sequence[int] | np.ndarray,
+              config: SketchConfig, hasher: Hasher | None = None) -> SketchTree:
+        """The tree of one stream in one pass.
+
+        Args:
+            names: Event names (the type column), ordered by ``(ts, id)``.
+            ts: Timestamps in microseconds (int64 or ``datetime64``), non-decreasing.
+            config: Filter size, hashes, leaf size, fanout.
+            hasher: Bit positions of names (default: murmur3, :func:`~cep.sketch.bit_positions`).
+
+        Raises:
+            SketchInputError: names are not strings, lengths differ, timestamps go backwards.
+        """
+        return cls.empty(config, hasher).append(names, ts)
+
+    def append(self, names: Sequence[str] | np.ndarray, ts: Sequence[int] | np.ndarray
+               ) -> SketchTree:
+        """This tree with more events of the stream appended (a new value; this one is unchanged).
+
+        The events fill the open leaf, then new full leaves; parents whose children are now
+        complete are added and ``is_top`` is cleared on nodes that got a parent. The result
+        equals :meth:`build` over all the events at once.
+
+        Raises:
+            SketchInputError: names are not strings, lengths differ, or a timestamp is smaller
+                than the one before it (also across the batch boundary).
+
+        Example:
+            >>> cfg = SketchConfig(m=64, k=2, C=3)
+            >>> a = SketchTree.build(["x", "y"], [1, 2], cfg)
+            >>> b = a.append(["z", "x"], [2, 5])
+            >>> a.n_nodes, b.n_nodes, b.open_leaf.names, b.open_leaf.pos_start
+            (0, 1, ('x',), 3)
+            >>> a.append(["x"], [0])
+            Traceback (most recent call last):
+            ...
+            cep.sketch.errors.SketchInputError: CEP-SKETCH-003: ts: event 0 of the batch has ts 0, before the stream's last event (ts 2); events must be appended in (ts, id) order
+        """
+        codes_batch, vocab_batch = factorize(names)
+        ts_batch = _timestamps(ts, len(codes_batch))
+        if len(ts_batch) and self._last_ts is not None and ts_batch[0] < self._last_ts:
+            raise SketchInputError(
+                f"ts: event 0 of the batch has ts {int(ts_batch[0])}, before the stream's last "
+                f"event (ts {self._last_ts}); events must be appended in (ts, id) order")
+        if not len(codes_batch):
+            return self
+        vocabulary, remap = merge_vocabularies(self.vocabulary, vocab_batch)
+        lookup = {name: code for code, name in enumerate(vocabulary)}
+        batch_map = np.array([lookup[name] for name in vocab_batch], dtype=np.int32)
+        codes_batch = batch_map[codes_batch]
+        positions = self._positions_for(vocabulary, remap)
+        return self._grow(vocabulary, remap, positions, codes_batch, ts_batch)
+
+    def _positions_for(self, vocabulary: tuple[str, ...], remap: np.ndarray) -> np.ndarray:
+        """Bit positions of every name of ``vocabulary``, hashing only names new to the tree."""
+        if vocabulary == self.vocabulary:
+            return np.asarray(self.name_positions)
+        known = np.zeros(len(vocabulary), dtype=np.bool_)
+        known[remap] = True
+        positions = np.empty((len(vocabulary), self.config.k), dtype=np.int64)
+        positions[remap] = self.name_positions
+        fresh = np.flatnonzero(~known)
+        positions[fresh] = positions_of(self.hasher, [vocabulary[i] for i in fresh],
+                                        self.config.m, self.config.seeds or ())
+        return positions
+
+    def _grow(self, vocabulary: tuple[str, ...], remap: np.ndarray, positions: np.ndarray,
+              codes_batch: np.ndarray, ts_batch: np.ndarray) -> SketchTree:
+        cfg = self.config
+        c, f = cfg.C, cfg.fanout
+        codes = np.concatenate((remap[self.open_codes], codes_batch))
+        ts = np.concatenate((self.open_ts, ts_batch))
+        n_leaves = len(codes) // c
+        if self.n_full_leaves + n_leaves - 1 > MAX_INDEX:
+            raise SketchInputError(f"the stream has more than {MAX_INDEX + 1} leaves")
+        cut = n_leaves * c
+        current = _leaf_level(codes[:cut], ts[:cut], self.n_full_leaves, positions, cfg,
+                              len(vocabulary))
+        new_levels = [current]
+        is_top = np.array(self.is_top, dtype=np.bool_)
+        tops = np.flatnonzero(is_top)
+        level = 1
+        while len(current):
+            first_group = int(current.index[0]) // f
+            waiting = tops[(self.level[tops] == level - 1) & (self.index[tops] >= first_group * f)]
+            pool = _Level.concat(self._old_level(waiting, level - 1, remap), current)
+            current = _parents(pool, level, cfg, len(vocabulary))
+            is_top[pool.old_row[pool.has_parent & (pool.old_row >= 0)]] = False
+            if len(waiting):
+                new_levels[-1].has_parent[:] = pool.has_parent[len(waiting):]
+            new_levels.append(current)
+            level += 1
+        return self._with_new_nodes(vocabulary, positions, remap, new_levels, is_top,
+                                    codes[cut:], ts[cut:],
+                                    int(ts[-1]) if len(ts) else self._last_ts)
+
+    def _old_level(self, rows: np.ndarray, level: int, remap: np.ndarray) -> _Level:
+        """Existing (top-level) nodes as a batch, their twin codes in the new vocabulary."""
+        lo = np.searchsorted(self.twin_row, rows, side="left")
+        hi = np.searchsorted(self.twin_row, rows, side="right")
+        counts = hi - lo
+        return _Level(
+            level, self.index[rows], self.pos_start[rows], self.pos_end[rows],
+            self.ts_start[rows], self.ts_end[rows], self.n_events[rows], self.bits[rows],
+            pair_node=np.repeat(np.arange(len(rows), dtype=np.int64), counts),
+            pair_code=remap[self.twin_code[_ranges(lo, counts)]],
+            old_row=rows.astype(np.int64), has_parent=np.zeros(len(rows), dtype=np.bool_))
+
+    def _with_new_nodes(self, vocabulary: tuple[str, ...], positions: np.ndarray,
+                        remap: np.ndarray, levels: list[_Level], is_top: np.ndarray,
+                        open_codes: np.ndarray, open_ts: np.ndarray, last_ts: int | None
+                        ) -> SketchTree:
+        """A new tree: this one's rows, then the new nodes in post-order."""
+        levels = [lv for lv in levels if len(lv)]
+        nodes, n_nodes = self._nodes, self.n_nodes
+        twin, n_pairs = self._twin, len(self.twin_row)
+        if vocabulary != self.vocabulary and n_pairs:
+            # Codes of existing pairs move with the vocabulary (their order within a node is kept).
+            twin, n_pairs = _extend(None, 0, {"row": np.asarray(self.twin_row),
+                                              "code": remap[self.twin_code]})
+        n_full = self.n_full_leaves
+        if levels:
+            sizes = [len(lv) for lv in levels]
+            level = np.repeat(np.array([lv.level for lv in levels], dtype=np.int8), sizes)
+            cat = {name: np.concatenate([getattr(lv, name) for lv in levels])
+                   for name in ("index", "pos_start", "pos_end", "ts_start", "ts_end",
+                                "n_events", "bits", "has_parent")}
+            order = np.lexsort((level, cat["pos_end"]))
+            new = {name: cat[name][order] for name in
+                   ("index", "pos_start", "pos_end", "ts_start", "ts_end", "n_events", "bits")}
+            new["level"] = level[order]
+            new["node_id"] = node_ids(new["level"], new["index"])
+            nodes, n_nodes = _extend(nodes, n_nodes, new)
+            is_top = np.concatenate((is_top, ~cat["has_parent"][order]))
+            offsets = np.cumsum([0] + sizes[:-1])
+            pair_node = np.concatenate([lv.pair_node + off for lv, off in zip(levels, offsets)])
+            pair_code = np.concatenate([lv.pair_code for lv in levels])
+            counts = np.bincount(pair_node, minlength=len(order))
+            starts = np.cumsum(counts) - counts
+            take = _ranges(starts[order], counts[order])
+            rows = np.repeat(np.arange(self.n_nodes, n_nodes, dtype=np.int64), counts[order])
+            if len(rows):
+                twin, n_pairs = _extend(twin, n_pairs, {"row": rows, "code": pair_code[take]})
+            n_full += len(levels[0]) if levels[0].level == 0 else 0
+        return SketchTree(self.config, vocabulary, positions, nodes, n_nodes, is_top, twin,
+                          n_pairs, n_full, open_codes.astype(np.int32, copy=False),
+                          open_ts.astype(np.int64, copy=False), last_ts, self.hasher)
+
+    # ---- the open leaf and sizes -------------------------------------------------------------
+
+    @cached_property
+    def open_leaf(self) -> OpenLeaf:
+        """The open leaf (the last ``< C`` events)."""
+        names = tuple(self.vocabulary[c] for c in self.open_codes.tolist())
+        filt = BloomFilter.empty(self.config.m, self.config.seeds or (), self.hasher)
+        if names:
+            rows = self.name_positions[np.unique(self.open_codes)]
+            dense = np.zeros(self.config.m, dtype=np.bool_)
+            dense[rows.reshape(-1)] = True
+            filt = BloomFilter.from_packed(np.packbits(dense, bitorder="little"), self.config.m,
+                                           filt.seeds, self.hasher)
+        return OpenLeaf(self.n_full_leaves, self.n_full_leaves * self.config.C, names,
+                        self.open_ts, filt)
+
+    @property
+    def fanout(self) -> int:
+        """``f``, children per inner node (``config.fanout``)."""
+        return self.config.fanout
+
+    @property
+    def leaf_size(self) -> int:
+        """``C``, events per leaf (``config.C``)."""
+        return self.config.C
+
+    @property
+    def n_stream_events(self) -> int:
+        """Events of the stream so far (full leaves and open leaf)."""
+        return self.n_full_leaves * self.config.C + len(self.open_codes)
+
+    def __len__(self) -> int:
+        """Number of nodes."""
+        return self.n_nodes
+
+    # ---- membership --------------------------------------------------------------------------
+
+    def positions(self, name: str) -> np.ndarray:
+        """The ``k`` bit positions of ``name`` (from the tree's table for known names)."""
+        code = self.code_of(name)
+        if code >= 0:
+            return np.asarray(self.name_positions[code])
+        return positions_of(self.hasher, [name], self.config.m, self.config.seeds or ())[0]
+
+    def code_of(self, name: str) -> int:
+        """The code of ``name`` in :attr:`vocabulary`, ``-1`` when the stream never had it."""
+        at = bisect_left(self.vocabulary, name)
+        return at if at < len(self.vocabulary) and self.vocabulary[at] == name else -1
+
+    def member(self, name: str) -> np.ndarray:
+        """Bloom membership at every node: all ``k`` bits of ``name`` are set (bool per row)."""
+        if not self.n_nodes:
+            return np.zeros(0, dtype=np.bool_)
+        return has_positions(self.bits, self.positions(name))
+
+    def member_matrix(self, names: Sequence[str]) -> np.ndarray:
+        """:meth:`member` of several names: bool ``(n_nodes, len(names))``."""
+        out = np.zeros((self.n_nodes, len(names)), dtype=np.bool_)
+        for column, name in enumerate(names):
+            out[:, column] = self.member(name)
+        return out
+
+    def twin_member(self, name: str) -> np.ndarray:
+        """Exact membership at every node: ``name`` occurs under the node (bool per row)."""
+        out = np.zeros(self.n_nodes, dtype=np.bool_)
+        code = self.code_of(name)
+        if code >= 0:
+            out[self.twin_row[self.twin_code == code]] = True
+        return out
+
+    def twin_member_matrix(self, names: Sequence[str]) -> np.ndarray:
+        """:meth:`twin_member` of several names: bool ``(n_nodes, len(names))``."""
+        out = np.zeros((self.n_nodes, len(names)), dtype=np.bool_)
+        for column, name in enumerate(names):
+            out[:, column] = self.twin_member(name)
+        return out
+
+    def twin_names(self, row: int) -> tuple[str, ...]:
+        """The exact set of names under node ``row``, sorted."""
+        lo, hi = np.searchsorted(self.twin_row, [row, row + 1])
+        return tuple(self.vocabulary[c] for c in self.twin_code[lo:hi].tolist())
+
+    def filter(self, row: int) -> BloomFilter:
+        """The Bloom filter of node ``row`` as a :class:`BloomFilter` value."""
+        return BloomFilter.from_packed(self.bits[row], self.config.m, self.config.seeds or (),
+                                       self.hasher)
+
+    # ---- navigation --------------------------------------------------------------------------
+
+    @cached_property
+    def _id_order(self) -> np.ndarray:
+        return np.argsort(self.node_id, kind="stable")
+
+    def rows_of(self, ids: np.ndarray | Sequence[int]) -> np.ndarray:
+        """Row of each node id, ``-1`` for ids of nodes that do not exist."""
+        ids = np.asarray(ids, dtype=np.int64)
+        if not self.n_nodes:
+            return np.full(ids.shape, -1, dtype=np.int64)
+        sorted_ids = self.node_id[self._id_order]
+        at = np.minimum(np.searchsorted(sorted_ids, ids), self.n_nodes - 1)
+        return np.where(sorted_ids[at] == ids, self._id_order[at], -1).astype(np.int64)
+
+    def children(self, row: int) -> np.ndarray:
+        """Rows of the ``f`` children of node ``row`` in position order (empty for a leaf)."""
+        level = int(self.level[row])
+        if level == 0:
+            return np.zeros(0, dtype=np.int64)
+        first = int(self.index[row]) * self.config.fanout
+        return self.rows_of(node_ids(level - 1, first + np.arange(self.config.fanout)))
+
+    def children_of(self, rows: np.ndarray | Sequence[int]) -> np.ndarray:
+        """Children of several inner nodes: int64 ``(len(rows), f)``, ``-1`` under a leaf."""
+        rows = np.asarray(rows, dtype=np.int64)
+        f = self.config.fanout
+        level = self.level[rows].astype(np.int64)
+        first = self.index[rows] * f
+        ids = node_ids((level - 1)[:, None], first[:, None] + np.arange(f))
+        out = self.rows_of(ids)
+        out[level == 0] = -1
+        return out
+
+    def parent_rows(self) -> np.ndarray:
+        """Row of every node's parent, ``-1`` for top-level nodes."""
+        if not self.n_nodes:
+            return np.zeros(0, dtype=np.int64)
+        parent = node_ids(self.level.astype(np.int64) + 1, self.index // self.config.fanout)
+        return self.rows_of(parent)
+
+    def parent_ids(self) -> np.ndarray:
+        """Node id of every node's parent, ``-1`` for top-level nodes (the ``parent_id`` column)."""
+        rows = self.parent_rows()
+        return np.where(rows >= 0, self.node_id[np.maximum(rows, 0)] if self.n_nodes else rows, -1)
+
+    def top_rows(self) -> np.ndarray:
+        """Rows of the top-level nodes, in position order."""
+        return np.flatnonzero(self.is_top)
+
+    def rows_at(self, level: int) -> np.ndarray:
+        """Rows of the nodes of one level, in index (= position) order."""
+        return np.flatnonzero(self.level == level)
+
+    @property
+    def n_levels(self) -> int:
+        """Number of levels with at least one node."""
+        return int(self.level.max()) + 1 if self.n_nodes else 0
+
+    # ---- comparison and summary --------------------------------------------------------------
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, SketchTree):
+            return NotImplemented
+        if (self.config != other.config or self.vocabulary != other.vocabulary
+                or self.n_nodes != other.n_nodes or self.n_full_leaves != other.n_full_leaves):
+            return False
+        arrays = [name for name, _ in _NODE_COLUMNS] + [
+            "bits", "is_top", "twin_row", "twin_code", "open_codes", "open_ts", "name_positions"]
+        return all(np.array_equal(getattr(self, name), getattr(other, name)) for name in arrays)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return (f"SketchTree(events={self.n_stream_events}, nodes={self.n_nodes}, "
+                f"levels={self.n_levels}, top={int(self.is_top.sum())}, "
+                f"open={len(self.open_codes)}, names={len(self.vocabulary)})")
+
+    def stats(self) -> dict[str, Any]:
+        """Sizes of the tree.
+
+        Returns:
+            ``events`` (stream events), ``open_events``, ``nodes``, ``levels``, ``top_level``
+            (top-level nodes), ``bytes`` (filter bytes over all nodes, ``nodes * m / 8``),
+            ``state_bytes`` (every array of the value), ``mean_fill`` (mean density of the node
+            filters, 0.0 without nodes), ``names`` (distinct names), ``twin_pairs``.
+
+        Example:
+            >>> SketchTree.build(["a"] * 5, range(5), SketchConfig(m=64, k=1, C=2)).stats()["nodes"]
+            3
+        """
+        arrays = [getattr(self, name) for name, _ in _NODE_COLUMNS] + [
+            self.bits, self.is_top, self.twin_row, self.twin_code, self.open_codes, self.open_ts,
+            self.name_positions]
+        fill = (float(np.bitwise_count(self.bits).sum(axis=1).mean()) / self.config.m
+                if self.n_nodes else 0.0)
+        return {"events": self.n_stream_events, "open_events": len(self.open_codes),
+                "nodes": self.n_nodes, "levels": self.n_levels,
+                "top_level": int(self.is_top.sum()), "bytes": int(self.bits.nbytes),
+                "state_bytes": int(sum(a.nbytes for a in arrays)), "mean_fill": fill,
+                "names": len(self.vocabulary), "twin_pairs": len(self.twin_row)}
+
+
+def _timestamps(ts: Sequence[int] | np.ndarray, n: int) -> np.ndarray:
+    """``ts`` as a non-decreasing int64 array of ``n`` entries, or SketchInputError."""
+    array = np.asarray(ts)
+    if array.ndim != 1:
+        raise SketchInputError(f"ts: expected a 1-d array, found {array.ndim}-d")
+    if len(array) != n:
+        raise SketchInputError(f"ts: expected {n} timestamps (one per name), found {len(array)}")
+    if array.dtype.kind == "M":
+        array = array.astype("datetime64[us]").view(np.int64)
+    elif n and array.dtype.kind not in "iu":
+        raise SketchInputError(f"ts: expected integer microseconds, found {array.dtype} values")
+    elif array.dtype.kind == "u" and n and int(array.max()) > np.iinfo(np.int64).max:
+        raise SketchInputError("ts: values beyond int64")
+    array = array.astype(np.int64, copy=False)
+    back = np.flatnonzero(array[1:] < array[:-1])
+    if len(back):
+        i = int(back[0]) + 1
+        raise SketchInputError(f"ts: event {i} of the batch has ts {int(array[i])}, before "
+                               f"event {i - 1} (ts {int(array[i - 1])}); events must be in "
+                               "(ts, id) order")
+    return array
+
+
+def _leaf_level(codes: np.ndarray, ts: np.ndarray, first_leaf: int, positions: np.ndarray,
+                config: SketchConfig, n_names: int) -> _Level:
+    """The full leaves of consecutive events (``len(codes)`` is a multiple of ``C``)."""
+    c, m = config.C, config.m
+    n = len(codes) // c
+    index = first_leaf + np.arange(n, dtype=np.int64)
+    pair_node, pair_code = _distinct_pairs(np.arange(len(codes), dtype=np.int64) // c, codes,
+                                           n, n_names)
+    bits = np.empty((n, m // 8), dtype=np.uint8)
+    step = max(1, _LEAF_CHUNK_BITS // m)
+    k = positions.shape[1]
+    for lo_leaf in range(0, n, step):
+        hi_leaf = min(n, lo_leaf + step)
+        lo, hi = np.searchsorted(pair_node, [lo_leaf, hi_leaf])
+        dense = np.zeros((hi_leaf - lo_leaf, m), dtype=np.bool_)
+        dense[np.repeat(pair_node[lo:hi] - lo_leaf, k), positions[pair_code[lo:hi]].reshape(-1)] = True
+        bits[lo_leaf:hi_leaf] = np.packbits(dense, axis=1, bitorder="little")
+    return _Level(0, index, index * c, index * c + (c - 1), ts[::c][:n].copy(),
+                  ts[c - 1::c][:n].copy(), np.full(n, c, dtype=np.int64), bits,
+                  pair_node, pair_code, np.full(n, -1, dtype=np.int64),
+                  np.zeros(n, dtype=np.bool_))
+
+
+def _parents(pool: _Level, level: int, config: SketchConfig, n_names: int) -> _Level:
+    """The nodes of ``level`` whose ``f`` children are all in ``pool`` and whose OR is at most
+    half full; marks ``pool.has_parent``."""
+    f, m = config.fanout, config.m
+    n = len(pool)
+    group = pool.index // f
+    if n:
+        starts = np.flatnonzero(np.concatenate(([True], group[1:] != group[:-1])))
+        counts = np.diff(np.append(starts, n))
+        complete = starts[counts == f]
+    else:
+        complete = np.zeros(0, dtype=np.int64)
+    child = complete[:, None] + np.arange(f)
+    merged = np.bitwise_or.reduce(pool.bits[child], axis=1) if len(complete) else \
+        np.zeros((0, m // 8), dtype=np.uint8)
+    keep = np.bitwise_count(merged).sum(axis=1, dtype=np.int64) <= m // 2
+    child, merged = child[keep], merged[keep]
+    n_new = len(child)
+    pool.has_parent[child.reshape(-1)] = True
+    parent_of = np.full(n, -1, dtype=np.int64)
+    parent_of[child] = np.arange(n_new, dtype=np.int64)[:, None]
+    owner = parent_of[pool.pair_node]
+    chosen = owner >= 0
+    pair_node, pair_code = _distinct_pairs(owner[chosen], pool.pair_code[chosen], n_new, n_names)
+    return _Level(
+        level, group[child[:, 0]], pool.pos_start[child[:, 0]], pool.pos_end[child[:, -1]],
+        pool.ts_start[child].min(axis=1) if n_new else np.zeros(0, dtype=np.int64),
+        pool.ts_end[child].max(axis=1) if n_new else np.zeros(0, dtype=np.int64),
+        pool.n_events[child].sum(axis=1), merged, pair_node, pair_code,
+        np.full(n_new, -1, dtype=np.int64), np.zeros(n_new, dtype=np.bool_))
