@@ -164,12 +164,15 @@ def _extend(store: _Store | None, n: int, new: dict[str, np.ndarray]) -> tuple[_
                 store.columns[name][n:total] = values
             store.claimed = total
             return store, total
-    capacity = total if n == 0 else max(total, 2 * n)
+    if n == 0:
+        # A first batch: its freshly made arrays become the buffers (no copy).
+        return _Store({name: np.ascontiguousarray(values) for name, values in new.items()},
+                      total), total
+    capacity = max(total, 2 * n)
     columns = {}
     for name, values in new.items():
         buffer = np.empty((capacity,) + values.shape[1:], dtype=values.dtype)
-        if n:
-            buffer[:n] = store.columns[name][:n]  # type: ignore[union-attr]
+        buffer[:n] = store.columns[name][:n]  # type: ignore[union-attr]
         buffer[n:total] = values
         columns[name] = buffer
     return _Store(columns, total), total
@@ -451,7 +454,7 @@ class SketchTree:
         twin, n_pairs = self._twin, len(self.twin_row)
         if vocabulary != self.vocabulary and n_pairs:
             # Codes of existing pairs move with the vocabulary (their order within a node is kept).
-            twin, n_pairs = _extend(None, 0, {"row": np.asarray(self.twin_row),
+            twin, n_pairs = _extend(None, 0, {"row": np.array(self.twin_row),
                                               "code": remap[self.twin_code]})
         n_full = self.n_full_leaves
         if levels:
