@@ -26,6 +26,14 @@ from cep.sketch.query import (
     compile_sketch_query,
 )
 from cep.sketch.units import Units, cut, leaf_units
+from cep.sketch.solver import (
+    BudgetTooSmallError,
+    HeightRow,
+    SolverError,
+    SolverResult,
+    memory_table,
+    solve,
+)
 
 __all__ = [
     "BloomFilter",
@@ -57,4 +65,10 @@ __all__ = [
     "evaluate_sketch",
     "evaluate_units",
     "leaf_units",
+    "BudgetTooSmallError",
+    "HeightRow",
+    "SolverError",
+    "SolverResult",
+    "memory_table",
+    "solve",
 ]
