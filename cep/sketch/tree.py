@@ -615,7 +615,10 @@ class SketchTree:
     def parent_ids(self) -> np.ndarray:
         """Node id of every node's parent, ``-1`` for top-level nodes (the ``parent_id`` column)."""
         rows = self.parent_rows()
-        return np.where(rows >= 0, self.node_id[np.maximum(rows, 0)] if self.n_nodes else rows, -1)
+        out = np.full(len(rows), -1, dtype=np.int64)
+        has = rows >= 0
+        out[has] = self.node_id[rows[has]]
+        return out
 
     def top_rows(self) -> np.ndarray:
         """Rows of the top-level nodes, in position order."""
