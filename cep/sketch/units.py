@@ -143,8 +143,10 @@ def cut(tree: Any, names: Sequence[str], level: int = 0, *, membership: str = "b
     """The units of ``tree`` at accuracy level ``level``, with membership for ``names``.
 
     Args:
-        tree: a sketch tree of one stream (``cep.sketch.tree``): columnar node arrays, top-level
-            rows and the open leaf.
+        tree: a sketch tree of one stream (:class:`cep.sketch.tree.SketchTree`): columnar node
+            arrays (``level``, ``index``, ``node_id``, intervals), ``fanout``, ``member`` /
+            ``twin_member`` (bool per node), ``top_rows()`` (in position order), ``rows_of(ids)``
+            (row per node id, -1 when absent) and ``open_leaf``.
         names: the names the query mentions (positive and negated).
         level: the accuracy level ``λ >= 0``; nodes above it are replaced by their children.
         membership: ``"bloom"`` (the sketch: possibly present) or ``"twin"`` (exact sets).
@@ -171,8 +173,6 @@ def cut(tree: Any, names: Sequence[str], level: int = 0, *, membership: str = "b
     node_level = np.asarray(tree.level, dtype=np.int64)
     node_index = np.asarray(tree.index, dtype=np.int64)
     node_ids = np.asarray(tree.node_id, dtype=np.int64)
-    order = np.argsort(node_ids, kind="stable")
-    sorted_ids = node_ids[order]
     fanout = int(tree.fanout)
 
     rows = np.asarray(tree.top_rows(), dtype=np.int64)
@@ -184,13 +184,14 @@ def cut(tree: Any, names: Sequence[str], level: int = 0, *, membership: str = "b
             break
         counts = np.where(expand, fanout, 1)
         parent = np.repeat(rows, counts)
-        offset = np.arange(parent.shape[0]) - np.repeat(np.cumsum(counts) - counts, counts)
-        child_ids = make_node_id(node_level[parent] - 1, node_index[parent] * fanout + offset)
-        found = order[np.minimum(np.searchsorted(sorted_ids, child_ids), max(n_nodes - 1, 0))]
         split = np.repeat(expand, counts)
-        if not np.array_equal(node_ids[found[split]], child_ids[split]):
+        offset = np.arange(parent.shape[0]) - np.repeat(np.cumsum(counts) - counts, counts)
+        child_ids = make_node_id(node_level[parent[split]] - 1, node_index[parent[split]] * fanout + offset[split])
+        found = np.asarray(tree.rows_of(child_ids), dtype=np.int64)
+        if (found < 0).any():
             raise SketchArgumentError("the tree is missing children of an existing node")
-        rows = np.where(split, found, parent)
+        rows = parent.copy()
+        rows[split] = found
 
     units = Units(node_ids[rows], node_level[rows].astype(np.int8),
                   *(np.asarray(getattr(tree, a), dtype=np.int64)[rows]
