@@ -1,20 +1,26 @@
-"""Benchmark of the Kleene grouping (``cep/match/plans.py``): left vs right vs the cost model.
+"""Benchmark of the Kleene grouping (``cep/match/plans.py``): left vs right vs late vs the cost model.
 
-On ``cep.synthetic`` streams (50 Zipf types: ``T00`` is about a quarter of the events, ``T30``
-about one in 170) split by key (10^4 events per key at 100 events/s per key, unless said
-otherwise), it times ``find_matches`` over every key in one process with
+On ``cep.synthetic`` streams (50 Zipf types: ``T00`` is about a quarter of the events, ``T01``
+about one in nine, ``T30`` about one in 170) split by key (10^4 events per key at 100 events/s
+per key, unless said otherwise), it times ``find_matches`` over every key in one process with
 every Kleene closure grouped ``left`` (grown forwards from the event before it), grouped
-``right`` (grown backwards from the event after it) and grouped as the cost model chooses, for
-queries whose neighbours differ in frequency:
+``right`` (grown backwards from the event after it), combined ``late`` between its neighbours
+(``cep/match/late.py``; where late combination does not apply the closure falls back to
+``left``, so the column repeats ``left``) and grouped as the cost model chooses, for queries
+whose neighbours differ in frequency:
 
 * ``right rare``: a closure between a frequent and a rare event: right grouping should win;
-* ``left rare``: the mirror image: left grouping should win;
+* ``right rare {3}``: the same with three iterations (late combination against the rounds);
+* ``rare both {2}``, ``rare both {3}``: a closure between two rare events (``T30; T01{n};
+  T31`` in a 2 s window): the case late combination is for;
+* ``left rare``: the mirror image of ``right rare``: left grouping should win;
 * ``leading``: a closure that starts the pattern (left grouping makes it a unit of its own);
 * ``many keys``: ``right rare`` on partitions of 100 events (1 event/s), below
-  ``SMALL_PARTITION``: the cost model compares buffer sizes instead of sampling.
+  ``SMALL_PARTITION``: the cost model compares buffer sizes instead of sampling (and counts the
+  whole partition for late combination).
 
-The three answers must have the same number of matches. The column ``chosen`` counts the
-groupings the cost model picked over the partitions' shapes.
+The answers must have the same number of matches. The column ``chosen`` counts the groupings
+the cost model picked over the partitions' shapes.
 
 Run from the project root::
 
@@ -50,6 +56,12 @@ SEED = 20240101
 CASES: dict[str, tuple[str, str, int, float]] = {
     "right rare": ("PATTERN T00; T01{2}; T30 WITHIN 500 MILLISECONDS", "skip-till-any-match",
                    10_000, 100.0),
+    "right rare {3}": ("PATTERN T00; T01{3}; T30 WITHIN 500 MILLISECONDS", "skip-till-any-match",
+                       10_000, 100.0),
+    "rare both {2}": ("PATTERN T30; T01{2}; T31 WITHIN 2 SECONDS", "skip-till-any-match",
+                      10_000, 100.0),
+    "rare both {3}": ("PATTERN T30; T01{3}; T31 WITHIN 2 SECONDS", "skip-till-any-match",
+                      10_000, 100.0),
     "left rare": ("PATTERN T30; T01{2}; T00 WITHIN 500 MILLISECONDS", "skip-till-any-match",
                   10_000, 100.0),
     "right rare, rising": ("PATTERN T00; T01+; T30 WHERE T01[i].v0 > T01[i-1].v0 "
@@ -59,7 +71,8 @@ CASES: dict[str, tuple[str, str, int, float]] = {
     "strict": ("PATTERN T00, T00+, T30", "strict-contiguity", 10_000, 100.0),
     "many keys": ("PATTERN T00; T01{2}; T30 WITHIN 20 SECONDS", "skip-till-any-match", 100, 1.0),
 }
-PLANS = {"left": "left-deep:left", "right": "left-deep:right", "chosen": None}
+PLANS = {"left": "left-deep:left", "right": "left-deep:right", "late": "left-deep:late",
+         "chosen": None}
 
 
 def split_by_key(cols: EventColumns) -> list[EventStream]:
@@ -95,7 +108,8 @@ def time_plans(streams: list[EventStream], pattern: str, policy: str,
 
 
 def chosen_groupings(streams: list[EventStream], pattern: str, policy: str) -> dict[str, int]:
-    """How often the cost model grouped the closures left or right (per shape and partition)."""
+    """How often the cost model grouped the closures left, right or late (per shape and
+    partition)."""
     compiled = compile_query(pattern, policy=policy)
     counts: Counter[str] = Counter()
     for stream in streams:
@@ -133,13 +147,13 @@ def _line(row: dict[str, Any]) -> str:
     chosen = ", ".join(f"{k} {v}" for k, v in row["chosen"].items())
     return (f"| {row['case']} | {row['events']:,} | {row['keys']:,} | {row['matches']:,} | "
             f"{row['left_seconds']:.3f} | {row['right_seconds']:.3f} | "
-            f"{row['chosen_seconds']:.3f} | {chosen} |")
+            f"{row['late_seconds']:.3f} | {row['chosen_seconds']:.3f} | {chosen} |")
 
 
 def markdown_table(result: dict[str, Any]) -> str:
     """The results as a Markdown table (one row per case)."""
-    head = ("| case | events | keys | matches | left s | right s | chosen s | chosen groupings |\n"
-            "|---|---:|---:|---:|---:|---:|---:|---|")
+    head = ("| case | events | keys | matches | left s | right s | late s | chosen s | "
+            "chosen groupings |\n|---|---:|---:|---:|---:|---:|---:|---:|---|")
     return head + "\n" + "\n".join(_line(r) for r in result["rows"])
 
 

@@ -13,11 +13,15 @@ neighbour: each round prepends one earlier iteration before the current first on
 iteration link, the window from the new first event to the unit's last, and, for the first
 prepended iteration, the link and the NOTs towards the right neighbour narrow the
 ``searchsorted`` ranges). In both directions every round with ``min <= r <= max`` is a set of
-completed partial matches (``{n}``, kleene-num: exactly ``n`` rounds). The number of rounds is
-bounded by ``max`` and by ``MatchLimits.max_kleene_iterations``; every round's size is checked
+completed partial matches (``{n}``, kleene-num: exactly ``n`` rounds). The number of rounds
+is bounded by ``max`` and by ``MatchLimits.max_kleene_iterations``; every round's size is checked
 against ``max_partial_matches`` before it is built, so the exponential outputs of
 skip-till-any-match Kleene closures end in a :class:`MatchLimitError`, not in an exhausted
-machine.
+machine. A closure grouped ``late`` (the paper's late combination for a kleene with a specified
+size, ``late.py``) is in no unit and not grown at all: the join of the units on its two sides
+joins the neighbours first, then inserts every combination of the closure's events between
+each pair, after their number, a sum of binomial coefficients, was checked against the same
+limits (:meth:`AnyMatch._late_join`).
 
 Constraints are placed as early as possible (predicate placement): a condition or NOT is
 checked on the first partial matches that cover every slot it reads, and, inside a Kleene
@@ -42,13 +46,18 @@ Example:
     [[[0, 1], [0, 3], [2, 3]]]
     >>> cq = compile_query("PATTERN A; B+; C", policy="skip-till-any-match")
     >>> shape = shapes_of(cq.alternatives[0])[0]
-    >>> units_of(shape, "left"), units_of(shape, "right")
-    ([(0, 1), (2, 2)], [(0, 0), (1, 2)])
+    >>> units_of(shape, "left"), units_of(shape, "right"), units_of(shape, "late")
+    ([(0, 1), (2, 2)], [(0, 0), (1, 2)], [(0, 1), (2, 2)])
+    >>> shape = shapes_of(compile_query("PATTERN A; B{2}; C", policy="skip-till-any-match")
+    ...                   .alternatives[0])[0]
+    >>> units_of(shape, "late")  # B{2} is inserted by the join of A with C
+    [(0, 0), (2, 2)]
 """
 
 from __future__ import annotations
 
 import itertools
+from dataclasses import dataclass
 from functools import cached_property
 from typing import Mapping, Sequence, Union
 
@@ -60,7 +69,9 @@ from cep.match.buffers import alias_buffer
 from cep.match.compiler import CompiledQuery
 from cep.match.data import StreamData
 from cep.match.expr import Value, null_safe_equal
-from cep.match.joins import Block, expand_ranges, next_after, prev_before
+from cep.match.joins import Block, count_between, expand_ranges, next_after, prev_before
+from cep.match.late import (binomial_sum, combination_sums, combination_total, expand_combinations,
+                            late_blocker)
 from cep.match.limits import check_iterations, check_partial
 from cep.match.negation import violated, window_close
 from cep.match.plans import (
@@ -93,7 +104,19 @@ def normal_grouping(shape: Shape, requested: GroupingRequest = None) -> tuple[st
     """Per slot, the grouping a request amounts to (None for event slots).
 
     A closure can be grouped ``right`` only when the slot after it is an event or a closure
-    grouped ``right``; otherwise it is ``left``. None requests ``left`` everywhere.
+    grouped ``right``, and ``late`` only when :func:`cep.match.late.late_blocker` finds
+    nothing against it; otherwise it is ``left``. None requests ``left`` everywhere.
+
+    Raises:
+        ValueError: an unknown grouping name.
+    """
+    return resolve_grouping(shape, requested)[0]
+
+
+def resolve_grouping(shape: Shape, requested: GroupingRequest = None
+                     ) -> tuple[tuple[str | None, ...], dict[int, str]]:
+    """:func:`normal_grouping` and, per closure whose requested grouping could not be used,
+    why it fell back to ``left`` (for ``explain``).
 
     Raises:
         ValueError: an unknown grouping name.
@@ -106,23 +129,35 @@ def normal_grouping(shape: Shape, requested: GroupingRequest = None) -> tuple[st
     else:
         want = list(requested) + ["left"] * (n - len(requested))
     out: list[str | None] = [None] * n
+    notes: dict[int, str] = {}
     can_right = False
     for k in reversed(range(n)):
         if shape.slots[k].kind == "event":
             can_right = True
             continue
-        if want[k] not in GROUPINGS:
-            raise ValueError(f"unknown grouping {want[k]!r}; expected one of {', '.join(GROUPINGS)}")
-        out[k] = "right" if want[k] == "right" and can_right else "left"
-        can_right = out[k] == "right"
-    return tuple(out)
+        wanted = want[k]
+        if wanted not in GROUPINGS:
+            raise ValueError(f"unknown grouping {wanted!r}; expected one of {', '.join(GROUPINGS)}")
+        got = wanted
+        if wanted == "late":
+            blocker = late_blocker(shape, k)
+            if blocker is not None:
+                got = "left"
+                notes[k] = f"fell back from late to left: {blocker}"
+        elif wanted == "right" and not can_right:
+            got = "left"
+            notes[k] = "fell back from right to left: no event or closure grouped right after it"
+        out[k] = got
+        can_right = got == "right"
+    return tuple(out), notes
 
 
 def units_of(shape: Shape, grouping: GroupingRequest = None) -> list[tuple[int, int]]:
     """Slot ranges ``(first, last)`` of the units under ``grouping`` (see ``plans.py``).
 
     A unit is an event slot with the closures grouped ``right`` before it and those grouped
-    ``left`` after it; a leading run of closures grouped ``left`` is a unit of its own.
+    ``left`` after it; a leading run of closures grouped ``left`` is a unit of its own. A
+    closure grouped ``late`` is in no unit (it lies between two units).
     """
     g = normal_grouping(shape, grouping)
     units: list[tuple[int, int]] = []
@@ -131,6 +166,8 @@ def units_of(shape: Shape, grouping: GroupingRequest = None) -> list[tuple[int, 
         if slot.kind == "event":
             units.append((k if start is None else start, k))
             start = None
+        elif g[k] == "late":
+            continue  # in no unit: the join of its two neighbours' units inserts it
         elif g[k] == "right":
             start = k if start is None else start
         elif not units:
@@ -182,8 +219,9 @@ class AnyMatch:
         cq: the compiled query.
         shape: the shape to evaluate.
         data: the partition.
-        grouping: force the grouping of the Kleene closures (``"left"``, ``"right"``, or per
-            slot, see :func:`normal_grouping`); None lets the cost model choose.
+        grouping: force the grouping of the Kleene closures (``"left"``, ``"right"``,
+            ``"late"``, or per slot, see :func:`normal_grouping`); None lets the cost model
+            choose.
     """
 
     def __init__(self, cq: CompiledQuery, shape: Shape, data: StreamData,
@@ -200,6 +238,7 @@ class AnyMatch:
         self.constants = tuple(c.pred for c in shape.constraints
                                if c.kind == "pred" and not c.scope and not c.deferred)
         self._transitive = {a: data.value(a)[0].dtype.kind != "O" for a in self.equivalences}
+        self._late_cache: dict[int, LateEstimate | None] = {}
 
     # -- grouping of the Kleene closures ------------------------------------------------------
     @cached_property
@@ -269,7 +308,11 @@ class AnyMatch:
         left = self._evaluate(node.left, units)
         if not left:
             return []
-        if isinstance(node.right, Unit):
+        # Units cover every slot but the closures grouped late, so a slot between the two
+        # sides' units is a late closure: this join inserts it.
+        between = units[node.left.last][1] + 1
+        late = between if between < units[node.right.first][0] else None
+        if isinstance(node.right, Unit) and late is None:
             unit = units[node.right.index]
             if anchor_of(self.shape, unit) == unit[0]:
                 # Grown forwards only: append the unit's slots to the left partial matches.
@@ -279,10 +322,11 @@ class AnyMatch:
             return []
         out = []
         for lb, rb in itertools.product(left, right):
-            joined = self._join(lb, rb)
-            if joined is not None and len(joined):
-                out.append(joined)
-                check_partial(self.limits, _rows(out), "joining partial matches")
+            joined = [self._join(lb, rb)] if late is None else self._late_join(lb, rb, late)
+            for block in joined:
+                if block is not None and len(block):
+                    out.append(block)
+            check_partial(self.limits, _rows(out), "joining partial matches")
         return out
 
     def _unit(self, unit: tuple[int, int], seed: list[Block] | None) -> list[Block]:
@@ -488,6 +532,98 @@ class AnyMatch:
                 and not c.scope <= set(range(right.first, right.last + 1))]
         return self._apply(block, todo)
 
+    # -- late combination of a closure between two composite sets (late.py) -----------------
+    def _late_join(self, left: Block, right: Block, k: int) -> list[Block]:
+        """The rows of ``left`` (ending at slot ``k - 1``) joined with those of ``right``
+        (starting at slot ``k + 1``) with every allowed combination of Kleene slot ``k``
+        between them, one block per number of iterations.
+
+        First the neighbours are joined (order with room for ``min`` iterations, window,
+        ``[attr]``, the conditions between the two sides); then per joined row the closure's
+        candidates are the buffer slice strictly between the neighbours, narrowed by the
+        conditions that read one iteration at a time; the combinations are counted
+        (binomial coefficients) and checked against the limits before they are expanded; the
+        NOTs next to the closure are checked last.
+        """
+        slot = self.shape.slots[k]
+        (alias,) = slot.aliases
+        assert slot.max is not None
+        buf = self.buffer(alias)
+        if len(buf) < slot.min:
+            return []
+        order = np.argsort(right.start, kind="stable")
+        rpos = right.pos[order]
+        starts = rpos[:, 0]
+        # The right row must start after the left row's end with room for min iterations.
+        lo, hi = self._range(starts, left.start, left.end + slot.min, self.shape.slots[k + 1].link, ())
+        rows, idx = expand_ranges(lo, hi, self.limits, f"joining the neighbours of {alias}")
+        enough = count_between(buf, left.end[rows], starts[idx]) >= slot.min
+        rows, idx = rows[enough], idx[enough]
+        nl = left.pos.shape[1]
+        pairs = Block(left.first, right.last, left.layout + right.layout,
+                      np.concatenate([left.pos[rows], rpos[idx]], axis=1))
+        pairs = pairs.rows(self._pair_checks(pairs, pairs.pos[:, 0], pairs.pos[:, nl:]))
+        sides = set(range(left.first, left.last + 1)) | set(range(right.first, right.last + 1))
+        pairs = self._apply(pairs, [c for c in self.active if c.scope <= sides
+                                    and not c.scope <= set(range(left.first, left.last + 1))
+                                    and not c.scope <= set(range(right.first, right.last + 1))])
+        if not len(pairs):
+            return []
+        here = [c for c in self.active if k in c.scope and c.scope <= sides | {k}]
+        filters = [c for c in here if c.kind == "pred"]
+        counts, offsets, flat = self._late_candidates(pairs, nl, k, alias, buf, filters)
+        top = min(slot.max, int(counts.max()))
+        if top < slot.min:
+            return []
+        check_iterations(self.limits, top)
+        check_partial(self.limits, combination_total(counts, slot.min, top),
+                      f"combining {alias} late")
+        layout_l, layout_r = pairs.layout[:nl], pairs.layout[nl:]
+        out = []
+        for r in range(slot.min, top + 1):
+            src, combos = expand_combinations(counts, offsets, flat, r)
+            if not len(src):
+                continue
+            pos = np.concatenate([pairs.pos[src, :nl], combos, pairs.pos[src, nl:]], axis=1)
+            block = Block(left.first, right.last, layout_l + ((k, alias),) * r + layout_r, pos)
+            # What is left reads the combination as a whole: the NOTs next to the closure.
+            block = self._apply(block, [c for c in here if c.kind != "pred"])
+            if len(block):
+                out.append(block)
+        return out
+
+    def _late_candidates(self, pairs: Block, nl: int, k: int, alias: str, buf: np.ndarray,
+                         filters: Sequence[Constraint]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per row of ``pairs`` (left columns ``:nl``, right columns after), the candidate
+        iterations of late slot ``k``: ``(counts, offsets, flat)``, row ``i``'s candidates
+        being ``flat[offsets[i]:offsets[i] + counts[i]]``.
+
+        Without conditions on single iterations this is the buffer slice between the
+        neighbours itself; otherwise the (row, candidate) pairs are expanded once and the
+        conditions, each true for a set of iterations exactly when true for each
+        (:func:`cep.match.late.reads_each_iteration`), and the ``[attr]`` equivalences are
+        checked on them.
+        """
+        lo = np.searchsorted(buf, pairs.pos[:, nl - 1], side="right")
+        hi = np.searchsorted(buf, pairs.pos[:, nl], side="left")
+        same = [a for a in self.equivalences if self._transitive[a]]
+        if not filters and not same:
+            return hi - lo, lo, buf
+        rows, idx = expand_ranges(lo, hi, self.limits, f"filtering the candidates of {alias}")
+        cand = buf[idx]
+        ok = np.ones(len(cand), dtype=bool)
+        first = pairs.pos[rows, 0]
+        for attr in same:
+            ok &= null_safe_equal(self.data.at(attr, cand), self.data.at(attr, first), len(cand))
+        if filters:
+            view = view_of(pairs).take(rows).with_alias(alias, cand)
+            for c in filters:
+                assert c.pred is not None
+                ok &= holds(c.pred, view, self.data)
+        rows, cand = rows[ok], cand[ok]
+        counts = np.bincount(rows, minlength=len(pairs)).astype(np.int64)
+        return counts, np.cumsum(counts) - counts, cand
+
     # -- constraint placement -----------------------------------------------------------------
     def _step_constraints(self, block: Block, k: int, alias: str, r: int) -> list[tuple[Constraint, str | None]]:
         """Constraints to check right after ``alias`` became iteration ``r`` of slot ``k``."""
@@ -642,12 +778,16 @@ class AnyMatch:
                 if k != anchor:
                     size *= 1.0 + min(self._slot_size(k), 8)
             sizes.append(max(size, 1.0))
-        raw, sel = [], []
+        raw, sel, grow = [], [], []
         for u in range(len(units) - 1):
-            r, s = self._pair_stats(units[u][1], units[u][1] + 1)
+            a_slot, b_slot = units[u][1], units[u + 1][0]
+            r, s = self._pair_stats(a_slot, b_slot)
             raw.append(r)
             sel.append(s)
-        return Estimates(tuple(sizes), tuple(raw), tuple(sel))
+            # A late closure between the two units turns each joined pair into its combinations.
+            late = self._late_estimate(a_slot + 1) if b_slot == a_slot + 2 else None
+            grow.append(late.per_pair if late is not None else 1.0)
+        return Estimates(tuple(sizes), tuple(raw), tuple(sel), tuple(grow))
 
     def _slot_size(self, k: int) -> int:
         return sum(len(self.buffer(a)) for a in self.shape.slots[k].aliases)
@@ -707,9 +847,102 @@ class AnyMatch:
                 for c in self.active)
             left_rows = self._pair_rows(first - 1, first) if first > 0 else None
             right_rows = self._pair_rows(last, last + 1)
-            grouping, reason = choose_grouping(left_rows, right_rows, forward_pruning)
-            out.append(GroupingChoice(tuple(run), grouping, left_rows, right_rows, reason))
+            late = None
+            if len(run) == 1 and late_blocker(self.shape, first) is None:
+                late = self._late_estimate(first)
+            late_rows = late.rows if late is not None else None
+            round_rows = late.rounds if late is not None else None
+            grouping, reason = choose_grouping(left_rows, right_rows, forward_pruning,
+                                               late_rows, round_rows)
+            out.append(GroupingChoice(tuple(run), grouping, left_rows, right_rows, reason,
+                                      late_rows, round_rows))
         return out
+
+    def _late_estimate(self, k: int) -> LateEstimate | None:
+        """Rows built by combining Kleene slot ``k`` late, and by growing it round by round,
+        counted on the first ``SAMPLE_EVENTS`` events and scaled to the partition, or on a
+        partition of fewer than ``SMALL_PARTITION`` events from buffer sizes alone (None when
+        the sample lacks a neighbour or the closure's events).
+
+        Late: the (left, right) neighbour pairs in order and window, times the selectivity
+        of the conditions between the two, plus per pair the sum of ``comb(count, r)`` over
+        the allowed ``r`` (the mean over up to ``SAMPLE_PAIRS`` sampled pairs). Round by
+        round: every partial closure of ``1..max`` iterations after each left neighbour
+        within the window (grouped left) or before each right one (grouped right), plus
+        the same complete combinations once the other neighbour is joined. Conditions on the
+        iterations are not counted (both evaluations apply them to single iterations).
+        """
+        if k in self._late_cache:
+            return self._late_cache[k]
+        if self.data.hi - self.data.lo < SMALL_PARTITION:
+            out = self._late_estimate_uniform(k)
+        else:
+            out = self._late_estimate_sampled(k)
+        self._late_cache[k] = out
+        return out
+
+    def _late_estimate_sampled(self, k: int) -> LateEstimate | None:
+        """:meth:`_late_estimate` counted on the sample."""
+        slot = self.shape.slots[k]
+        assert slot.max is not None
+        limit = self.data.lo + SAMPLE_EVENTS
+        xs = self._sample_buffer(k - 1, limit)
+        ys = self._sample_buffer(k + 1, limit)
+        bs = self._sample_buffer(k, limit)
+        out = None
+        if len(xs) and len(ys) and len(bs):
+            scale = (self.data.hi - self.data.lo) / max(min(self.data.hi, limit) - self.data.lo, 1)
+            lo, hi = self._range(ys, xs, xs, self.shape.slots[k + 1].link, ())
+            counts = np.maximum(hi - lo, 0)
+            pairs = float(counts.sum())
+            per_pair = 0.0
+            if pairs:
+                rows, idx = _sample_pairs(lo, counts)
+                between = count_between(bs, xs[rows], ys[idx])
+                per_pair = float(combination_sums(between, slot.min, slot.max).mean())
+            joined = pairs * self._sample_selectivity(k - 1, k + 1, xs, ys, lo, counts)
+            complete = joined * per_pair
+            after_lo, after_hi = self._range(bs, xs, xs, slot.link, ())
+            before_lo, before_hi = self._range_before(bs, ys, ys, self.shape.slots[k + 1].link, ())
+            left = float(combination_sums(np.maximum(after_hi - after_lo, 0), 1, slot.max).sum())
+            right = float(combination_sums(np.maximum(before_hi - before_lo, 0), 1, slot.max).sum())
+            out = LateEstimate((joined + complete) * scale, per_pair,
+                               ((left + complete) * scale, (right + complete) * scale))
+        return out
+
+    def _late_estimate_uniform(self, k: int) -> LateEstimate | None:
+        """:meth:`_late_estimate` from buffer sizes alone, for partitions of fewer than
+        ``SMALL_PARTITION`` events (sampling costs more than a poor choice there, as for
+        ``left``/``right``): events spread uniformly, the window a fraction ``f`` of the
+        partition. An ordered pair of neighbours falls in the window with probability
+        ``f - f^2/2`` and then lies ``(f^2/2 - f^3/3) / (f - f^2/2)`` of the partition apart on
+        average; a neighbour sees ``f - f^2/2`` of it within the window on one side."""
+        slot = self.shape.slots[k]
+        assert slot.max is not None
+        nx, nb, ny = (float(self._slot_size(j)) for j in (k - 1, k, k + 1))
+        if not (nx and nb and ny):
+            return None
+        f = self._window_fraction()
+        within = f - f * f / 2
+        if within <= 0:
+            return None  # a window of width 0 holds no match
+        per_pair = binomial_sum(nb * (f * f / 2 - f ** 3 / 3) / within, slot.min, slot.max)
+        pairs = nx * ny * within
+        complete = pairs * per_pair
+        side = binomial_sum(nb * within, 1, slot.max)
+        return LateEstimate(pairs + complete, per_pair, (nx * side + complete, ny * side + complete))
+
+    def _window_fraction(self) -> float:
+        """The share of the partition one window spans (1.0 without a window)."""
+        width = self.window.width
+        n = self.data.hi - self.data.lo
+        if width is None or n == 0:
+            return 1.0
+        if self.window.by_events:
+            span = float(n)
+        else:
+            span = float(self.data.ts[self.data.hi - 1] - self.data.ts[self.data.lo]) + 1.0
+        return min(1.0, float(width) / max(span, 1.0))
 
     def _sample_selectivity(self, a_slot: int, b_slot: int, left: np.ndarray, right: np.ndarray,
                             lo: np.ndarray, counts: np.ndarray) -> float:
@@ -717,14 +950,11 @@ class AnyMatch:
         total = int(counts.sum())
         if not preds or total == 0:
             return 1.0
-        rng = np.random.default_rng(0)
-        pick = np.sort(rng.choice(total, size=min(total, SAMPLE_PAIRS), replace=False))
-        rows = np.searchsorted(np.cumsum(counts), pick, side="right")
-        idx = lo[rows] + (pick - (np.cumsum(counts) - counts)[rows])
+        rows, idx = _sample_pairs(lo, counts)
         a_alias = self.shape.slots[a_slot].aliases[0]
         b_alias = self.shape.slots[b_slot].aliases[0]
-        view = View.of_columns(len(pick), {a_alias: [left[rows]], b_alias: [right[idx]]})
-        ok = np.ones(len(pick), dtype=bool)
+        view = View.of_columns(len(rows), {a_alias: [left[rows]], b_alias: [right[idx]]})
+        ok = np.ones(len(rows), dtype=bool)
         for p in preds:
             assert p is not None
             ok &= holds(p, view, self.data)
@@ -733,6 +963,36 @@ class AnyMatch:
 
 def _rows(blocks: list[Block]) -> int:
     return sum(len(b) for b in blocks)
+
+
+@dataclass(frozen=True)
+class LateEstimate:
+    """Sampled sizes behind the choice of late combination for one closure (scaled to the
+    partition).
+
+    Attributes:
+        rows: rows built by combining it late (neighbour pairs plus their combinations).
+        per_pair: mean combinations per neighbour pair.
+        rounds: rows built by growing it round by round, grouped ``(left, right)``.
+    """
+
+    rows: float
+    per_pair: float
+    rounds: tuple[float, float]
+
+
+def _sample_pairs(lo: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Up to ``SAMPLE_PAIRS`` of the pairs (row ``i``, index ``lo[i] + j`` for ``j <
+    counts[i]``), uniformly without replacement (a fixed seed: estimates are repeatable)."""
+    total = int(counts.sum())
+    if total <= SAMPLE_PAIRS:
+        # Every pair: what sorting a full sample without replacement gives, without the rng.
+        return expand_ranges(lo, lo + counts)
+    rng = np.random.default_rng(0)
+    pick = np.sort(rng.choice(total, size=min(total, SAMPLE_PAIRS), replace=False))
+    ends = np.cumsum(counts)
+    rows = np.searchsorted(ends, pick, side="right")
+    return rows, lo[rows] + (pick - (ends - counts)[rows])
 
 
 def _front_view(block: Block, k: int, alias: str, width: int) -> View:

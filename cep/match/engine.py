@@ -42,8 +42,10 @@ def find_matches(compiled: CompiledQuery, stream: EventStream, *, plan: str | No
         stream: the partition's events (sorted by ``(ts, id)``); ``masks`` per alias are used
             instead of evaluating the class and the alias's single-event conditions.
         plan: force a plan kind (``left-deep``, ``right-deep``, ``bushy``, ``inner``) for
-            skip-till-any-match and strict contiguity; None lets the cost model choose.
-            Skip-till-next-match runs are not join plans and ignore it.
+            skip-till-any-match and strict contiguity, optionally with the grouping of every
+            Kleene closure (``bushy:left``, ``bushy:right``, ``bushy:late``; a closure that
+            cannot be grouped so falls back to ``left``, see ``plans.py``); None lets the cost
+            model choose. Skip-till-next-match runs are not join plans and ignore it.
         event_ts: the timestamps conditions read when ``stream.ts`` is a segmented clock
             (``cep.match.segments``); None for an ordinary partition.
 

@@ -4,9 +4,12 @@ Shows, per alternative: the components, which conditions became buffer filters (
 to Spark when masks are given), which are checked on partial matches and where. For
 skip-till-any-match and strict contiguity it shows each shape's grouping of its Kleene
 closures (``left``: grown forwards from the event before, ``right``: grown backwards from the
-event after) with the estimated first-round sizes behind it, its units, the plan the cost model
-chooses and the estimated cost of every tree kind; for skip-till-next-match the run procedure.
-Given a stream, buffer sizes and the sampled statistics behind the estimates are included.
+event after, ``late``: combined late between the two, ``late.py``) with the estimated sizes
+behind it, its units, the plan the cost model chooses and the estimated cost of every tree
+kind; for skip-till-next-match the run procedure. Given a stream, buffer sizes and the sampled
+statistics behind the estimates are included. Given a forced ``plan`` (as ``find_matches``
+takes it) it shows that plan instead, and says which closures could not be grouped as forced
+and why (they fall back to ``left``).
 
 Example:
     >>> from cep.match.compiler import compile_query
@@ -20,30 +23,43 @@ Example:
     >>> cq = compile_query("PATTERN B+; C", policy="skip-till-any-match")
     >>> [line.strip() for line in explain(cq, s).splitlines() if "grouping" in line][0]
     'grouping B{1,}: right (starts the shape: anchored on the event after it; estimated first-round partial matches: left -, right 3)'
+    >>> cq = compile_query("PATTERN A; B+; C", policy="skip-till-any-match")
+    >>> forced = explain(cq, s, plan="bushy:late").splitlines()
+    >>> [line.strip() for line in forced if "grouping" in line][0]
+    'grouping B{1,}: left (forced bushy:late; fell back from late to left: its size has no upper bound)'
 """
 
 from __future__ import annotations
 
-from cep.match.any_match import AnyMatch, anchor_of, units_of
+from cep.match.any_match import AnyMatch, anchor_of, resolve_grouping, units_of
 from cep.match.buffers import alias_buffer
 from cep.match.compiler import CompiledAlternative, CompiledQuery
 from cep.match.data import StreamData
 from cep.match.normal import NEXT_MATCH
-from cep.match.plans import TREE_KINDS, Join, Node, Unit, build_plan, choose_plan, plan_cost
+from cep.match.plans import (TREE_KINDS, Join, Node, Unit, build_plan, choose_plan, plan_cost,
+                             split_kind)
 from cep.match.shapes import Shape
 from cep.match.stream import EventStream
 
 
-def explain(compiled: CompiledQuery, stream: EventStream | None = None) -> str:
+def explain(compiled: CompiledQuery, stream: EventStream | None = None, *,
+            plan: str | None = None) -> str:
     """The evaluation plan of ``compiled`` (on ``stream`` when given: sizes and costs).
 
     Args:
         compiled: from :func:`cep.match.compile_query`.
         stream: a partition to estimate on (optional).
+        plan: a forced plan kind, as :func:`cep.match.find_matches` takes it (optional):
+            shows that plan and the closures that fell back from the forced grouping.
 
     Returns:
         Multi-line text.
+
+    Raises:
+        ValueError: ``plan`` is not a plan kind.
     """
+    if plan is not None:
+        split_kind(plan)
     data = StreamData(stream, compiled.normal.window) if stream is not None else None
     w = compiled.window
     lines = [f"policy: {compiled.policy}"]
@@ -58,11 +74,12 @@ def explain(compiled: CompiledQuery, stream: EventStream | None = None) -> str:
     lines.append(f"limits: {compiled.limits}")
     for number, alt in enumerate(compiled.alternatives, 1):
         lines.append(f"alternative {number}: {alt.describe()}")
-        lines.extend("  " + line for line in _alternative(compiled, alt, data))
+        lines.extend("  " + line for line in _alternative(compiled, alt, data, plan))
     return "\n".join(lines)
 
 
-def _alternative(cq: CompiledQuery, alt: CompiledAlternative, data: StreamData | None) -> list[str]:
+def _alternative(cq: CompiledQuery, alt: CompiledAlternative, data: StreamData | None,
+                 plan: str | None) -> list[str]:
     out = []
     aliases = list(alt.aliases) + [a for n in alt.negations for a in n.aliases]
     for alias in aliases:
@@ -88,7 +105,7 @@ def _alternative(cq: CompiledQuery, alt: CompiledAlternative, data: StreamData |
         return out
     for k, shape in enumerate(alt.shapes, 1):
         out.append(f"shape {k}: " + " ".join(_slot_text(shape, s) for s in range(len(shape.slots))))
-        out.extend("  " + line for line in _shape(cq, shape, data))
+        out.extend("  " + line for line in _shape(cq, shape, data, plan))
     return out
 
 
@@ -108,38 +125,73 @@ def _unit_label(shape: Shape, units: list[tuple[int, int]], index: int) -> str:
                     for k in range(first, last + 1))
 
 
-def _grouping_lines(shape: Shape, matcher: AnyMatch | None) -> list[str]:
+def _grouping_lines(shape: Shape, matcher: AnyMatch | None, plan: str | None) -> list[str]:
     if not shape.kleene:
         return []
+    forced = split_kind(plan)[1] if plan is not None else None
+    if forced is not None:
+        grouping, notes = resolve_grouping(shape, forced)
+        return [f"grouping {_slot_text(shape, k)}: {grouping[k]} (forced {plan}"
+                + (f"; {notes[k]})" if k in notes else ")") for k in sorted(shape.kleene)]
     if matcher is None:
         return ["grouping: every Kleene closure left (no stream to estimate on)"]
     out = []
     for c in matcher.choices:
         names = " ".join(_slot_text(shape, k) for k in c.slots)
-        rows = ", ".join(f"{side} {'-' if n is None else f'{n:.3g}'}"
-                         for side, n in (("left", c.left_rows), ("right", c.right_rows)))
+        rows = f"left {_num(c.left_rows)}, right {_num(c.right_rows)}"
+        late = ""
+        if c.late_rows is not None and c.round_rows is not None:
+            late = (f"; estimated rows built: late {_num(c.late_rows)}, round by round left "
+                    f"{_num(c.round_rows[0])}, right {_num(c.round_rows[1])}")
         out.append(f"grouping {names}: {c.grouping} ({c.reason}; estimated first-round partial "
-                   f"matches: {rows})")
+                   f"matches: {rows}{late})")
     return out
 
 
+def _num(n: float | None) -> str:
+    return "-" if n is None else f"{n:.3g}"
+
+
+def _late_slot(units: list[tuple[int, int]], left: Node, right: Node) -> int | None:
+    """The closure combined late between two sides of a join, if any (a slot in no unit)."""
+    between = units[left.last][1] + 1
+    return between if between < units[right.first][0] else None
+
+
 def render(node: Node, shape: Shape, units: list[tuple[int, int]]) -> str:
-    """A plan tree as text: ``Join(Join(A, B), C)`` with unit labels."""
+    """A plan tree as text: ``SEQ(SEQ(A, B), C)`` with unit labels; a closure combined late
+    between the two sides of a join in brackets: ``SEQ(A, [B{2,2}], C)``."""
     if isinstance(node, Unit):
         return _unit_label(shape, units, node.index)
     assert isinstance(node, Join)
-    return f"SEQ({render(node.left, shape, units)}, {render(node.right, shape, units)})"
+    late = _late_slot(units, node.left, node.right)
+    middle = f"[{_slot_text(shape, late)}], " if late is not None else ""
+    return f"SEQ({render(node.left, shape, units)}, {middle}{render(node.right, shape, units)})"
 
 
-def _shape(cq: CompiledQuery, shape: Shape, data: StreamData | None) -> list[str]:
-    matcher = AnyMatch(cq, shape, data) if data is not None else None
-    units = matcher.units if matcher is not None else units_of(shape)
-    out = _grouping_lines(shape, matcher)
-    out.append(f"units: {' | '.join(_unit_label(shape, units, u) for u in range(len(units)))}")
+def _units_line(shape: Shape, units: list[tuple[int, int]]) -> str:
+    text = f"units: {' | '.join(_unit_label(shape, units, u) for u in range(len(units)))}"
+    late = [f"{_slot_text(shape, units[u][1] + 1)} between {_unit_label(shape, units, u)} and "
+            f"{_unit_label(shape, units, u + 1)}"
+            for u in range(len(units) - 1) if units[u][1] + 1 < units[u + 1][0]]
+    return text + ("; combined late: " + ", ".join(late) if late else "")
+
+
+def _shape(cq: CompiledQuery, shape: Shape, data: StreamData | None, plan: str | None) -> list[str]:
+    forced = split_kind(plan)[1] if plan is not None else None
+    matcher = AnyMatch(cq, shape, data, grouping=forced) if data is not None else None
+    units = matcher.units if matcher is not None else units_of(shape, forced)
+    out = _grouping_lines(shape, matcher, plan)
+    out.append(_units_line(shape, units))
     for c in shape.constraints:
         when = "on whole matches (join variables)" if c.deferred else \
             f"once slots {sorted(c.scope)} are bound" if c.scope else "once (constant)"
         out.append(f"constraint {c.label()}: {when}")
+    if plan is not None:
+        tree = matcher.plan(plan).tree if matcher is not None else \
+            build_plan(split_kind(plan)[0], len(units))
+        out.append(f"forced plan: {plan} {render(tree, shape, units)}")
+        return out
     if matcher is None:
         tree = build_plan("left-deep", len(units))
         out.append(f"default plan (no stream to estimate on): left-deep {render(tree, shape, units)}")
@@ -156,6 +208,9 @@ def _shape(cq: CompiledQuery, shape: Shape, data: StreamData | None) -> list[str
                + ", ".join(f"{r:.3g}" for r in est.raw_pairs))
     out.append("sampled selectivities of neighbour conditions: "
                + ", ".join(f"{s:.3g}" for s in est.selectivity))
+    if any(units[u][1] + 1 < units[u + 1][0] for u in range(len(units) - 1)):
+        out.append("sampled rows per joined pair (combinations of a closure combined late): "
+                   + ", ".join(f"{g:.3g}" for g in est.expansion))
     for kind in TREE_KINDS:
         t = build_plan(kind, len(units), est.pair_sizes(), est.unit_sizes)
         rows, work = plan_cost(t, est)

@@ -31,6 +31,21 @@ the (neighbour, iteration) pairs that satisfy order, link, window and the pair's
 is estimated smaller (sampled like the pair fractions below; from buffer sizes alone on
 partitions of fewer than ``SMALL_PARTITION`` events).
 
+The third grouping is the paper's late combination of a kleene with a specified size:
+
+* ``late``: the closure belongs to no unit; the join of the units on its two sides inserts it,
+  as every ``r``-combination (``min <= r <= max``) of the closure's events strictly between
+  the two neighbours (``late.py``). It applies to a closure with a bounded size, one class,
+  an event on each side, iterations that may skip events and conditions that read its
+  iterations only one at a time (:func:`cep.match.late.late_blocker`); a forced ``late``
+  that does not apply falls back to ``left``. The cost model chooses it when the rows it
+  builds, the neighbour pairs plus the sum of ``comb(count, r)`` over them, are estimated no
+  more than the rows of growing the closure round by round from the side it would pick
+  (every round's partial closures plus the same combinations in the end), both counted on
+  the sample. It wins when the closure is dense and its neighbours are rare: round by round
+  builds every partial closure after each left neighbour (or before each right one) within
+  the window, late only those between two neighbours.
+
 Tree kinds:
 
 * ``left-deep``: ``((U1 U2) U3) ...``: each unit is appended to the growing partial matches;
@@ -58,6 +73,8 @@ Example:
     (('bushy', 'right'), ('inner', None))
     >>> choose_grouping(left_rows=5000.0, right_rows=40.0)[0]
     'right'
+    >>> choose_grouping(5000.0, 40.0, late_rows=90.0, round_rows=(9000.0, 400.0))[0]
+    'late'
 """
 
 from __future__ import annotations
@@ -66,7 +83,7 @@ from dataclasses import dataclass
 from typing import Sequence, Union
 
 TREE_KINDS = ("left-deep", "right-deep", "bushy", "inner")
-GROUPINGS = ("left", "right")
+GROUPINGS = ("left", "right", "late")
 # Every name ``find_matches(plan=...)`` accepts: a tree kind (grouping by the cost model) or a
 # tree kind with every Kleene closure's grouping forced.
 PLAN_KINDS = TREE_KINDS + tuple(f"{t}:{g}" for t in TREE_KINDS for g in GROUPINGS)
@@ -190,15 +207,24 @@ class Estimates:
             pairs that satisfy order, link and window.
         selectivity: per neighbouring pair, the fraction of those pairs that satisfy the
             conditions reading just those two units (1.0 when there are none).
+        expansion: per neighbouring pair, the rows each joined pair becomes: 1.0, or for a
+            closure combined late between the two units, the mean number of its
+            combinations per pair (empty: 1.0 everywhere).
     """
 
     unit_sizes: tuple[float, ...]
     raw_pairs: tuple[float, ...]
     selectivity: tuple[float, ...]
+    expansion: tuple[float, ...] = ()
+
+    def factor(self, k: int) -> float:
+        """Selectivity times expansion of neighbouring pair ``k``."""
+        grow = self.expansion[k] if self.expansion else 1.0
+        return self.selectivity[k] * grow
 
     def pair_sizes(self) -> list[float]:
         """Estimated result size of joining each pair of neighbouring units."""
-        return [self.unit_sizes[k] * self.unit_sizes[k + 1] * self.raw_pairs[k] * self.selectivity[k]
+        return [self.unit_sizes[k] * self.unit_sizes[k + 1] * self.raw_pairs[k] * self.factor(k)
                 for k in range(len(self.raw_pairs))]
 
 
@@ -211,7 +237,7 @@ def plan_cost(node: Node, est: Estimates) -> tuple[float, float]:
     right_size, right_work = plan_cost(node.right, est)
     gap = node.left.last
     candidates = left_size * right_size * est.raw_pairs[gap]
-    size = candidates * est.selectivity[gap]
+    size = candidates * est.factor(gap)
     return size, left_work + right_work + candidates + size
 
 
@@ -246,8 +272,8 @@ class Plan:
     Attributes:
         kind: the tree kind.
         tree: the join tree over ``units``.
-        grouping: per slot of the shape, ``"left"`` or ``"right"`` for a Kleene slot, None
-            for an event slot.
+        grouping: per slot of the shape, ``"left"``, ``"right"`` or ``"late"`` for a Kleene
+            slot, None for an event slot.
         units: the slot range ``(first, last)`` of each unit under that grouping.
     """
 
@@ -264,11 +290,16 @@ class GroupingChoice:
     Attributes:
         slots: the run's slots (decided together: a ``right`` closure needs its right
             neighbour closure ``right`` too).
-        grouping: ``"left"`` or ``"right"``.
+        grouping: ``"left"``, ``"right"`` or ``"late"``.
         left_rows: estimated first-round partial matches when grouped with the event before
             the run (None: the run starts the shape; ``left`` makes it a unit of its own).
         right_rows: the same with the event after the run (None: the run ends the shape).
         reason: why, in words (for ``explain``).
+        late_rows: estimated rows of combining the closure late (neighbour pairs plus their
+            combinations); None when late combination does not apply.
+        round_rows: estimated rows of growing it round by round ``(left, right)``: every
+            round's partial closures plus the complete ones joined with the other neighbour;
+            None when late combination does not apply.
     """
 
     slots: tuple[int, ...]
@@ -276,10 +307,13 @@ class GroupingChoice:
     left_rows: float | None
     right_rows: float | None
     reason: str
+    late_rows: float | None = None
+    round_rows: tuple[float, float] | None = None
 
 
 def choose_grouping(left_rows: float | None, right_rows: float | None,
-                    forward_pruning: bool = False) -> tuple[str, str]:
+                    forward_pruning: bool = False, late_rows: float | None = None,
+                    round_rows: tuple[float, float] | None = None) -> tuple[str, str]:
     """``(grouping, reason)`` for one run of Kleene closures.
 
     Args:
@@ -290,12 +324,16 @@ def choose_grouping(left_rows: float | None, right_rows: float | None,
         forward_pruning: the run has conditions that prune while iterations are appended but
             not while they are prepended (checked only on complete closures when grown
             backwards).
+        late_rows: estimated rows of combining the closure late; None when it does not apply.
+        round_rows: estimated rows of growing it round by round, grouped ``(left, right)``.
 
     Every later round multiplies both sides by about the same number of candidate
-    iterations, so the first round decides: the closure is grown from the neighbour that
-    leaves fewer partial matches (ties: ``left``). A run that starts the shape has no left
-    anchor: grouped ``left`` it enumerates every closure in the stream before any join, while
-    grouped ``right`` it only builds closures that some right neighbour can follow.
+    iterations, so the first round decides between ``left`` and ``right``: the closure is
+    grown from the neighbour that leaves fewer partial matches (ties: ``left``). A run that
+    starts the shape has no left anchor: grouped ``left`` it enumerates every closure in the
+    stream before any join, while grouped ``right`` it only builds closures that some right
+    neighbour can follow. Late combination replaces that choice when it applies and its
+    estimate is no larger than the rounds of the side chosen.
     """
     if right_rows is None:
         return "left", "no event after the closure"
@@ -304,5 +342,13 @@ def choose_grouping(left_rows: float | None, right_rows: float | None,
     if left_rows is None:
         return "right", "starts the shape: anchored on the event after it"
     if right_rows < left_rows:
-        return "right", "the event after it leaves fewer partial matches"
-    return "left", "the event before it leaves no more partial matches"
+        grouping, reason = "right", "the event after it leaves fewer partial matches"
+    else:
+        grouping, reason = "left", "the event before it leaves no more partial matches"
+    if late_rows is not None and round_rows is not None:
+        rounds = round_rows[0] if grouping == "left" else round_rows[1]
+        if late_rows <= rounds:
+            return "late", ("combining it late between its neighbours builds no more rows than "
+                            f"growing it {grouping} round by round")
+        reason += "; growing it round by round builds fewer rows than combining it late"
+    return grouping, reason

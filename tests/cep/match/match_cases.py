@@ -22,9 +22,10 @@ from cep.oracles.values import evaluate
 
 POLICIES = ("skip-till-any-match", "skip-till-next-match", "strict-contiguity")
 TREES = ("left-deep", "right-deep", "bushy", "inner")
-GROUPINGS = ("left", "right")
+GROUPINGS = ("left", "right", "late")
 # Every tree kind with the cost model's grouping of the Kleene closures, then with every
-# closure grouped left and grouped right (cep/match/plans.py): each grouping meets the oracle.
+# closure grouped left, grouped right and combined late (cep/match/plans.py; a closure that
+# cannot be grouped as forced falls back to left): each grouping meets the oracle.
 PLANS = TREES + tuple(f"{tree}:{grouping}" for tree in TREES for grouping in GROUPINGS)
 
 TEMPLATES = (
@@ -105,6 +106,20 @@ TEMPLATES = (
     "PATTERN A; (B | C)+; D WHERE B[i].v > B[i-1].v AND C.v >= D.v",
     "PATTERN A; B+; C WHERE B[i].v >= B[i-1].v OR B.w = 1",
     "PATTERN A; B+; C WHERE B.v < C.v AND t(C) - t(B) < 4 UNITS",
+    # closures with a specified size combined late (cep/match/late.py): filters, conditions on
+    # single iterations, NOTs and conditions next to them, [attr], join variables, windows, two
+    # closures, and an OR closure that late combination falls back from
+    "PATTERN A; B{2}; C WHERE B.v > 0",
+    "PATTERN A; B{1,3}; C WHERE B.v >= A.v AND C.v > A.v",
+    "PATTERN A; B[2]; C WHERE B.w = 1 WITHIN 8 UNITS",
+    "PATTERN A; B{2}; NOT(D); C WITHIN 7 UNITS",
+    "PATTERN A; NOT(D); B{1,2}; C WHERE [w]",
+    "PATTERN A; B{2}; NOT(D); C WHERE D.v = B.v",
+    "PATTERN A; B{2,3}; C; D{1,2}; A WHERE B.v < D.v WITHIN 10 UNITS",
+    "PATTERN A; B{2}; C WHERE A.w = $x AND B.w = $x",
+    "PATTERN A; B{1,2}; C WHERE B.v < C.v AND t(C) - t(B) < 5 UNITS",
+    "PATTERN A; B{2}; C WITHIN 5 EVENTS SLIDE 3 EVENTS",
+    "PATTERN A; (B | D){2}; C",
     # windows: TIME, EVENTS, UNITS, SLIDE, WINDOW [a, b]
     "PATTERN A; B; C WITHIN 4 MICROSECONDS",
     "PATTERN A; B; C WITHIN 5 EVENTS",

@@ -3,7 +3,8 @@
 Hand-derived vectors on one small stream under every tree kind with every grouping, mixed
 per-closure groupings against the left-grouped evaluation, the cost model's choice, limits and
 the grouping's place in ``explain``. The property tests in ``test_match_oracle.py`` run every
-template under every plan kind of ``match_cases.PLANS``, which includes both groupings.
+template under every plan kind of ``match_cases.PLANS``, which includes every grouping (late
+combination has its own tests in ``test_kleene_late.py``).
 """
 
 from __future__ import annotations
@@ -237,7 +238,9 @@ def test_kleene_grouping_unknown_plan_is_rejected() -> None:
 
 
 def test_kleene_grouping_bare_tree_runs_over_the_matchers_units() -> None:
-    cq = compile_query("PATTERN A; B+; C", policy=ANY)
+    # B{1,3} has the matches of B+ on this stream (at most three B before a C), and every
+    # grouping applies to it (late combination needs a bounded size)
+    cq = compile_query("PATTERN A; B{1,3}; C", policy=ANY)
     shape = cq.alternatives[0].shapes[0]
     data = StreamData(small_stream(), None)
     for grouping in GROUPINGS:
