@@ -1,7 +1,8 @@
 """Typed errors of the sketch core (configuration, persisted bits, input streams).
 
 Codes of the core: ``CEP-SKETCH-001`` (:class:`SketchConfigError`), ``CEP-SKETCH-002``
-(:class:`CorruptSketchError`), ``CEP-SKETCH-003`` (:class:`SketchInputError`). The solver and
+(:class:`CorruptSketchError`), ``CEP-SKETCH-003`` (:class:`SketchInputError`), ``CEP-SKETCH-004``
+(:class:`TwinUnavailableError`). The solver and
 the query compiler number their own errors (``CEP-SKETCH-010`` and ``020`` on).
 
 Example:
@@ -33,3 +34,11 @@ class SketchInputError(CepError):
     different lengths, timestamps that are not int64-like or go backwards."""
 
     code = "CEP-SKETCH-003"
+
+
+class TwinUnavailableError(CepError):
+    """The tree was restored from stored columns, which hold no exact-set twin (a sketch keeps
+    no raw events): exact membership cannot be answered, or the open leaf's events (needed to
+    append) were not given."""
+
+    code = "CEP-SKETCH-004"

@@ -61,7 +61,7 @@ Example (``C = 2``, ``f = 2``):
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -70,7 +70,8 @@ import numpy as np
 
 from cep.sketch.bloom import BloomFilter, has_positions
 from cep.sketch.config import SketchConfig
-from cep.sketch.errors import SketchConfigError, SketchInputError
+from cep.sketch.errors import (CorruptSketchError, SketchConfigError, SketchInputError,
+                               TwinUnavailableError)
 from cep.sketch.hashing import Hasher, positions_of
 from cep.sketch.names import factorize, merge_vocabularies
 
@@ -221,16 +222,20 @@ class OpenLeaf:
         index: The leaf number it will have when full (``n_full_leaves``); its unit id is
             ``node_id = (0 << 48) | index``.
         pos_start: Position of its first event (``index * C``).
-        names: Name of each event, in order.
-        ts: Timestamp of each event (read-only int64 array).
+        names: Name of each event, in order; ``None`` for a twin-less summary (a leaf restored
+            from the ``is_open`` row of the nodes table, which keeps its filter, not its events).
+        ts: Timestamp of each event (read-only int64 array; empty for a summary).
         filter: Its Bloom filter.
+        summary: ``(n_events, ts_start, ts_end)`` of a summary leaf (``names is None``);
+            ``None`` otherwise.
     """
 
     index: int
     pos_start: int
-    names: tuple[str, ...]
+    names: tuple[str, ...] | None
     ts: np.ndarray
     filter: BloomFilter
+    summary: tuple[int, int | None, int | None] | None = None
 
     @property
     def node_id(self) -> int:
@@ -238,23 +243,34 @@ class OpenLeaf:
         return self.index
 
     @property
+    def has_twin(self) -> bool:
+        """True when the leaf knows its events' names (not a summary)."""
+        return self.names is not None
+
+    @property
     def n_events(self) -> int:
         """Events in the open leaf (0 .. C-1)."""
+        if self.names is None:
+            return int(self.summary[0]) if self.summary else 0
         return len(self.names)
 
     @property
     def pos_end(self) -> int:
         """Position of its last event (``pos_start - 1`` when empty)."""
-        return self.pos_start + len(self.names) - 1
+        return self.pos_start + self.n_events - 1
 
     @property
     def ts_start(self) -> int | None:
         """Timestamp of its first event (``None`` when empty)."""
+        if self.names is None:
+            return self.summary[1] if self.summary else None
         return int(self.ts[0]) if len(self.ts) else None
 
     @property
     def ts_end(self) -> int | None:
         """Timestamp of its last event (``None`` when empty)."""
+        if self.names is None:
+            return self.summary[2] if self.summary else None
         return int(self.ts[-1]) if len(self.ts) else None
 
     @property
@@ -267,14 +283,22 @@ class OpenLeaf:
         return self.filter.contains(name)
 
     def twin_member(self, name: str) -> bool:
-        """Exact membership."""
+        """Exact membership.
+
+        Raises:
+            TwinUnavailableError: the leaf is a summary (its names are not known).
+        """
+        if self.names is None:
+            raise TwinUnavailableError(
+                f"the open leaf {self.index} was restored from its stored filter and has no "
+                "exact set; use member() (Bloom membership)")
         return name in self.names
 
     def __eq__(self, other: object) -> bool:
         return (isinstance(other, OpenLeaf) and self.index == other.index
                 and self.pos_start == other.pos_start
                 and self.names == other.names and np.array_equal(self.ts, other.ts)
-                and self.filter == other.filter)
+                and self.filter == other.filter and self.summary == other.summary)
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -302,9 +326,12 @@ class SketchTree:
                  name_positions: np.ndarray, nodes: _Store | None, n_nodes: int,
                  is_top: np.ndarray, twin: _Store | None, n_pairs: int, n_full_leaves: int,
                  open_codes: np.ndarray, open_ts: np.ndarray, last_ts: int | None,
-                 hasher: Hasher | None) -> None:
-        """Internal: use :meth:`build`, :meth:`empty` or :meth:`append`."""
+                 hasher: Hasher | None, *, has_twin: bool = True,
+                 open_summary: OpenLeaf | None = None) -> None:
+        """Internal: use :meth:`build`, :meth:`empty`, :meth:`append` or :meth:`restore`."""
         self.config = config
+        self.has_twin = has_twin
+        self._open_summary = open_summary
         self.vocabulary = vocabulary
         self.name_positions = _read_only(name_positions)
         self.hasher = hasher
@@ -351,6 +378,131 @@ class SketchTree:
         """
         return cls.empty(config, hasher).append(names, ts)
 
+    @classmethod
+    def restore(cls, config: SketchConfig, nodes: Mapping[str, Any], *, open_index: int,
+                open_names: Sequence[str] | np.ndarray | None = None,
+                open_ts: Sequence[int] | np.ndarray | None = None,
+                open_summary: tuple[int, int | None, int | None, Any] | None = None,
+                last_ts: int | None = None, hasher: Hasher | None = None) -> SketchTree:
+        """A twin-less tree from stored node columns (the nodes table holds no exact sets).
+
+        Two uses: the **frontier** (only the top-level rows plus the open leaf's events, all an
+        :meth:`append` reads: it appends rows computed exactly as on the full tree, see
+        :meth:`frontier`), and a **query tree** (every row plus the ``is_open`` summary, all
+        :func:`cep.sketch.units.cut` reads). The result has ``has_twin = False``: the twin
+        methods raise :class:`TwinUnavailableError`, and appending keeps it twin-less.
+
+        Args:
+            config: The sketch's settings (``m``, ``k``, ``C``, ``fanout``, ``seeds``).
+            nodes: Equal-length columns ``level``, ``index``, ``pos_start``, ``pos_end``,
+                ``ts_start``, ``ts_end`` (int64 microseconds), ``n_events``, ``is_top`` (bool)
+                and ``bits`` (uint8 ``(n, m // 8)``, or a sequence of ``m // 8``-byte strings),
+                rows in any order (they are put in post-order).
+            open_index: The open leaf's number (= the number of full leaves).
+            open_names, open_ts: The open leaf's events, in order (an appendable tree).
+            open_summary: Instead of the events: ``(n_events, ts_start, ts_end, bits)`` of the
+                open leaf (the nodes table's ``is_open`` row); such a tree cannot append.
+            last_ts: Timestamp of the stream's last event (default: the open leaf's last, else
+                the last node's ``ts_end``); later appends may not go before it.
+            hasher: As for :meth:`build`.
+
+        Raises:
+            CorruptSketchError: the columns are not the rows of one tree under ``config``:
+                lengths or shapes differ, a node's interval or count does not match its
+                ``(level, index)``, a node appears twice, the top-level rows do not cover
+                positions ``0 .. open_index * C - 1`` in order without overlap, or the open
+                leaf does not fit.
+            TwinUnavailableError: both or half of the open leaf's two forms were given.
+
+        Example:
+            >>> cfg = SketchConfig(m=64, k=2, C=2)
+            >>> full = SketchTree.build(list("ABACBDE"), range(7), cfg)
+            >>> top = full.top_rows()
+            >>> cols = {c: getattr(full, c)[top] for c in ("level", "index", "pos_start",
+            ...         "pos_end", "ts_start", "ts_end", "n_events", "is_top", "bits")}
+            >>> front = SketchTree.restore(cfg, cols, open_index=3, open_names=["E"], open_ts=[6])
+            >>> front.n_nodes, front.has_twin, front == full.frontier()
+            (2, False, True)
+            >>> grown = front.append(["F"], [7])
+            >>> grown.node_id[2:].tolist() == full.append(["F"], [7]).node_id[4:].tolist()
+            True
+        """
+        if not isinstance(config, SketchConfig):
+            raise SketchConfigError(f"config: expected a SketchConfig, found {type(config).__name__}")
+        c, f, width_bytes = config.C, config.fanout, config.m // 8
+        cols = _restored_columns(nodes, width_bytes)
+        n = len(cols["level"])
+        order = np.lexsort((cols["level"], cols["pos_end"]))
+        cols = {name: values[order] for name, values in cols.items()}
+        _check_restored(cols, c, f, open_index)
+        summary: OpenLeaf | None = None
+        if open_summary is not None:
+            if open_names is not None or open_ts is not None:
+                raise TwinUnavailableError("restore: give the open leaf's events (open_names, "
+                                           "open_ts) or its summary (open_summary), not both")
+            summary = _open_summary(config, open_index, open_summary, hasher)
+            codes, vocabulary = np.zeros(0, dtype=np.int32), ()
+            ts = np.zeros(0, dtype=np.int64)
+        else:
+            if (open_names is None) != (open_ts is None):
+                raise TwinUnavailableError("restore: open_names and open_ts go together")
+            codes, vocabulary = factorize(open_names if open_names is not None else [])
+            ts = _timestamps(open_ts if open_ts is not None else [], len(codes))
+            if len(codes) >= c:
+                raise CorruptSketchError(f"restore: the open leaf holds {len(codes)} events, "
+                                         f"a leaf is full at C={c}")
+        first_open_ts = summary.ts_start if summary is not None else (
+            int(ts[0]) if len(ts) else None)
+        if n and first_open_ts is not None and first_open_ts < int(cols["ts_end"][-1]):
+            raise CorruptSketchError(
+                f"restore: the open leaf starts at ts {first_open_ts}, before the last node "
+                f"ends (ts {int(cols['ts_end'][-1])})")
+        known = [t for t in (summary.ts_end if summary is not None else None,
+                             int(ts[-1]) if len(ts) else None,
+                             int(cols["ts_end"][-1]) if n else None) if t is not None]
+        if last_ts is None:
+            last_ts = max(known) if known else None
+        elif known and int(last_ts) < max(known):
+            raise CorruptSketchError(f"restore: last_ts {int(last_ts)} is before the stream's "
+                                     f"last stored event (ts {max(known)})")
+        positions = (positions_of(hasher, list(vocabulary), config.m, config.seeds or ())
+                     if vocabulary else np.zeros((0, config.k), dtype=np.int64))
+        store = None
+        if n:
+            columns = {name: cols[name] for name in ("index", "pos_start", "pos_end", "ts_start",
+                                                    "ts_end", "n_events", "bits")}
+            columns["level"] = cols["level"].astype(np.int8)
+            columns["node_id"] = node_ids(cols["level"], cols["index"])
+            store = _Store(columns, n)
+        return cls(config, vocabulary, positions, store, n, cols["is_top"], None, 0,
+                   int(open_index), codes.astype(np.int32, copy=False), ts,
+                   None if last_ts is None else int(last_ts), hasher, has_twin=False,
+                   open_summary=summary)
+
+    def frontier(self) -> SketchTree:
+        """The twin-less tree of this tree's top-level rows and open leaf (:meth:`restore`).
+
+        Appending to the frontier adds the same rows (same columns, bits, ``is_top``) as
+        appending to this tree, and clears ``is_top`` on the same top-level nodes: an append
+        reads nothing else (tested). This is what the incremental job restores from Delta.
+        """
+        rows = self.top_rows()
+        cols = {name: getattr(self, name)[rows] for name in _RESTORE_COLUMNS}
+        leaf = self.open_leaf
+        if leaf.names is None:
+            summary = (leaf.n_events, leaf.ts_start, leaf.ts_end, leaf.bits)
+            return SketchTree.restore(self.config, cols, open_index=self.n_full_leaves,
+                                      open_summary=summary, last_ts=self._last_ts,
+                                      hasher=self.hasher)
+        return SketchTree.restore(self.config, cols, open_index=self.n_full_leaves,
+                                  open_names=list(leaf.names), open_ts=self.open_ts,
+                                  last_ts=self._last_ts, hasher=self.hasher)
+
+    @property
+    def last_ts(self) -> int | None:
+        """Timestamp of the stream's last event (``None`` for an empty stream)."""
+        return self._last_ts
+
     def append(self, names: Sequence[str] | np.ndarray, ts: Sequence[int] | np.ndarray
                ) -> SketchTree:
         """This tree with more events of the stream appended (a new value; this one is unchanged).
@@ -376,6 +528,10 @@ class SketchTree:
         """
         codes_batch, vocab_batch = factorize(names)
         ts_batch = _timestamps(ts, len(codes_batch))
+        if self._open_summary is not None and len(codes_batch):
+            raise TwinUnavailableError(
+                "append: this tree's open leaf was restored from its stored filter only; "
+                "appending needs the open leaf's events (restore with open_names and open_ts)")
         if len(ts_batch) and self._last_ts is not None and ts_batch[0] < self._last_ts:
             raise SketchInputError(
                 f"ts: event 0 of the batch has ts {int(ts_batch[0])}, before the stream's last "
@@ -452,6 +608,9 @@ class SketchTree:
         levels = [lv for lv in levels if len(lv)]
         nodes, n_nodes = self._nodes, self.n_nodes
         twin, n_pairs = self._twin, len(self.twin_row)
+        # A twin-less (restored) tree stays twin-less: new nodes over old ones would get
+        # partial exact sets.
+        keep_twin = self.has_twin
         if vocabulary != self.vocabulary and n_pairs:
             # Codes of existing pairs move with the vocabulary (their order within a node is kept).
             twin, n_pairs = _extend(None, 0, {"row": np.array(self.twin_row),
@@ -477,18 +636,21 @@ class SketchTree:
             starts = np.cumsum(counts) - counts
             take = _ranges(starts[order], counts[order])
             rows = np.repeat(np.arange(self.n_nodes, n_nodes, dtype=np.int64), counts[order])
-            if len(rows):
+            if len(rows) and keep_twin:
                 twin, n_pairs = _extend(twin, n_pairs, {"row": rows, "code": pair_code[take]})
             n_full += len(levels[0]) if levels[0].level == 0 else 0
         return SketchTree(self.config, vocabulary, positions, nodes, n_nodes, is_top, twin,
                           n_pairs, n_full, open_codes.astype(np.int32, copy=False),
-                          open_ts.astype(np.int64, copy=False), last_ts, self.hasher)
+                          open_ts.astype(np.int64, copy=False), last_ts, self.hasher,
+                          has_twin=self.has_twin)
 
     # ---- the open leaf and sizes -------------------------------------------------------------
 
     @cached_property
     def open_leaf(self) -> OpenLeaf:
-        """The open leaf (the last ``< C`` events)."""
+        """The open leaf (the last ``< C`` events); a summary when restored without its events."""
+        if self._open_summary is not None:
+            return self._open_summary
         names = tuple(self.vocabulary[c] for c in self.open_codes.tolist())
         filt = BloomFilter.empty(self.config.m, self.config.seeds or (), self.hasher)
         if names:
@@ -513,6 +675,8 @@ class SketchTree:
     @property
     def n_stream_events(self) -> int:
         """Events of the stream so far (full leaves and open leaf)."""
+        if self._open_summary is not None:
+            return self.n_full_leaves * self.config.C + self._open_summary.n_events
         return self.n_full_leaves * self.config.C + len(self.open_codes)
 
     def __len__(self) -> int:
@@ -546,8 +710,19 @@ class SketchTree:
             out[:, column] = self.member(name)
         return out
 
+    def _need_twin(self, what: str) -> None:
+        if not self.has_twin:
+            raise TwinUnavailableError(
+                f"{what}: this tree was restored from stored columns, which hold no exact-set "
+                "twin (a sketch keeps no raw events); use member() (Bloom membership)")
+
     def twin_member(self, name: str) -> np.ndarray:
-        """Exact membership at every node: ``name`` occurs under the node (bool per row)."""
+        """Exact membership at every node: ``name`` occurs under the node (bool per row).
+
+        Raises:
+            TwinUnavailableError: the tree is twin-less (:meth:`restore`).
+        """
+        self._need_twin("twin_member")
         out = np.zeros(self.n_nodes, dtype=np.bool_)
         code = self.code_of(name)
         if code >= 0:
@@ -556,13 +731,15 @@ class SketchTree:
 
     def twin_member_matrix(self, names: Sequence[str]) -> np.ndarray:
         """:meth:`twin_member` of several names: bool ``(n_nodes, len(names))``."""
+        self._need_twin("twin_member_matrix")
         out = np.zeros((self.n_nodes, len(names)), dtype=np.bool_)
         for column, name in enumerate(names):
             out[:, column] = self.twin_member(name)
         return out
 
     def twin_names(self, row: int) -> tuple[str, ...]:
-        """The exact set of names under node ``row``, sorted."""
+        """The exact set of names under node ``row``, sorted (twin trees only)."""
+        self._need_twin("twin_names")
         lo, hi = np.searchsorted(self.twin_row, [row, row + 1])
         return tuple(self.vocabulary[c] for c in self.twin_code[lo:hi].tolist())
 
@@ -639,6 +816,7 @@ class SketchTree:
         if not isinstance(other, SketchTree):
             return NotImplemented
         if (self.config != other.config or self.vocabulary != other.vocabulary
+                or self.has_twin != other.has_twin or self.open_leaf != other.open_leaf
                 or self.n_nodes != other.n_nodes or self.n_full_leaves != other.n_full_leaves):
             return False
         arrays = [name for name, _ in _NODE_COLUMNS] + [
@@ -753,3 +931,118 @@ def _parents(pool: _Level, level: int, config: SketchConfig, n_names: int) -> _L
         pool.ts_end[child].max(axis=1) if n_new else np.zeros(0, dtype=np.int64),
         pool.n_events[child].sum(axis=1), merged, pair_node, pair_code,
         np.full(n_new, -1, dtype=np.int64), np.zeros(n_new, dtype=np.bool_))
+
+
+_RESTORE_COLUMNS = ("level", "index", "pos_start", "pos_end", "ts_start", "ts_end", "n_events",
+                    "is_top", "bits")
+"""The node columns :meth:`SketchTree.restore` reads."""
+
+
+def _restored_columns(nodes: Mapping[str, Any], width_bytes: int) -> dict[str, np.ndarray]:
+    """The stored node columns as arrays of the tree's dtypes, or CorruptSketchError."""
+    missing = [name for name in _RESTORE_COLUMNS if name not in nodes]
+    if missing:
+        raise CorruptSketchError(f"restore: missing node columns {missing}")
+    cols: dict[str, np.ndarray] = {}
+    for name in _RESTORE_COLUMNS[:-2]:
+        values = np.asarray(nodes[name])
+        if values.ndim != 1 or (len(values) and values.dtype.kind not in "iu"):
+            raise CorruptSketchError(f"restore: column {name} must be 1-d integers, found "
+                                     f"{values.dtype} of shape {values.shape}")
+        cols[name] = values.astype(np.int64, copy=False)
+    cols["is_top"] = np.asarray(nodes["is_top"], dtype=np.bool_).reshape(-1)
+    bits = nodes["bits"]
+    if isinstance(bits, np.ndarray) and bits.ndim == 2:
+        array = np.ascontiguousarray(bits, dtype=np.uint8)
+    else:
+        blobs = list(bits)
+        if any(not isinstance(b, (bytes, bytearray, memoryview)) or len(b) != width_bytes
+               for b in blobs):
+            raise CorruptSketchError(f"restore: every filter must be {width_bytes} bytes (m / 8)")
+        array = (np.frombuffer(b"".join(bytes(b) for b in blobs), dtype=np.uint8)
+                 .reshape(len(blobs), width_bytes).copy())
+    n = len(cols["level"])
+    if array.shape != (n, width_bytes):
+        raise CorruptSketchError(f"restore: bits must have shape ({n}, {width_bytes}), found "
+                                 f"{array.shape}")
+    cols["bits"] = array
+    lengths = {name: len(values) for name, values in cols.items()}
+    if len(set(lengths.values())) > 1:
+        raise CorruptSketchError(f"restore: node columns differ in length: {lengths}")
+    return cols
+
+
+def _check_restored(cols: dict[str, np.ndarray], c: int, f: int, open_index: int) -> None:
+    """Checks that rows in post-order are nodes of one tree whose tops cover the full leaves."""
+    level, index = cols["level"], cols["index"]
+    if isinstance(open_index, bool) or not isinstance(open_index, (int, np.integer)) \
+            or not 0 <= int(open_index) <= MAX_INDEX:
+        raise CorruptSketchError(f"restore: open_index must be in [0, {MAX_INDEX}], found "
+                                 f"{open_index!r}")
+    n = len(level)
+    if not n:
+        if open_index:
+            raise CorruptSketchError(f"restore: no node rows, but the open leaf is leaf "
+                                     f"{int(open_index)} (full leaves must be covered)")
+        return
+    if level.min() < 0 or level.max() > 62 or index.min() < 0 or index.max() > MAX_INDEX:
+        raise CorruptSketchError("restore: a node has a level outside [0, 62] or an index "
+                                 f"outside [0, {MAX_INDEX}]")
+    width = np.array([c * f ** int(lv) for lv in range(int(level.max()) + 1)],
+                     dtype=object)[level]
+    start = index.astype(object) * width
+    bad = np.flatnonzero((cols["pos_start"].astype(object) != start)
+                         | (cols["pos_end"].astype(object) != start + width - 1)
+                         | (cols["n_events"].astype(object) != width)
+                         | (cols["ts_start"] > cols["ts_end"]))
+    if len(bad):
+        i = int(bad[0])
+        raise CorruptSketchError(
+            f"restore: node (level {int(level[i])}, index {int(index[i])}) has positions "
+            f"{int(cols['pos_start'][i])}..{int(cols['pos_end'][i])}, {int(cols['n_events'][i])} "
+            f"events and ts {int(cols['ts_start'][i])}..{int(cols['ts_end'][i])}; its level and "
+            f"index say {start[i]}..{start[i] + width[i] - 1} and {width[i]} events")
+    same = np.flatnonzero((cols["pos_end"][1:] == cols["pos_end"][:-1])
+                          & (level[1:] == level[:-1]))
+    if len(same):
+        i = int(same[0])
+        raise CorruptSketchError(f"restore: node (level {int(level[i])}, index {int(index[i])}) "
+                                 "appears twice")
+    tops = np.flatnonzero(cols["is_top"])
+    ends = cols["pos_end"][tops]
+    starts = cols["pos_start"][tops]
+    expected_end = int(open_index) * c - 1
+    if (not len(tops) or starts[0] != 0 or ends[-1] != expected_end
+            or np.any(starts[1:] != ends[:-1] + 1)):
+        raise CorruptSketchError(
+            "restore: the top-level nodes must cover positions 0.."
+            f"{expected_end} (the full leaves before open leaf {int(open_index)}) in order "
+            "without gaps or overlap")
+
+
+def _open_summary(config: SketchConfig, open_index: int,
+                  summary: tuple[int, int | None, int | None, Any],
+                  hasher: Hasher | None) -> OpenLeaf:
+    """The twin-less open leaf of an ``is_open`` row: count, first and last ts, packed bits."""
+    try:
+        n_events, ts_start, ts_end, bits = summary
+    except (TypeError, ValueError):
+        raise CorruptSketchError("restore: open_summary must be (n_events, ts_start, ts_end, "
+                                 "bits)") from None
+    if isinstance(n_events, bool) or not isinstance(n_events, (int, np.integer)) \
+            or not 0 <= int(n_events) < config.C:
+        raise CorruptSketchError(f"restore: the open leaf holds {n_events!r} events; expected "
+                                 f"0 .. C-1 = {config.C - 1}")
+    packed = np.frombuffer(bytes(bits), dtype=np.uint8) if not isinstance(bits, np.ndarray) \
+        else np.asarray(bits, dtype=np.uint8)
+    if packed.shape != (config.m // 8,):
+        raise CorruptSketchError(f"restore: the open leaf's filter must be {config.m // 8} "
+                                 f"bytes, found {packed.size}")
+    if int(n_events) and (ts_start is None or ts_end is None or int(ts_start) > int(ts_end)):
+        raise CorruptSketchError(f"restore: the open leaf's ts interval {ts_start}..{ts_end} "
+                                 "is missing or reversed")
+    filt = BloomFilter.from_packed(packed.copy(), config.m, config.seeds or (), hasher)
+    bounds = (int(ts_start), int(ts_end)) if int(n_events) else (None, None)
+    return OpenLeaf(int(open_index), int(open_index) * config.C, None,
+                    _read_only(np.zeros(0, dtype=np.int64)), filt,
+                    summary=(int(n_events), *bounds))
