@@ -8,7 +8,7 @@ imports neither pyspark nor ``udfs`` when it is imported.
 
 Example:
     >>> [f.name for f in FUNCTIONS if f.status == "available"]
-    ['cep_functions', 'match_seq', 'match_seq_arrow']
+    ['cep_functions', 'match_seq', 'match_seq_arrow', 'approx_match_seq', 'sketch_stats']
     >>> function("cet_trends").status
     'planned'
 """
@@ -63,8 +63,19 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
         "approx_match_seq",
         "approx_match_seq(pattern STRING, sketch TABLE PARTITION BY stream, policy STRING, "
         "mode STRING, level INT)",
-        "stream, matched BOOLEAN or intervals", "planned", None,
-        "Approximate matches from a Bloom-filter-tree sketch of the stream."),
+        "mode 'exists' (default): stream STRING, matched BOOLEAN; mode 'intervals': "
+        "stream STRING, match_id BIGINT, pos_start BIGINT, pos_end BIGINT, ts_start TIMESTAMP, "
+        "ts_end TIMESTAMP, node_ids ARRAY<BIGINT>, level INT",
+        "available", "udfs.approx_match_seq:approx_match_seq_udtf",
+        "Approximate matches from a Bloom-filter-tree sketch of the stream (its <name>_nodes "
+        "table), without the raw events."),
+    FunctionSpec(
+        "sketch_stats",
+        "sketch_stats(sketch TABLE PARTITION BY stream)",
+        "stream STRING, nodes BIGINT, levels INT, top_level BIGINT, open_events BIGINT, "
+        "bytes BIGINT, fill DOUBLE, m INT, k INT",
+        "available", "udfs.sketch_stats:sketch_stats_udtf",
+        "Size and fill of each stream's sketch tree (nodes, levels, bytes, filter density)."),
     FunctionSpec(
         "cet_trends",
         "cet_trends(pattern STRING, events TABLE PARTITION BY key ORDER BY ts, output STRING, "

@@ -1,0 +1,294 @@
+"""approx_match_seq / sketch_stats from Spark SQL == cep.sketch on the same trees == the oracle.
+
+Node rows of a few random streams are written to a real Delta table with the fixed
+``<name>_nodes`` schema (version 0: a prefix of every stream, version 1: the whole streams), then
+queried through SQL, also ``VERSION AS OF 0``. The Spark answer must equal
+:func:`cep.sketch.evaluate_sketch` over the same trees (Bloom membership), and for NOT-free
+patterns contain the brute-force oracle's answer over the exact-set twin (docs/sketch.md,
+"No false negatives, per policy"). Errors must reach the SQL caller with code and position.
+"""
+
+from __future__ import annotations
+
+import random
+from datetime import datetime, timezone
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from cep.oracles.sketch_oracle import OracleUnit, oracle_sketch_matches
+from cep.sketch import SketchConfig, SketchTree, compile_sketch_query, cut, evaluate_sketch
+from delta_tables.sketch_state import NODES_ARROW_SCHEMA, NODES_COLUMNS, spark_schema, tree_to_arrow
+from sql_ext.quoting import sql_string
+
+T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
+T0_US = int(T0.timestamp()) * 1_000_000
+POLICIES = ["skip-till-next-match", "skip-till-any-match", "strict-contiguity"]
+PATTERNS = [
+    "PATTERN A; B",
+    "PATTERN A; OR(B, C); D",
+    "PATTERN AND(A, B); C",
+    "PATTERN A; B; C WITHIN 40 SECONDS",
+    "PATTERN A; B WINDOW [8, 60]",
+    "PATTERN A; !C; B",
+    "PATTERN A; B; NOT(E) WITHIN 30 SECONDS",
+]
+# Small filters, so the sketch has Bloom false positives the twin has not (checked below).
+CONFIG = SketchConfig(m=24, k=2, C=3, fanout=2, seeds=(11, 12))
+
+
+def random_streams(seed: int) -> dict[str, tuple[list[str], list[int]]]:
+    """A few streams of names over a small alphabet with non-decreasing timestamps (us)."""
+    rng = random.Random(seed)
+    out = {}
+    for s, n in enumerate([50, 37, 23, 2]):
+        t, names, ts = T0_US, [], []
+        for _ in range(n):
+            t += rng.choice([0, 1, 2, 3]) * 1_000_000
+            names.append(rng.choice("ABCDEFGHIJ"))
+            ts.append(t)
+        out[f"s{s}"] = (names, ts)
+    return out
+
+
+def node_rows(stream: str, tree: SketchTree, corrupt: int | None = None) -> list[dict]:
+    """The ``<name>_nodes`` rows of one tree, written by ``delta_tables.sketch_state``.
+
+    ``corrupt``: flip one payload byte of that row's blob.
+    """
+    rows = tree_to_arrow(stream, tree).to_pylist()
+    if corrupt is not None:
+        blob = bytearray(rows[corrupt]["bits"])
+        blob[20] ^= 0x10
+        rows[corrupt]["bits"] = bytes(blob)
+    return rows
+
+
+def write_nodes(spark: Any, settings: Any, name: str, rows: list[dict]) -> None:
+    """Write ``rows`` as the Delta table ``name`` under the test warehouse (one commit each)."""
+    location = settings.warehouse_dir / name
+    frame = spark.createDataFrame(pa.Table.from_pylist(rows, NODES_ARROW_SCHEMA),
+                                  spark_schema(NODES_COLUMNS))
+    frame.write.format("delta").mode("overwrite").save(str(location))
+    if not spark.catalog.tableExists(name):
+        spark.catalog.createTable(name, path=str(location), source="delta")
+
+
+@pytest.fixture(scope="module")
+def sketches(spark, settings) -> dict[str, Any]:
+    """Trees of random streams; ``ams_nodes`` version 0 = prefixes, version 1 = whole streams."""
+    streams = random_streams(3)
+    prefix = {s: SketchTree.build(names[: len(names) // 2], ts[: len(ts) // 2], CONFIG)
+              for s, (names, ts) in streams.items()}
+    full = {s: prefix[s].append(names[len(names) // 2:], ts[len(ts) // 2:])
+            for s, (names, ts) in streams.items()}
+    write_nodes(spark, settings, "ams_nodes", [r for s, t in prefix.items() for r in node_rows(s, t)])
+    write_nodes(spark, settings, "ams_nodes", [r for s, t in full.items() for r in node_rows(s, t)])
+    assert max(t.n_levels for t in full.values()) >= 3  # levels 0 and 1 differ
+    return {"streams": streams, "prefix": prefix, "full": full}
+
+
+def call(pattern: str, policy: str | None = None, mode: str | None = None, level: int | None = None,
+         table: str = "TABLE(ams_nodes) PARTITION BY stream") -> str:
+    """The SQL text of one approx_match_seq call (named arguments, the table last)."""
+    args = [f"pattern => {sql_string(pattern)}"]
+    if policy is not None:
+        args.append(f"policy => {sql_string(policy)}")
+    if mode is not None:
+        args.append(f"mode => {sql_string(mode)}")
+    if level is not None:
+        args.append(f"level => {level}")
+    args.append(f"sketch => {table}")
+    return f"approx_match_seq({', '.join(args)})"
+
+
+def records(result: Any) -> list[tuple]:
+    return [(m.pos_start, m.pos_end, m.ts_start, m.ts_end, m.node_ids) for m in result.rows()]
+
+
+def twin_oracle(q: Any, tree: SketchTree, level: int) -> list[tuple]:
+    """The brute-force oracle over the exact-set twin's cut at ``level``."""
+    units = cut(tree, q.names, level, membership="twin", prune=False)
+    exact = [OracleUnit(frozenset(n for n in q.names if units.has(n)[i]), int(units.pos_start[i]),
+                        int(units.pos_end[i]), int(units.ts_start[i]), int(units.ts_end[i]),
+                        int(units.node_id[i])) for i in range(len(units))]
+    return oracle_sketch_matches(q, exact)
+
+
+def assert_contains_twin(q: Any, twin: list[tuple], sketch: list[tuple]) -> None:
+    """docs/sketch.md "No false negatives, per policy" (NOT-free patterns)."""
+    if q.policy == "skip-till-next-match":
+        for t in twin:
+            assert any(s[4][0] == t[4][0] and s[1] <= t[1] for s in sketch), (t, sketch)
+    else:
+        assert set(twin) <= set(sketch)
+
+
+@pytest.mark.parametrize("level", [0, 1])
+@pytest.mark.parametrize("policy", POLICIES)
+def test_intervals_equal_cep_and_contain_the_oracle(spark, sketches, policy: str, level: int) -> None:
+    # One statement for every pattern: the calls are UNION ALLed, tagged with the pattern index.
+    sql = " UNION ALL ".join(
+        f"SELECT {i} AS q, stream, match_id, pos_start, pos_end, unix_micros(ts_start) AS t0, "
+        f"unix_micros(ts_end) AS t1, node_ids, level FROM {call(p, policy, 'intervals', level)}"
+        for i, p in enumerate(PATTERNS))
+    got: dict[tuple[int, str], list] = {}
+    for r in spark.sql(sql).collect():
+        assert r.level == level
+        got.setdefault((r.q, r.stream), []).append(
+            (r.match_id, (r.pos_start, r.pos_end, r.t0, r.t1, tuple(r.node_ids))))
+    for i, pattern in enumerate(PATTERNS):
+        q = compile_sketch_query(pattern, policy)
+        for stream, tree in sketches["full"].items():
+            expected = records(evaluate_sketch(q, tree, level=level, mode="intervals"))
+            rows = sorted(got.get((i, stream), []))
+            assert [m for m, _ in rows] == list(range(1, len(rows) + 1))
+            assert [rec for _, rec in rows] == expected, (pattern, stream)
+            if not q.negated_names:
+                twin = twin_oracle(q, tree, level)
+                assert twin == records(evaluate_sketch(q, tree, level=level, membership="twin"))
+                assert_contains_twin(q, twin, expected)
+
+
+@pytest.mark.parametrize("level", [0, 1])
+@pytest.mark.parametrize("policy", POLICIES)
+def test_exists_equals_cep_and_has_no_false_negatives(spark, sketches, policy: str, level: int) -> None:
+    sql = " UNION ALL ".join(
+        f"SELECT {i} AS q, * FROM {call(p, policy, 'exists', level)}" for i, p in enumerate(PATTERNS))
+    got = {(r.q, r.stream): r.matched for r in spark.sql(sql).collect()}
+    assert len(got) == len(PATTERNS) * len(sketches["full"])  # one row per stream, matched or not
+    for i, pattern in enumerate(PATTERNS):
+        q = compile_sketch_query(pattern, policy)
+        for stream, tree in sketches["full"].items():
+            assert got[(i, stream)] is evaluate_sketch(q, tree, level=level, mode="exists")
+            if not q.negated_names:
+                assert got[(i, stream)] >= bool(twin_oracle(q, tree, level))
+
+
+def test_the_data_has_bloom_false_positives(sketches) -> None:
+    differ = [(p, s) for p in PATTERNS for s, t in sketches["full"].items()
+              if records(evaluate_sketch(p, t, level=0)) != records(evaluate_sketch(p, t, membership="twin"))]
+    assert differ  # else the tests above could not tell the sketch from the twin
+
+
+def test_default_mode_policy_level(spark, sketches) -> None:
+    rows = spark.sql("SELECT * FROM approx_match_seq('PATTERN A; B', "
+                     "TABLE(ams_nodes) PARTITION BY stream)").collect()
+    assert set(rows[0].asDict()) == {"stream", "matched"}
+    q = compile_sketch_query("PATTERN A; B")
+    assert {r.stream: r.matched for r in rows} == {
+        s: evaluate_sketch(q, t, mode="exists") for s, t in sketches["full"].items()}
+
+
+def test_bucketed_partitions_give_the_same_answer(spark, sketches) -> None:
+    one = spark.sql(f"SELECT * FROM {call('PATTERN A; B', None, 'intervals')}").collect()
+    bucketed = spark.sql("SELECT * FROM " + call(
+        "PATTERN A; B", None, "intervals",
+        table="TABLE(ams_nodes) PARTITION BY pmod(hash(stream), 2)")).collect()
+    assert sorted(one) == sorted(bucketed) and one
+
+
+def test_version_as_of_answers_from_the_earlier_tree(spark, sketches) -> None:
+    pattern = "PATTERN A; OR(B, C); D"
+    table = "TABLE(SELECT * FROM ams_nodes VERSION AS OF 0) PARTITION BY stream"
+    rows = spark.sql(f"SELECT * FROM {call(pattern, None, 'intervals', 0, table)}").collect()
+    q = compile_sketch_query(pattern)
+    for name, trees in (("prefix", sketches["prefix"]), ("full", sketches["full"])):
+        expected = sorted((s, *rec[:2], rec[4]) for s, t in trees.items()
+                          for rec in records(evaluate_sketch(q, t)))
+        got = sorted((r.stream, r.pos_start, r.pos_end, tuple(r.node_ids)) for r in rows)
+        assert (got == expected) is (name == "prefix")
+
+
+def test_sketch_stats_equal_the_trees(spark, sketches) -> None:
+    rows = spark.sql("SELECT * FROM sketch_stats(TABLE(ams_nodes) PARTITION BY stream)").collect()
+    assert [r.stream for r in sorted(rows)] == sorted(sketches["full"])
+    for r in rows:
+        tree = sketches["full"][r.stream]
+        s = tree.stats()
+        blobs = sum(len(row["bits"]) for row in node_rows(r.stream, tree))
+        assert (r.nodes, r.levels, r.top_level, r.open_events, r.bytes, r.m, r.k) == (
+            s["nodes"], s["levels"], s["top_level"], s["open_events"], blobs, CONFIG.m, CONFIG.k)
+        assert r.fill == pytest.approx(s["mean_fill"])
+    old = spark.sql("SELECT stream, nodes FROM sketch_stats("
+                    "TABLE(SELECT * FROM ams_nodes VERSION AS OF 0) PARTITION BY stream)").collect()
+    assert {r.stream: r.nodes for r in old} == {s: len(t) for s, t in sketches["prefix"].items()}
+
+
+# ---- errors reach the SQL caller ---------------------------------------------------------------
+
+def sql_error(spark: Any, sql: str) -> str:
+    with pytest.raises(Exception) as info:
+        spark.sql(sql).collect()
+    return str(info.value)
+
+
+def test_bad_pattern_has_code_and_caret(spark, sketches) -> None:
+    message = sql_error(spark, f"SELECT * FROM {call('PATTERN A; (B')}")
+    assert "CEP-PAT-" in message and "line 1, column" in message and "^" in message
+
+
+def test_unsupported_construct_has_code_and_caret(spark, sketches) -> None:
+    message = sql_error(spark, f"SELECT * FROM {call('PATTERN A; B+ WITHIN 1 MINUTE')}")
+    assert "CEP-SKETCH-022: line 1, column 13" in message and "PATTERN A; B+" in message
+    assert "            ^" in message
+    message = sql_error(spark, f"SELECT * FROM {call('PATTERN A; B WHERE A.x > 1')}")
+    assert "CEP-SKETCH-020: line 1, column 20" in message
+
+
+@pytest.mark.parametrize("args, expected", [
+    ("mode => 'all'", "CEP-SQL-020: argument mode: expected one of 'exists', 'intervals', found 'all'"),
+    ("level => -1", "CEP-SQL-020: argument level: expected an integer >= 0"),
+    ("level => 'x'", "CEP-SQL-020: argument level"),
+    ("policy => 'greedy'", "CEP-SQL-020: argument policy"),
+    ("policy => 'strict-contiguity'", "CEP-SKETCH-037"),
+])
+def test_bad_arguments_are_typed_errors(spark, sketches, args: str, expected: str) -> None:
+    message = sql_error(spark, "SELECT * FROM approx_match_seq(pattern => "
+                               "'PATTERN A; B WHERE skip-till-any-match', "
+                               f"{args}, sketch => TABLE(ams_nodes) PARTITION BY stream)")
+    assert expected in message
+
+
+def test_not_a_sketch_table(spark, sketches) -> None:
+    message = sql_error(spark, "SELECT * FROM approx_match_seq('PATTERN A; B', "
+                               "TABLE(SELECT stream, bits FROM ams_nodes) PARTITION BY stream)")
+    assert "CEP-SQL-021" in message and "'node_id' is missing" in message
+    message = sql_error(spark, "SELECT * FROM sketch_stats(TABLE(SELECT stream, CAST(level AS STRING) "
+                               "AS level FROM ams_nodes) PARTITION BY stream)")
+    assert "CEP-SQL-021" in message
+
+
+def test_injection_through_the_pattern_stays_data(spark, sketches) -> None:
+    pattern = "PATTERN A; \"B') UNION SELECT * FROM ams_nodes; DROP TABLE ams_nodes; --\""
+    rows = spark.sql(f"SELECT * FROM {call(pattern, None, 'intervals')}").collect()
+    q = compile_sketch_query(pattern)
+    assert q.components[1].names == ("B') UNION SELECT * FROM ams_nodes; DROP TABLE ams_nodes; --",)
+    assert len(rows) == sum(len(evaluate_sketch(q, t)) for t in sketches["full"].values())
+    assert spark.catalog.tableExists("ams_nodes")
+    assert spark.sql("SELECT count(*) FROM ams_nodes").first()[0] == sum(
+        len(node_rows(s, t)) for s, t in sketches["full"].items())
+
+
+def test_corrupt_bits_reach_the_sql_caller(spark, settings, sketches) -> None:
+    tree = sketches["full"]["s0"]
+    write_nodes(spark, settings, "ams_corrupt", node_rows("s0", tree, corrupt=2))
+    message = sql_error(spark, "SELECT * FROM approx_match_seq('PATTERN A; B', "
+                               "TABLE(ams_corrupt) PARTITION BY stream)")
+    assert "CEP-SKETCH-002" in message and "checksum mismatch" in message
+    assert f"stream 's0', node_id {int(tree.node_id[2])}" in message
+    message = sql_error(spark, "SELECT * FROM sketch_stats(TABLE(ams_corrupt) PARTITION BY stream)")
+    assert "CEP-SKETCH-002" in message
+
+
+def test_rows_of_two_versions_are_rejected(spark, sketches) -> None:
+    message = sql_error(spark, "SELECT * FROM approx_match_seq('PATTERN A; B', TABLE("
+                               "SELECT * FROM ams_nodes VERSION AS OF 0 UNION ALL "
+                               "SELECT * FROM ams_nodes) PARTITION BY stream)")
+    assert "CEP-SQL-022" in message and "read one version of the table" in message
+    # The same rows without the open rows: the repeated nodes are not one tree.
+    message = sql_error(spark, "SELECT * FROM approx_match_seq('PATTERN A; B', TABLE("
+                               "SELECT * FROM ams_nodes VERSION AS OF 0 WHERE NOT is_open UNION ALL "
+                               "SELECT * FROM ams_nodes WHERE NOT is_open) PARTITION BY stream)")
+    assert "CEP-SKETCH-002: stream 's0'" in message
