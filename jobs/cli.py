@@ -2,7 +2,8 @@
 
 Commands: ``fetch-jars`` (resolve the Delta jars once), ``fetch-data`` (download the pm4py
 sdist once and extract the logs), ``load-bpi`` (real logs into Delta), ``generate`` (synthetic
-stream into Delta), ``demo`` (the README demo), ``sql`` (run one SQL statement and show it).
+stream into Delta), ``sketch`` (bring a registered sketch's Delta state up to date), ``demo``
+(the README demo), ``sql`` (run one SQL statement and show it).
 
 Example:
     >>> main(["--help"])  # doctest: +SKIP
@@ -36,6 +37,11 @@ def _parser() -> argparse.ArgumentParser:
     gen.add_argument("--rate", type=float, default=1000.0, help="events per second")
     gen.add_argument("--seed", type=int, default=0)
     gen.add_argument("--table", default="synthetic_events")
+    sketch = sub.add_parser("sketch", help="update a registered sketch (conf/sketches.toml) "
+                            "with the source's new events")
+    sketch.add_argument("--name", required=True, help="the sketch's name in conf/sketches.toml")
+    sketch.add_argument("--until-version", type=int, default=None,
+                        help="process the source only up to this Delta version")
     sub.add_parser("demo", help="the README demo")
     sql = sub.add_parser("sql", help="run one SQL statement against the warehouse and show it")
     sql.add_argument("statement")
@@ -84,6 +90,20 @@ def main(argv: Sequence[str] | None = None) -> int:
                                  zipf_s=args.zipf, rate_per_s=args.rate, seed=args.seed)
             result = write_synthetic(spark, settings, spec, args.table)
             print(f"{result.table}: {result.events:,} events at version {result.version}")
+        elif args.command == "sketch":
+            from jobs.sketch import run_sketch
+
+            result = run_sketch(spark, settings, args.name, until_version=args.until_version)
+            if result.written:
+                print(f"{result.sketch}: source versions {result.source_from}.."
+                      f"{result.source_version}: {result.events_read:,} events read, "
+                      f"{result.events_accepted:,} accepted, {result.late:,} late, "
+                      f"{result.streams:,} streams, {result.node_rows:,} node rows merged; "
+                      + ", ".join(f"{k} v{v}" for k, v in result.versions.items())
+                      + f"; {result.seconds:.1f}s")
+            else:
+                print(f"{result.sketch}: nothing new (source version {result.source_version}); "
+                      "nothing written")
         elif args.command == "sql":
             from sql_ext import register_all
 

@@ -1,0 +1,689 @@
+"""Incremental sketch job: new source events into a sketch's Delta state (``python -m jobs sketch``).
+
+One run of :func:`run_sketch` for a registered sketch (``conf/sketches.toml``):
+
+1. Read ``<name>_meta``. If the source's version (or ``--until-version``) equals the recorded
+   ``source_version``, print that nothing is new and write nothing.
+2. Read only the new source rows: the change data feed from ``source_version + 1`` to the target
+   version (a first run reads the table as of the target version). An update or delete in that
+   range is a :class:`SourceNotAppendOnlyError` (sketch sources are append-only).
+3. Per stream, in Spark (``groupBy(stream).applyInArrow``; no event reaches the driver): the new
+   events are joined with the stream's **frontier** (its top-level node rows and its open-leaf
+   row, read AS OF the versions the meta table records), sorted by ``(ts, id)``, late ones are
+   split off, the rest are appended to the restored frontier tree
+   (:meth:`cep.sketch.SketchTree.restore`), and the changed rows come out: new nodes, old nodes
+   whose ``is_top``/``parent_id`` changed, the ``is_open`` row, the new open-leaf state and the
+   late events.
+4. Write ``<name>_nodes`` (MERGE on ``(stream, node_id)``: update matched rows, insert the
+   others), ``<name>_open`` (MERGE on ``stream``), ``<name>_late`` (append) and ``<name>_meta``
+   (overwrite, LAST).
+
+**Idempotency.** Every write carries Delta's idempotent-write identity: ``txnAppId =
+cep-sketch-<name>-<table>`` and ``txnVersion`` = the source version the run processes up to
+(DataFrameWriter options for the append and the overwrite; the session confs
+``spark.databricks.delta.write.txnAppId`` / ``txnVersion`` around each MERGE). Delta skips a
+write whose ``txnVersion`` is not above the last one recorded for its ``txnAppId``. Each write
+also records the run in its commit's ``userMetadata``. A rerun after a crash between the writes
+finds that record newer than the meta table, resumes the interrupted run at its source version
+(even if the source has grown since), recomputes the same rows from the same state versions,
+and Delta skips the writes already applied; then it continues to the newest version.
+
+Example:
+    >>> from jobs.session import build_session                           # doctest: +SKIP
+    >>> settings = load_settings()                                       # doctest: +SKIP
+    >>> run_sketch(build_session(settings), settings, "app_sketch").written   # doctest: +SKIP
+    True
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Iterator
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from cep.errors import CepError
+from cep.sketch.config import SketchConfig
+from delta_tables.catalog import current_version, is_delta_table, read_table, register_table
+from delta_tables.settings import Settings, TableConf, load_settings
+from delta_tables.sketch_conf import SketchConf, load_sketch
+from delta_tables.sketch_state import (
+    LATE_COLUMNS,
+    META_COLUMNS,
+    NODES_ARROW_SCHEMA,
+    NODES_COLUMNS,
+    OPEN_ARROW_SCHEMA,
+    OPEN_COLUMNS,
+    TS,
+    OpenState,
+    SketchStateError,
+    append_rows,
+    config_from_meta,
+    frontier_from_arrow,
+    open_to_arrow,
+    spark_schema,
+)
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+__all__ = ["SketchJobError", "SourceNotAppendOnlyError", "SourceVersionError",
+           "SketchSettingsChangedError", "InjectedCrash", "SketchRunResult", "run_sketch",
+           "run_sketch_by_name", "load_settings", "CRASH_ENV"]
+
+CRASH_ENV = "CEP_SKETCH_CRASH_AFTER"
+"""Test hook: ``nodes``, ``open`` or ``late`` makes a run raise :class:`InjectedCrash` right
+after that write (before the next one)."""
+TXN_APP_CONF = "spark.databricks.delta.write.txnAppId"
+TXN_VERSION_CONF = "spark.databricks.delta.write.txnVersion"
+USER_METADATA_CONF = "spark.databricks.delta.commitInfo.userMetadata"
+METADATA_KEY = "cep-sketch"
+PROP_SKETCH = "cep.sketch.name"
+PROP_TABLE = "cep.sketch.table"
+
+# Kinds of the rows that go into and come out of the per-stream function.
+EVENT, NODE, OPEN = 0, 1, 2
+OUT_NODE, OUT_OPEN, OUT_LATE = 0, 1, 2
+
+
+class SketchJobError(CepError):
+    """The sketch job cannot run (base of the job's errors)."""
+
+    code = "CEP-SKETCH-041"
+
+
+class SourceNotAppendOnlyError(SketchJobError):
+    """The change data feed of the source holds an update or a delete: sketches summarise
+    append-only sources. Rebuild the sketch (drop its tables) after rewriting the source."""
+
+    code = "CEP-SKETCH-042"
+
+
+class SourceVersionError(SketchJobError):
+    """The source table is missing, ``--until-version`` is outside the source's versions, or the
+    change data feed cannot be read for the needed range (not enabled, or vacuumed)."""
+
+    code = "CEP-SKETCH-043"
+
+
+class SketchSettingsChangedError(SketchJobError):
+    """``conf/sketches.toml`` no longer agrees with the settings frozen in the meta table
+    (source, columns or explicit m/k/C/fanout/seeds); a new config needs a new sketch."""
+
+    code = "CEP-SKETCH-044"
+
+
+class InjectedCrash(SketchJobError):
+    """Raised by the test hook :data:`CRASH_ENV` between two writes."""
+
+    code = "CEP-SKETCH-045"
+
+
+@dataclass(frozen=True)
+class SketchRunResult:
+    """What one run read and wrote.
+
+    Attributes:
+        sketch: The sketch name.
+        written: False when nothing was new (no table was written).
+        run_id: ``<name>:<first source version read>-<last>``.
+        source_from, source_version: The source versions read (inclusive).
+        events_read, events_accepted, late: New source rows, those appended to trees, those
+            rejected (written to ``<name>_late``).
+        streams: Streams with new events.
+        node_rows: Rows merged into ``<name>_nodes``.
+        versions: Version of each state table after the run.
+        config: The sketch's settings.
+        resumed: True when the run finished an interrupted run first.
+        seconds: Wall time.
+    """
+
+    sketch: str
+    written: bool
+    run_id: str
+    source_from: int | None
+    source_version: int
+    events_read: int = 0
+    events_accepted: int = 0
+    late: int = 0
+    streams: int = 0
+    node_rows: int = 0
+    versions: dict[str, int | None] = field(default_factory=dict)
+    config: SketchConfig | None = None
+    resumed: bool = False
+    seconds: float = 0.0
+
+
+def _say(quiet: bool, message: str) -> None:
+    if not quiet:
+        print(message, file=sys.stderr, flush=True)
+
+
+# ---- meta and state tables ---------------------------------------------------------------------
+
+def read_meta(spark: "SparkSession", conf: SketchConf) -> dict[str, Any] | None:
+    """The meta row of ``conf`` as a dict, or None before the first complete run."""
+    if not is_delta_table(spark, conf.meta):
+        return None
+    rows = read_table(spark, conf.meta).collect()
+    if len(rows) > 1:
+        raise SketchStateError(f"{conf.meta.name}: {len(rows)} rows, expected one")
+    return rows[0].asDict(recursive=True) if rows else None
+
+
+def _ensure_table(spark: "SparkSession", conf: SketchConf, table: TableConf,
+                  columns: tuple[tuple[str, str], ...], suffix: str) -> None:
+    if not is_delta_table(spark, table):
+        from delta.tables import DeltaTable
+
+        (DeltaTable.createIfNotExists(spark).location(str(table.location))
+         .addColumns(spark_schema(columns))
+         .property(PROP_SKETCH, conf.name).property(PROP_TABLE, suffix).execute())
+    register_table(spark, table)
+
+
+def _check_settings(conf: SketchConf, meta: dict[str, Any]) -> SketchConfig:
+    """The frozen config; raises when the registration contradicts the meta table."""
+    config = config_from_meta(meta)
+    stored = {key: meta[key] for key in ("source", "stream_col", "type_col", "ts_col", "id_col")}
+    wanted = {"source": conf.source.name, "stream_col": conf.stream_col,
+              "type_col": conf.type_col, "ts_col": conf.ts_col, "id_col": conf.id_col}
+    if stored != wanted:
+        raise SketchSettingsChangedError(
+            f"sketch {conf.name}: sketches.toml says {wanted}, the meta table {stored}")
+    if conf.config is not None:
+        explicit = conf.config
+        if (explicit.m, explicit.k, explicit.C, explicit.fanout, explicit.seeds) != (
+                config.m, config.k, config.C, config.fanout, config.seeds):
+            raise SketchSettingsChangedError(
+                f"sketch {conf.name}: sketches.toml gives m={explicit.m} k={explicit.k} "
+                f"C={explicit.C} fanout={explicit.fanout} seeds={list(explicit.seeds or ())}, "
+                f"the meta table froze m={config.m} k={config.k} C={config.C} "
+                f"fanout={config.fanout} seeds={list(config.seeds or ())}")
+    elif conf.solver is not None and (conf.solver.window, conf.solver.fanout) != (
+            config.C, config.fanout):
+        raise SketchSettingsChangedError(
+            f"sketch {conf.name}: sketches.toml gives C={conf.solver.window} "
+            f"fanout={conf.solver.fanout}, the meta table froze C={config.C} "
+            f"fanout={config.fanout}")
+    return config
+
+
+def _interrupted_target(spark: "SparkSession", conf: SketchConf,
+                        meta: dict[str, Any] | None) -> int | None:
+    """The source version of a run that wrote some state tables but not the meta table."""
+    from delta.tables import DeltaTable
+
+    done = -1 if meta is None else int(meta["source_version"])
+    recorded = {"nodes": None if meta is None else meta["nodes_version"],
+                "open": None if meta is None else meta["open_version"],
+                "late": None if meta is None else meta["late_version"]}
+    found: set[int] = set()
+    for suffix, table in (("nodes", conf.nodes), ("open", conf.open), ("late", conf.late)):
+        if not is_delta_table(spark, table):
+            continue
+        since = recorded[suffix]
+        history = DeltaTable.forPath(spark, str(table.location)).history()
+        if since is not None:
+            history = history.where(history.version > int(since))
+        for row in history.select("userMetadata").collect():
+            try:
+                record = json.loads(row[0]) if row[0] else None
+            except ValueError:
+                continue
+            if isinstance(record, dict) and record.get(METADATA_KEY) == conf.name \
+                    and int(record.get("source_version", -1)) > done:
+                found.add(int(record["source_version"]))
+    if len(found) > 1:
+        raise SketchStateError(f"sketch {conf.name}: state tables hold writes of several "
+                               f"unfinished runs (source versions {sorted(found)})")
+    return found.pop() if found else None
+
+
+# ---- reading the source ------------------------------------------------------------------------
+
+def _new_events(spark: "SparkSession", conf: SketchConf, done: int, target: int) -> "DataFrame":
+    """``stream, type, ts, id, version`` of the source rows after ``done`` up to ``target``."""
+    from pyspark.sql import functions as F
+
+    path = str(conf.source.location)
+    if done < 0:
+        frame = read_table(spark, conf.source, version=target)
+        version = F.lit(target).cast("bigint")
+    else:
+        try:
+            frame = (spark.read.format("delta").option("readChangeFeed", "true")
+                     .option("startingVersion", done + 1).option("endingVersion", target)
+                     .load(path))
+            bad = (frame.where(F.col("_change_type") != "insert")
+                   .select("_change_type", "_commit_version").limit(1).collect())
+        except Exception as exc:  # AnalysisException / Py4J: CDF off, vacuumed, ...
+            if isinstance(exc, CepError):
+                raise
+            raise SourceVersionError(
+                f"sketch {conf.name}: cannot read the change data feed of {conf.source.name} "
+                f"from version {done + 1} to {target} (is delta.enableChangeDataFeed on?): "
+                f"{str(exc).splitlines()[0][:300]}") from None
+        if bad:
+            raise SourceNotAppendOnlyError(
+                f"sketch {conf.name}: source {conf.source.name} has a {bad[0][0]} change at "
+                f"version {bad[0][1]}; sketch sources are append-only (rebuild the sketch)")
+        version = F.col("_commit_version").cast("bigint")
+    columns = set(frame.columns)
+    for column in (conf.stream_col, conf.type_col, conf.ts_col, conf.id_col):
+        if column not in columns:
+            raise SketchSettingsChangedError(
+                f"sketch {conf.name}: source {conf.source.name} has no column {column!r}; it "
+                f"has {sorted(c for c in columns if not c.startswith('_'))}")
+    return frame.select(
+        F.col(conf.stream_col).cast("string").alias("stream"),
+        F.lit(EVENT).alias("kind"),
+        F.col(conf.type_col).cast("string").alias("e_type"),
+        F.col(conf.ts_col).cast("timestamp").alias("e_ts"),
+        F.col(conf.id_col).cast("bigint").alias("e_id"),
+        version.alias("e_version"))
+
+
+def _state(spark: "SparkSession", conf: SketchConf, meta: dict[str, Any] | None,
+           events: "DataFrame") -> list["DataFrame"]:
+    """Frontier node rows and open rows of the streams with new events, as of the meta."""
+    from pyspark.sql import functions as F
+
+    if meta is None:
+        # No state yet; empty frames still give the work frame every column.
+        return [spark.createDataFrame([], spark_schema(NODES_COLUMNS))
+                .withColumn("kind", F.lit(NODE)),
+                spark.createDataFrame([], spark_schema(
+                    [("stream", "STRING")] + [(f"o_{n}", k) for n, k in OPEN_COLUMNS[1:]]))
+                .withColumn("kind", F.lit(OPEN))]
+    streams = events.select("stream").where(F.col("stream").isNotNull()).distinct()
+    nodes = (read_table(spark, conf.nodes, version=int(meta["nodes_version"]))
+             .where(F.col("is_top") & ~F.col("is_open"))
+             .join(streams, "stream", "left_semi").withColumn("kind", F.lit(NODE)))
+    opened = read_table(spark, conf.open, version=int(meta["open_version"]))
+    opened = (opened.select([F.col(c).alias(f"o_{c}") if c != "stream" else F.col(c)
+                             for c in opened.columns])
+              .join(streams, "stream", "left_semi").withColumn("kind", F.lit(OPEN)))
+    return [nodes, opened]
+
+
+# ---- the per-stream function (runs in the Python workers) --------------------------------------
+
+OUT_COLUMNS: tuple[tuple[str, str], ...] = (
+    (("out", "INT"),) + NODES_COLUMNS
+    + tuple((f"o_{name}", kind) for name, kind in OPEN_COLUMNS if name != "stream")
+    + (("l_type", "STRING"), ("l_ts", "TIMESTAMP"), ("l_id", "BIGINT"),
+       ("l_version", "BIGINT"), ("l_reason", "STRING"), ("l_last_ts", "TIMESTAMP"),
+       ("l_last_id", "BIGINT"), ("n_accepted", "BIGINT")))
+"""Rows the per-stream function emits: ``out`` 0 = a nodes row, 1 = the stream's open row,
+2 = a late event; other columns are NULL where they do not apply."""
+
+
+def _out_schema() -> pa.Schema:
+    from delta_tables.sketch_state import _arrow_schema
+
+    return _arrow_schema(OUT_COLUMNS)
+
+
+def _padded(schema: pa.Schema, kind: int, n: int, columns: dict[str, Any]) -> pa.Table:
+    arrays = []
+    for fld in schema:
+        if fld.name == "out":
+            arrays.append(pa.array(np.full(n, kind, dtype=np.int32), pa.int32()))
+        elif fld.name in columns:
+            arrays.append(columns[fld.name])
+        else:
+            arrays.append(pa.nulls(n, fld.type))
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def _micros(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    return np.asarray(pc.cast(column, TS).cast(pa.int64()).to_numpy(zero_copy_only=False),
+                      dtype=np.int64)
+
+
+def make_stream_function(config: SketchConfig) -> Callable[[pa.Table], pa.Table]:
+    """The function ``applyInArrow`` runs on the rows of one stream (events, frontier, open)."""
+    settings = config.to_dict()
+
+    def per_stream(table: pa.Table) -> pa.Table:
+        cfg = SketchConfig.from_dict(settings)
+        schema = _out_schema()
+        return process_stream(table, cfg, schema)
+
+    return per_stream
+
+
+def process_stream(table: pa.Table, config: SketchConfig, schema: pa.Schema) -> pa.Table:
+    """Append one stream's new events to its restored frontier; the changed rows as ``schema``.
+
+    ``table`` holds the stream's rows of the work frame: ``kind`` 0 events (``e_type``,
+    ``e_ts``, ``e_id``, ``e_version``), 1 its top-level node rows, 2 its open row (``o_*``).
+    """
+    kind = table.column("kind")
+    events = table.filter(pc.equal(kind, EVENT))
+    stream = table.column("stream")[0].as_py() if table.num_rows else None
+    parts: list[pa.Table] = []
+    e_type = events.column("e_type")
+    e_ts = events.column("e_ts")
+    e_id = events.column("e_id")
+    complete = pc.and_(pc.and_(pc.is_valid(e_type), pc.is_valid(e_ts)), pc.is_valid(e_id))
+    if stream is not None:
+        complete = pc.fill_null(complete, False)
+    else:
+        complete = pa.array(np.zeros(events.num_rows, dtype=np.bool_))
+    incomplete = events.filter(pc.invert(complete))
+    if incomplete.num_rows:
+        n = incomplete.num_rows
+        parts.append(_padded(schema, OUT_LATE, n, {
+            "stream": pa.array([stream] * n, pa.string()),
+            "l_type": incomplete.column("e_type"), "l_ts": incomplete.column("e_ts"),
+            "l_id": incomplete.column("e_id"), "l_version": incomplete.column("e_version"),
+            "l_reason": pa.array(["incomplete"] * n, pa.string())}))
+    if stream is None:
+        return pa.concat_tables(parts) if parts else schema.empty_table()
+    events = events.filter(complete)
+    nodes = table.filter(pc.equal(kind, NODE)).select([name for name, _ in NODES_COLUMNS])
+    opened = table.filter(pc.equal(kind, OPEN))
+    state = None
+    if opened.num_rows:
+        if opened.num_rows > 1:
+            raise SketchStateError(f"stream {stream!r}: {opened.num_rows} open rows")
+        cols = {name: opened.column(f"o_{name}") if name != "stream" else opened.column("stream")
+                for name, _ in OPEN_COLUMNS}
+        state = OpenState.from_arrow(pa.table(cols).cast(OPEN_ARROW_SCHEMA))[0]
+    front = frontier_from_arrow(nodes.cast(NODES_ARROW_SCHEMA), state, config)
+
+    ts = _micros(events.column("e_ts"))
+    ids = np.asarray(events.column("e_id").to_numpy(zero_copy_only=False), dtype=np.int64)
+    names = np.asarray(events.column("e_type").to_numpy(zero_copy_only=False), dtype=object)
+    versions = np.asarray(events.column("e_version").to_numpy(zero_copy_only=False),
+                          dtype=np.int64)
+    # (ts, id), then type and commit version: a total order, so reruns pick the same duplicate.
+    order = np.lexsort((versions, names.astype(str) if len(names) else names, ids, ts))
+    ts, ids, names, versions = ts[order], ids[order], names[order], versions[order]
+    last_ts = state.last_ts if state is not None else None
+    last_id = state.last_id if state is not None else None
+    late = np.zeros(len(ts), dtype=np.bool_)
+    if last_ts is not None:
+        late |= (ts < last_ts) | ((ts == last_ts) & (ids <= int(last_id)))
+    if len(ts) > 1:
+        late[1:] |= (ts[1:] == ts[:-1]) & (ids[1:] == ids[:-1])
+    accepted = ~late
+    if late.any():
+        # The bound each late event broke: the last accepted (ts, id) before it.
+        idx = np.where(accepted, np.arange(len(ts)), -1)
+        before = np.concatenate(([-1], np.maximum.accumulate(idx)[:-1]))
+        at = before[late]
+        has = at >= 0
+        bound_ts = np.where(has, ts[np.maximum(at, 0)], -1 if last_ts is None else last_ts)
+        bound_id = np.where(has, ids[np.maximum(at, 0)], -1 if last_id is None else last_id)
+        n = int(late.sum())
+        valid = has | (last_ts is not None)
+        parts.append(_padded(schema, OUT_LATE, n, {
+            "stream": pa.array([stream] * n, pa.string()),
+            "l_type": pa.array(names[late].tolist(), pa.string()),
+            "l_ts": pa.array(ts[late], pa.int64()).cast(TS),
+            "l_id": pa.array(ids[late], pa.int64()),
+            "l_version": pa.array(versions[late], pa.int64()),
+            "l_reason": pa.array(["late"] * n, pa.string()),
+            "l_last_ts": pa.array(bound_ts, pa.int64(), mask=~valid).cast(TS),
+            "l_last_id": pa.array(bound_id, pa.int64(), mask=~valid)}))
+    grown = front.append(names[accepted].tolist(), ts[accepted])
+    rows = append_rows(stream, front, grown)
+    parts.append(_padded(schema, OUT_NODE, rows.num_rows,
+                         {name: rows.column(name) for name, _ in NODES_COLUMNS}))
+    old_ids = list(state.ids) if state is not None else []
+    all_ids = old_ids + ids[accepted].tolist()
+    n_open = grown.open_leaf.n_events
+    if accepted.any():
+        new_last_ts, new_last_id = int(ts[accepted][-1]), int(ids[accepted][-1])
+    else:
+        new_last_ts, new_last_id = last_ts, last_id
+    new_state = OpenState(stream, grown.n_full_leaves, tuple(grown.open_leaf.names or ()),
+                          tuple(grown.open_ts.tolist()),
+                          tuple(all_ids[len(all_ids) - n_open:]) if n_open else (),
+                          new_last_ts, new_last_id)
+    open_row = open_to_arrow([new_state], config)
+    columns = {f"o_{name}": open_row.column(name) for name, _ in OPEN_COLUMNS if name != "stream"}
+    columns["stream"] = open_row.column("stream")
+    columns["n_accepted"] = pa.array([int(accepted.sum())], pa.int64())
+    parts.append(_padded(schema, OUT_OPEN, 1, columns))
+    return pa.concat_tables(parts)
+
+
+# ---- writes ------------------------------------------------------------------------------------
+
+_WORKER_CODE = re.compile(r"(CEP-[A-Z]+-\d{3}): ([^\n]*)")
+
+
+def _worker_error(exc: Exception) -> Exception:
+    """A typed error raised in a Python worker, rebuilt on the driver from Spark's message.
+
+    Spark wraps worker exceptions (``PythonException``); the first ``CEP-...`` code in the
+    message names the class: 002 a damaged blob, 003 bad events, 040 inconsistent state;
+    any other code becomes a :class:`SketchJobError` carrying the original message. An error
+    without a code is returned unchanged.
+    """
+    if isinstance(exc, CepError):
+        return exc
+    found = _WORKER_CODE.search(str(exc))
+    if found is None:
+        return exc
+    from cep.sketch.errors import CorruptSketchError, SketchInputError
+
+    classes: dict[str, type[CepError]] = {
+        CorruptSketchError.code: CorruptSketchError, SketchInputError.code: SketchInputError,
+        SketchStateError.code: SketchStateError}
+    code, message = found.group(1), found.group(2).strip()
+    if code in classes:
+        return classes[code](message)
+    return SketchJobError(f"{code}: {message}")
+
+
+class _TxnConfs:
+    """Sets the idempotent-write session confs (and the commit's userMetadata) around a MERGE."""
+
+    def __init__(self, spark: "SparkSession", app_id: str, version: int, metadata: str) -> None:
+        self.spark, self.values = spark, {TXN_APP_CONF: app_id, TXN_VERSION_CONF: str(version),
+                                          USER_METADATA_CONF: metadata}
+
+    def __enter__(self) -> None:
+        for key, value in self.values.items():
+            self.spark.conf.set(key, value)
+
+    def __exit__(self, *exc: object) -> None:
+        for key in self.values:
+            self.spark.conf.unset(key)
+
+
+def _merge(spark: "SparkSession", table: TableConf, source: "DataFrame", keys: list[str],
+           app_id: str, version: int, metadata: str) -> None:
+    from delta.tables import DeltaTable
+
+    condition = " AND ".join(f"t.{key} = s.{key}" for key in keys)
+    with _TxnConfs(spark, app_id, version, metadata):
+        (DeltaTable.forPath(spark, str(table.location)).alias("t")
+         .merge(source.alias("s"), condition)
+         .whenMatchedUpdateAll().whenNotMatchedInsertAll().execute())
+
+
+def _crash_point(where: str, crash_after: str | None) -> None:
+    if crash_after == where:
+        raise InjectedCrash(f"injected crash after the {where} write ({CRASH_ENV}={where})")
+
+
+# ---- the run -----------------------------------------------------------------------------------
+
+def run_sketch(spark: "SparkSession", settings: Settings, conf: SketchConf | str, *,
+               until_version: int | None = None, quiet: bool = False,
+               crash_after: str | None = None) -> SketchRunResult:
+    """Bring the sketch's state up to the source's current version (or ``until_version``).
+
+    Args:
+        spark: A session from :func:`jobs.session.build_session`.
+        settings: Resolved settings.
+        conf: The sketch (or its name in ``conf/sketches.toml``).
+        until_version: Process the source only up to this version.
+        quiet: No progress output.
+        crash_after: Test hook (default ``$CEP_SKETCH_CRASH_AFTER``): raise
+            :class:`InjectedCrash` right after the ``nodes``, ``open`` or ``late`` write.
+
+    Returns:
+        The last run's :class:`SketchRunResult` (``written`` False when nothing was new).
+
+    Raises:
+        SourceVersionError: no source table, a bad ``until_version``, or an unreadable feed.
+        SourceNotAppendOnlyError: an update or delete in the source's new versions.
+        SketchSettingsChangedError: the registration contradicts the meta table.
+        CorruptSketchError: a stored filter is damaged (CEP-SKETCH-002, naming stream and node).
+    """
+    started = time.monotonic()
+    if isinstance(conf, str):
+        conf = load_sketch(settings, conf)
+    crash_after = crash_after if crash_after is not None else os.environ.get(CRASH_ENV) or None
+    current = current_version(spark, conf.source)
+    if current is None:
+        raise SourceVersionError(f"sketch {conf.name}: source table {conf.source.name} does not "
+                                 f"exist at {conf.source.location}")
+    target = current if until_version is None else int(until_version)
+    if not 0 <= target <= current:
+        raise SourceVersionError(f"sketch {conf.name}: --until-version {until_version} is outside "
+                                 f"the versions 0..{current} of {conf.source.name}")
+    meta = read_meta(spark, conf)
+    done = -1 if meta is None else int(meta["source_version"])
+    interrupted = _interrupted_target(spark, conf, meta)
+    resumed = False
+    result: SketchRunResult | None = None
+    if interrupted is not None and interrupted > done:
+        _say(quiet, f"{conf.name}: resuming the run interrupted at source version {interrupted}")
+        result = _run_once(spark, conf, meta, done, interrupted, quiet, crash_after, started,
+                           resumed=True)
+        meta, done, resumed = read_meta(spark, conf), interrupted, True
+    if target <= done:
+        if result is not None:
+            return result
+        _say(quiet, f"{conf.name}: nothing new in {conf.source.name} (source version {target}, "
+                    f"sketch at {done}); nothing written")
+        return SketchRunResult(conf.name, False, "", None, done,
+                               config=config_from_meta(meta) if meta else None,
+                               seconds=time.monotonic() - started)
+    return _run_once(spark, conf, meta, done, target, quiet, crash_after, started,
+                     resumed=resumed)
+
+
+def _run_once(spark: "SparkSession", conf: SketchConf, meta: dict[str, Any] | None, done: int,
+              target: int, quiet: bool, crash_after: str | None, started: float, *,
+              resumed: bool) -> SketchRunResult:
+    """Process source versions ``done + 1 .. target`` and write the state (meta last)."""
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    config = _check_settings(conf, meta) if meta is not None else conf.initial_config()
+    for table, columns, suffix in ((conf.nodes, NODES_COLUMNS, "nodes"),
+                                   (conf.open, OPEN_COLUMNS, "open"),
+                                   (conf.late, LATE_COLUMNS, "late"),
+                                   (conf.meta, META_COLUMNS, "meta")):
+        _ensure_table(spark, conf, table, columns, suffix)
+    first = done + 1
+    run_id = f"{conf.name}:{first}-{target}"
+    _say(quiet, f"{conf.name}: reading {conf.source.name} versions {first}..{target} "
+                f"({'snapshot' if done < 0 else 'change data feed'}); m={config.m} k={config.k} "
+                f"C={config.C} fanout={config.fanout}")
+    events = _new_events(spark, conf, done, target)
+    work = events
+    for part in _state(spark, conf, meta, events):
+        work = work.unionByName(part, allowMissingColumns=True)
+    out = (work.groupBy("stream")
+           .applyInArrow(make_stream_function(config), spark_schema(OUT_COLUMNS))
+           .persist(StorageLevel.MEMORY_AND_DISK))
+    try:
+        try:
+            stats = {row["out"]: row for row in out.groupBy("out").agg(
+                F.count(F.lit(1)).alias("rows"),
+                F.coalesce(F.sum("n_accepted"), F.lit(0)).alias("accepted")).collect()}
+        except Exception as exc:
+            raise _worker_error(exc) from None
+        node_rows = int(stats[OUT_NODE]["rows"]) if OUT_NODE in stats else 0
+        streams = int(stats[OUT_OPEN]["rows"]) if OUT_OPEN in stats else 0
+        accepted = int(stats[OUT_OPEN]["accepted"]) if OUT_OPEN in stats else 0
+        late = int(stats[OUT_LATE]["rows"]) if OUT_LATE in stats else 0
+        _say(quiet, f"{conf.name}: {accepted + late:,} events read in {streams:,} streams: "
+                    f"{accepted:,} accepted, {late:,} late; {node_rows:,} node rows to merge "
+                    f"({time.monotonic() - started:.1f}s)")
+        metadata = json.dumps({METADATA_KEY: conf.name, "run_id": run_id,
+                               "source_version": target})
+
+        def app(suffix: str) -> str:
+            return f"cep-sketch-{conf.name}-{suffix}"
+
+        if node_rows:
+            _merge(spark, conf.nodes, out.where(F.col("out") == OUT_NODE)
+                   .select([name for name, _ in NODES_COLUMNS]),
+                   ["stream", "node_id"], app("nodes"), target, metadata)
+        _say(quiet, f"{conf.name}: nodes merged ({time.monotonic() - started:.1f}s)")
+        _crash_point("nodes", crash_after)
+        if streams:
+            _merge(spark, conf.open, out.where(F.col("out") == OUT_OPEN)
+                   .select(F.col("stream"), *[F.col(f"o_{name}").alias(name)
+                                              for name, _ in OPEN_COLUMNS if name != "stream"]),
+                   ["stream"], app("open"), target, metadata)
+        _say(quiet, f"{conf.name}: open leaves merged ({time.monotonic() - started:.1f}s)")
+        _crash_point("open", crash_after)
+        if late:
+            (out.where(F.col("out") == OUT_LATE)
+             .select(F.lit(run_id).alias("run_id"), F.col("l_version").alias("source_version"),
+                     "stream", F.col("l_type").alias("type"), F.col("l_ts").alias("ts"),
+                     F.col("l_id").alias("id"), F.col("l_reason").alias("reason"),
+                     F.col("l_last_ts").alias("last_ts"), F.col("l_last_id").alias("last_id"))
+             .write.format("delta").mode("append")
+             .option("txnAppId", app("late")).option("txnVersion", target)
+             .option("userMetadata", metadata).save(str(conf.late.location)))
+        _crash_point("late", crash_after)
+    finally:
+        out.unpersist()
+    versions = {suffix: current_version(spark, table)
+                for suffix, table in (("nodes", conf.nodes), ("open", conf.open),
+                                      ("late", conf.late))}
+    meta_row = {
+        "sketch": conf.name, "source": conf.source.name, "stream_col": conf.stream_col,
+        "type_col": conf.type_col, "ts_col": conf.ts_col, "id_col": conf.id_col,
+        "m": config.m, "k": config.k, "C": config.C, "fanout": config.fanout,
+        "seeds": list(config.seeds or ()), "target_fpq": config.target_fpq,
+        "config_version": config.config_version, "source_version": target,
+        "nodes_version": versions["nodes"], "open_version": versions["open"],
+        "late_version": versions["late"], "run_id": run_id,
+        "events_total": (int(meta["events_total"]) if meta else 0) + accepted,
+        "late_total": (int(meta["late_total"]) if meta else 0) + late}
+    (spark.createDataFrame([tuple(meta_row[name] for name, _ in META_COLUMNS)],
+                           spark_schema(META_COLUMNS))
+     .write.format("delta").mode("overwrite")
+     .option("txnAppId", f"cep-sketch-{conf.name}-meta").option("txnVersion", target)
+     .option("userMetadata", metadata).save(str(conf.meta.location)))
+    versions["meta"] = current_version(spark, conf.meta)
+    seconds = time.monotonic() - started
+    _say(quiet, f"{conf.name}: source version {target} done in {seconds:.1f}s; versions "
+                + ", ".join(f"{k}={v}" for k, v in versions.items()))
+    return SketchRunResult(conf.name, True, run_id, first, target, accepted + late, accepted,
+                           late, streams, node_rows, versions, config, resumed, seconds)
+
+
+def run_sketch_by_name(spark: "SparkSession", settings: Settings, name: str,
+                       until_version: int | None = None) -> SketchRunResult:
+    """:func:`run_sketch` for a sketch of ``conf/sketches.toml`` (the CLI's entry point)."""
+    return run_sketch(spark, settings, load_sketch(settings, name), until_version=until_version)
+
+
+def iter_sketch_names(settings: Settings) -> Iterator[str]:
+    """Names of the registered sketches."""
+    from delta_tables.sketch_conf import load_sketches
+
+    yield from load_sketches(settings)

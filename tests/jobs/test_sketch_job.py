@@ -1,0 +1,320 @@
+"""The incremental sketch job on real Spark + Delta (small data; jobs/sketch.py).
+
+Every state is checked against ``SketchTree.build`` per stream in the pure core, converted with
+``delta_tables.sketch_state`` (bits included): incremental over any split of the source equals
+one run, reruns write nothing, crashes between the writes heal on rerun, late events are kept
+and counted, damaged state and non-append sources are typed errors, and time travel gives the
+tree of an earlier source version.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+
+from cep.sketch import CorruptSketchError, SketchConfig, SketchTree
+from delta_tables.catalog import current_version, read_table
+from delta_tables.settings import TableConf
+from delta_tables.sketch_conf import SketchConf, sketch_from_mapping
+from delta_tables.sketch_state import (META_COLUMNS, OpenState, open_to_arrow, spark_schema,
+                                       tree_to_arrow)
+from jobs.sketch import (InjectedCrash, SourceNotAppendOnlyError, SourceVersionError,
+                         read_meta, run_sketch)
+
+CONFIG = {"m": 64, "k": 2, "C": 3, "fanout": 2, "seeds": [5, 9]}
+CFG = SketchConfig(m=64, k=2, C=3, fanout=2, seeds=(5, 9))
+TS = pa.timestamp("us", tz="UTC")
+EPOCH = 1_600_000_000_000_000
+SOURCE_SCHEMA = pa.schema([("id", pa.int64()), ("case_id", pa.string()), ("type", pa.string()),
+                           ("ts", TS)])
+
+
+# ---- data and helpers ---------------------------------------------------------------------------
+
+def make_events(seed: int, n: int = 600, streams: int = 7) -> pa.Table:
+    """Events sorted by (ts, id): timestamps with ties, unique ids, Zipf-ish names."""
+    rng = np.random.default_rng(seed)
+    ts = EPOCH + np.sort(rng.integers(0, n // 2, n)) * 1_000_000
+    ids = rng.permutation(n).astype(np.int64)
+    keys = [f"s{k}" for k in rng.integers(0, streams, n)]
+    names = [f"T{t}" for t in np.minimum(rng.zipf(1.6, n), 9)]
+    table = pa.table({"id": ids, "case_id": keys, "type": names,
+                      "ts": pa.array(ts, pa.int64()).cast(TS)}, schema=SOURCE_SCHEMA)
+    return table.sort_by([("ts", "ascending"), ("id", "ascending")])
+
+
+def create_source(spark, settings, name: str) -> TableConf:
+    from delta.tables import DeltaTable
+
+    location = settings.location_under_warehouse(name)
+    (DeltaTable.create(spark).location(str(location))
+     .addColumns(spark.createDataFrame(SOURCE_SCHEMA.empty_table()).schema)
+     .property("delta.enableChangeDataFeed", "true").execute())
+    return TableConf(name, location)
+
+
+def append(spark, table: TableConf, rows: pa.Table) -> int:
+    spark.createDataFrame(rows).write.format("delta").mode("append").save(str(table.location))
+    return int(current_version(spark, table))
+
+
+def sketch(settings, name: str, source: str) -> SketchConf:
+    return sketch_from_mapping(settings, name, {"source": source, "stream_col": "case_id",
+                                                "type_col": "type", "ts_col": "ts",
+                                                "id_col": "id", **CONFIG})
+
+
+def run(spark, settings, conf: SketchConf, **kw: Any):
+    return run_sketch(spark, settings, conf, quiet=True, **kw)
+
+
+def rows(spark, table: TableConf, keys: tuple[str, ...], version: int | None = None) -> list:
+    data = read_table(spark, table, version=version).toArrow().to_pylist()
+    return sorted(data, key=lambda r: tuple("" if r[k] is None else r[k] for k in keys))
+
+
+def nodes_of(spark, conf: SketchConf, version: int | None = None) -> list:
+    return rows(spark, conf.nodes, ("stream", "node_id"), version)
+
+
+def open_of(spark, conf: SketchConf) -> list:
+    return rows(spark, conf.open, ("stream",))
+
+
+def late_of(spark, conf: SketchConf) -> list:
+    return rows(spark, conf.late, ("source_version", "stream", "ts", "id", "type"))
+
+
+def versions(spark, conf: SketchConf) -> dict[str, int | None]:
+    return {k: current_version(spark, t) for k, t in conf.state_tables().items()}
+
+
+def core_state(events: pa.Table, cfg: SketchConfig = CFG) -> tuple[list, list]:
+    """Nodes and open rows of ``SketchTree.build`` per stream over accepted events."""
+    nodes, opened = [], []
+    events = events.sort_by([("ts", "ascending"), ("id", "ascending")])
+    for stream in sorted(set(events.column("case_id").to_pylist())):
+        sub = events.filter(pc.equal(events.column("case_id"), stream))
+        ts = np.asarray(sub.column("ts").cast(pa.int64()).to_numpy())
+        ids = sub.column("id").to_pylist()
+        tree = SketchTree.build(sub.column("type").to_pylist(), ts, cfg)
+        nodes += tree_to_arrow(stream, tree).to_pylist()
+        n_open = tree.open_leaf.n_events
+        opened.append(OpenState(stream, tree.n_full_leaves, tree.open_leaf.names,
+                                tuple(tree.open_ts.tolist()),
+                                tuple(ids[len(ids) - n_open:]) if n_open else (),
+                                int(ts[-1]), int(ids[-1])))
+    return (sorted(nodes, key=lambda r: (r["stream"], r["node_id"])),
+            open_to_arrow(opened, cfg).to_pylist())
+
+
+def assert_state_is_core(spark, conf: SketchConf, events: pa.Table) -> None:
+    nodes, opened = core_state(events)
+    got = nodes_of(spark, conf)
+    assert len(got) == len(nodes) and got == nodes
+    assert open_of(spark, conf) == opened
+
+
+# ---- incremental == one run == the core -----------------------------------------------------------
+
+def test_any_split_equals_one_run_and_the_core_and_time_travel(spark, settings) -> None:
+    events = make_events(1)
+    states = {}
+    history: list[tuple[int, int, int]] = []  # (commits so far, source version, nodes version)
+    for parts in (1, 2, 5):
+        source = create_source(spark, settings, f"sk_src_split{parts}")
+        conf = sketch(settings, f"sk_split{parts}", source.name)
+        bounds = np.linspace(0, events.num_rows, parts + 1).astype(int)
+        for i, (lo, hi) in enumerate(zip(bounds, bounds[1:])):
+            version = append(spark, source, events.slice(lo, hi - lo))
+            result = run(spark, settings, conf)
+            assert result.written and result.source_version == version
+            assert result.events_read == result.events_accepted == hi - lo and result.late == 0
+            assert_state_is_core(spark, conf, events.slice(0, hi))
+            if parts == 5:
+                history.append((int(hi), version, int(read_meta(spark, conf)["nodes_version"])))
+        states[parts] = (nodes_of(spark, conf), open_of(spark, conf))
+        meta = read_meta(spark, conf)
+        assert meta["events_total"] == events.num_rows and meta["late_total"] == 0
+        assert (meta["m"], meta["k"], meta["C"], meta["fanout"], meta["seeds"]) == (64, 2, 3, 2,
+                                                                                   [5, 9])
+    assert states[1] == states[2] == states[5]
+    assert len({(r["stream"], r["node_id"]) for r in states[5][0]}) == len(states[5][0])
+    # Time travel: the nodes table as of an earlier run is the tree of the source as of then.
+    for hi, source_version, nodes_version in history[:-1]:
+        expected, _ = core_state(events.slice(0, hi))
+        assert nodes_of(spark, sketch(settings, "sk_split5", "sk_src_split5"),
+                        nodes_version) == expected
+        sql = spark.sql(f"SELECT stream, node_id, bits FROM sk_split5_nodes VERSION AS OF "
+                        f"{nodes_version}").toArrow().to_pylist()
+        assert sorted((r["stream"], r["node_id"], r["bits"]) for r in sql) == \
+            [(r["stream"], r["node_id"], r["bits"]) for r in expected]
+        source = read_table(spark, TableConf("sk_src_split5", settings.location_under_warehouse(
+            "sk_src_split5")), version=source_version).toArrow()
+        assert core_state(source)[0] == expected
+
+    # A rerun with nothing new writes nothing.
+    conf = sketch(settings, "sk_split2", "sk_src_split2")
+    before = versions(spark, conf)
+    again = run(spark, settings, conf)
+    assert not again.written and versions(spark, conf) == before
+
+
+# ---- crashes between the writes -------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def crash_source(spark, settings) -> dict[str, Any]:
+    """A source of three commits; commits 2 and 3 carry late events and an exact duplicate.
+
+    The reference sketch runs cleanly after each commit; its state after commits 2 and 3 is what
+    a crashed-then-rerun sketch must equal.
+    """
+    events = make_events(2, n=500)
+    cut1, cut2 = 200, 350
+    first = events.slice(0, cut1)
+    late = first.slice(20, 4)
+    late = pa.table({"id": pc.add(late.column("id"), 10_000), "case_id": late.column("case_id"),
+                     "type": late.column("type"), "ts": late.column("ts")}, schema=SOURCE_SCHEMA)
+    duplicate = first.slice(cut1 - 1, 1)
+    second = pa.concat_tables([events.slice(cut1, cut2 - cut1), late, duplicate])
+    late3 = pa.table({"id": pa.array([20_000], pa.int64()),
+                      "case_id": events.slice(cut1, 1).column("case_id"),
+                      "type": pa.array(["T1"]), "ts": events.slice(0, 1).column("ts")},
+                     schema=SOURCE_SCHEMA)
+    third = pa.concat_tables([events.slice(cut2, events.num_rows - cut2), late3])
+    source = create_source(spark, settings, "sk_src_crash")
+    versions_ = [append(spark, source, part) for part in (first, second, third)]
+    ref = sketch(settings, "sk_ref", source.name)
+    states = {}
+    for v in versions_:
+        run(spark, settings, ref, until_version=v)
+        states[v] = state_of(spark, ref)
+    return {"source": source, "versions": versions_, "states": states,
+            "accepted": pa.concat_tables([first, events.slice(cut1, events.num_rows - cut1)])}
+
+
+def state_of(spark, conf: SketchConf) -> dict[str, Any]:
+    """Every state table's rows, the sketch's own name taken out (run ids start with it)."""
+    meta = read_meta(spark, conf)
+    meta.pop("sketch")
+    meta["run_id"] = meta["run_id"].split(":", 1)[1]
+    late = late_of(spark, conf)
+    for row in late:
+        row["run_id"] = row["run_id"].split(":", 1)[1]
+    return {"nodes": nodes_of(spark, conf), "open": open_of(spark, conf), "late": late,
+            "meta": meta}
+
+
+def test_reference_sketch_keeps_and_counts_late_events(spark, settings, crash_source) -> None:
+    ref = sketch(settings, "sk_ref", "sk_src_crash")
+    v1, v2, v3 = crash_source["versions"]
+    late = late_of(spark, ref)
+    assert [r["reason"] for r in late] == ["late"] * 6
+    assert [r["source_version"] for r in late] == [v2] * 5 + [v3]
+    assert {r["run_id"] for r in late} == {f"sk_ref:{v2}-{v2}", f"sk_ref:{v3}-{v3}"}
+    # Every late event is not after the bound it is reported against.
+    assert all((r["ts"], r["id"]) <= (r["last_ts"], r["last_id"]) for r in late)
+    meta = read_meta(spark, ref)
+    assert meta["late_total"] == 6
+    assert meta["events_total"] == crash_source["accepted"].num_rows
+    assert_state_is_core(spark, ref, crash_source["accepted"])
+
+
+@pytest.mark.parametrize("point, grow", [("nodes", True), ("open", False), ("late", False)])
+def test_crash_between_writes_then_rerun_equals_a_clean_run(spark, settings, crash_source,
+                                                            point: str, grow: bool) -> None:
+    v1, v2, v3 = crash_source["versions"]
+    conf = sketch(settings, f"sk_crash_{point}_{int(grow)}", "sk_src_crash")
+    run(spark, settings, conf, until_version=v1)
+    clean = versions(spark, conf)
+    with pytest.raises(InjectedCrash, match="CEP-SKETCH-045"):
+        run(spark, settings, conf, until_version=v2, crash_after=point)
+    crashed = versions(spark, conf)
+    assert read_meta(spark, conf)["source_version"] == v1 and crashed["meta"] == clean["meta"]
+    written = {"nodes": ["nodes"], "open": ["nodes", "open"], "late": ["nodes", "open", "late"]}
+    for table in written[point]:
+        assert crashed[table] == clean[table] + 1
+    result = run(spark, settings, conf, until_version=v3 if grow else v2)
+    assert result.resumed
+    target = v3 if grow else v2
+    assert state_of(spark, conf) == crash_source["states"][target]
+    nodes = nodes_of(spark, conf)
+    assert len({(r["stream"], r["node_id"]) for r in nodes}) == len(nodes)
+    after = versions(spark, conf)
+    if not grow:
+        # The writes applied before the crash were skipped by Delta (same txnAppId/txnVersion).
+        for table in written[point]:
+            assert after[table] == crashed[table]
+        assert after["meta"] == crashed["meta"] + 1
+    again = run(spark, settings, conf, until_version=target)
+    assert not again.written and versions(spark, conf) == after
+
+
+# ---- typed errors ------------------------------------------------------------------------------
+
+def test_corrupt_bits_fail_the_next_run_naming_stream_and_node(spark, settings) -> None:
+    from delta.tables import DeltaTable
+    from pyspark.sql import functions as F
+
+    events = make_events(3, n=200, streams=3)
+    source = create_source(spark, settings, "sk_src_corrupt")
+    append(spark, source, events.slice(0, 150))
+    conf = sketch(settings, "sk_corrupt", source.name)
+    run(spark, settings, conf)
+    top = [r for r in nodes_of(spark, conf) if r["is_top"] and r["stream"] == "s1"][0]
+    blob = bytearray(top["bits"])
+    blob[15] ^= 0x10
+    # Damage the state the next run reads: the row's bits, and the meta pointing at that version.
+    (DeltaTable.forPath(spark, str(conf.nodes.location))
+     .update(f"stream = 's1' AND node_id = {top['node_id']}", {"bits": F.lit(bytes(blob))}))
+    meta = read_meta(spark, conf)
+    meta["nodes_version"] = current_version(spark, conf.nodes)
+    (spark.createDataFrame([tuple(meta[name] for name, _ in META_COLUMNS)],
+                           spark_schema(META_COLUMNS))
+     .write.format("delta").mode("overwrite").save(str(conf.meta.location)))
+    append(spark, source, events.slice(150, 50))
+    before = versions(spark, conf)
+    with pytest.raises(CorruptSketchError) as info:
+        run(spark, settings, conf)
+    message = str(info.value)
+    assert message.startswith("CEP-SKETCH-002")
+    assert "stream 's1'" in message and f"node_id {top['node_id']}" in message
+    assert "checksum mismatch" in message
+    assert versions(spark, conf) == before
+
+
+def test_update_in_the_source_is_a_typed_error(spark, settings) -> None:
+    from delta.tables import DeltaTable
+
+    events = make_events(4, n=100, streams=2)
+    source = create_source(spark, settings, "sk_src_update")
+    append(spark, source, events)
+    conf = sketch(settings, "sk_update", source.name)
+    run(spark, settings, conf)
+    DeltaTable.forPath(spark, str(source.location)).update("id = 0", {"type": "'X'"})
+    before = versions(spark, conf)
+    with pytest.raises(SourceNotAppendOnlyError, match="CEP-SKETCH-042.*update_preimage"):
+        run(spark, settings, conf)
+    assert versions(spark, conf) == before
+    with pytest.raises(SourceVersionError, match="CEP-SKETCH-043"):
+        run(spark, settings, conf, until_version=99)
+
+
+def test_incomplete_rows_are_rejected_not_dropped(spark, settings) -> None:
+    events = make_events(5, n=60, streams=2)
+    source = create_source(spark, settings, "sk_src_nulls")
+    broken = pa.table({"id": pa.array([900, 901], pa.int64()),
+                       "case_id": pa.array(["s0", None]), "type": pa.array([None, "T1"]),
+                       "ts": events.slice(0, 2).column("ts")}, schema=SOURCE_SCHEMA)
+    append(spark, source, pa.concat_tables([events, broken]))
+    conf = sketch(settings, "sk_nulls", source.name)
+    result = run(spark, settings, conf)
+    assert result.events_read == 62 and result.late == 2 and result.events_accepted == 60
+    late = late_of(spark, conf)
+    assert {(r["stream"], r["id"], r["reason"]) for r in late} == \
+        {(None, 901, "incomplete"), ("s0", 900, "incomplete")}
+    assert_state_is_core(spark, conf, events)
