@@ -45,3 +45,13 @@ def loaded_logs(spark: "object", settings: Settings) -> dict[str, object]:
 
     return {name: load_log(spark, settings, name, quiet=True)
             for name in ("bpi2017_offers", "bpi2017_applications", "bpi2012")}
+
+
+@pytest.fixture(scope="session")
+def sketched_logs(spark: "object", settings: Settings, loaded_logs: dict[str, object]
+                  ) -> dict[str, object]:
+    """The sketches the docs query (``app_sketch`` of ``conf/sketches.toml``, over the BPI 2017
+    application log), built once per run by the sketch job into the test warehouse."""
+    from jobs.sketch import run_sketch
+
+    return {name: run_sketch(spark, settings, name, quiet=True) for name in ("app_sketch",)}

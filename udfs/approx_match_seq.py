@@ -279,47 +279,67 @@ def stored_config(stream: str, rows: Sequence[Sequence[Any]]) -> Any:
     ``delta_tables.sketch_state.config_from_nodes``, over Python rows.
 
     Raises:
-        SketchRowsError: NULL settings or rows of different configurations (CEP-SQL-022).
+        SketchRowsError: NULL fields or rows of different configurations (CEP-SQL-022).
     """
-    from cep.sketch import SketchConfig, SketchConfigError
+    return _config_of(stream, _columns(stream, rows))
 
+
+def _columns(stream: str, rows: Sequence[Sequence[Any]]) -> list[tuple[Any, ...]]:
+    """The rows transposed (one tuple per :data:`NODE_COLUMNS` field), NULLs refused where a
+    tree needs a value."""
+    cols = list(zip(*rows))
+    for name in ("node_id", "level", "idx", "pos_start", "pos_end", "n_events", "is_open", "m",
+                 "k", "seeds", "config_version"):
+        if None in cols[_FIELD[name]]:
+            at = cols[_FIELD[name]].index(None)
+            raise SketchRowsError(f"stream {stream!r}: node {cols[_FIELD['node_id']][at]} has a "
+                                  f"NULL {name}")
+    return cols
+
+
+def _config_of(stream: str, cols: list[tuple[Any, ...]]) -> Any:
     f = _FIELD
-    settings = set()
-    for r in rows:
-        if any(r[f[name]] is None for name in ("m", "k", "seeds", "config_version", "level",
-                                               "n_events", "is_open")):
-            raise SketchRowsError(f"stream {stream!r}: node {r[f['node_id']]} has a NULL level, "
-                                  "n_events, is_open or setting (m, k, seeds, config_version)")
-        settings.add((int(r[f["m"]]), int(r[f["k"]]), tuple(int(x) for x in r[f["seeds"]]),
-                      int(r[f["config_version"]])))
+    settings = set(zip(cols[f["m"]], cols[f["k"]], map(tuple, cols[f["seeds"]]),
+                       cols[f["config_version"]]))
     if len(settings) > 1:
         found = "; ".join(f"m={m} k={k} seeds={list(sd)} config_version={v}"
                           for m, k, sd, v in sorted(settings))
         raise SketchRowsError(f"stream {stream!r}: rows of different sketch configurations "
                               f"({found}); read one version of the table")
     m, k, seeds, version = settings.pop()
-    full = [r for r in rows if not r[f["is_open"]]]
-    leaves = [int(r[f["n_events"]]) for r in full if int(r[f["level"]]) == 0]
-    opened = [int(r[f["n_events"]]) for r in rows if r[f["is_open"]]]
-    c = leaves[0] if leaves else max(opened, default=0) + 1
-    ones = [int(r[f["n_events"]]) for r in full if int(r[f["level"]]) == 1]
-    fanout = ones[0] // c if ones and c else 2
+    leaves, ones, opened = [], [], []
+    for level, n, is_open in zip(cols[f["level"]], cols[f["n_events"]], cols[f["is_open"]]):
+        if is_open:
+            opened.append(n)
+        elif level == 0 and not leaves:
+            leaves.append(n)
+        elif level == 1 and not ones:
+            ones.append(n)
+    c = int(leaves[0]) if leaves else int(max(opened, default=0)) + 1
+    fanout = int(ones[0]) // c if ones and c else 2
     try:
-        return SketchConfig(m=m, k=k, C=c, fanout=fanout, seeds=seeds, config_version=version)
-    except SketchConfigError as err:
+        return _config(int(m), int(k), tuple(int(x) for x in seeds), c, fanout, int(version))
+    except CepError as err:
         raise SketchRowsError(f"stream {stream!r}: the rows give no valid sketch configuration: "
                               f"{err.message}") from None
 
 
-def _blob(stream: str, row: Sequence[Any], m: int) -> Any:
+@lru_cache(maxsize=256)
+def _config(m: int, k: int, seeds: tuple[int, ...], c: int, fanout: int, version: int) -> Any:
+    """One :class:`SketchConfig` value per distinct setting (its checks run once per worker)."""
+    from cep.sketch import SketchConfig
+
+    return SketchConfig(m=m, k=k, C=c, fanout=fanout, seeds=seeds, config_version=version)
+
+
+def _blob(stream: str, node: Any, blob: Any, m: int) -> Any:
     """The decoded filter of one row; CorruptSketchError naming the stream and the node."""
     from cep.sketch import CorruptSketchError, decode_bits, split_node_ids
 
-    node = row[_FIELD["node_id"]]
     try:
-        if row[_FIELD["bits"]] is None:
+        if blob is None:
             raise CorruptSketchError("the bits are NULL")
-        return decode_bits(row[_FIELD["bits"]], m)
+        return decode_bits(blob, m)
     except CorruptSketchError as err:
         level, index = split_node_ids(int(node))
         raise CorruptSketchError(f"stream {stream!r}, node_id {node} (level {int(level)}, index "
@@ -359,41 +379,44 @@ def query_tree(stream: str, rows: Sequence[Sequence[Any]]) -> Any:
     from cep.sketch import CorruptSketchError, SketchTree
 
     f = _FIELD
-    config = stored_config(stream, rows)
-    opened = [r for r in rows if r[f["is_open"]]]
-    full = [r for r in rows if not r[f["is_open"]]]
-    if len(opened) > 1:
-        raise SketchRowsError(f"stream {stream!r} has {len(opened)} open-leaf rows, at most one is "
+    cols = _columns(stream, rows)
+    config = _config_of(stream, cols)
+    is_open = np.array(cols[f["is_open"]], dtype=np.bool_)
+    n_open = int(is_open.sum())
+    if n_open > 1:
+        raise SketchRowsError(f"stream {stream!r} has {n_open} open-leaf rows, at most one is "
                               "allowed; read one version of the table")
-    width = config.m // 8
-    bits = np.empty((len(full), width), dtype=np.uint8)
-    for i, r in enumerate(full):
-        bits[i] = _blob(stream, r, config.m)
-    cols: dict[str, Any] = {"bits": bits}
+    full = np.flatnonzero(~is_open)
+    ids_all = np.array(cols[f["node_id"]], dtype=np.int64)
+    blobs = cols[f["bits"]]
+    bits = np.empty((len(full), config.m // 8), dtype=np.uint8)
+    for i, r in enumerate(full.tolist()):
+        bits[i] = _blob(stream, ids_all[r], blobs[r], config.m)
+    nodes: dict[str, Any] = {"bits": bits}
     for name, key in (("level", "level"), ("index", "idx"), ("pos_start", "pos_start"),
                       ("pos_end", "pos_end"), ("ts_start", "ts_start"), ("ts_end", "ts_end"),
                       ("n_events", "n_events")):
-        values = [r[f[key]] for r in full]
-        if any(v is None for v in values):
+        values = cols[f[key]]
+        if key.startswith("ts_") and None in [values[r] for r in full.tolist()]:
             raise SketchRowsError(f"stream {stream!r}: a node has a NULL {key}")
-        cols[name] = np.array(values, dtype=np.int64)
-    cols["is_top"] = np.array([bool(r[f["is_top"]]) for r in full], dtype=np.bool_)
-    ids = np.array([r[f["node_id"]] for r in full], dtype=np.int64)
-    bad = np.flatnonzero(ids != ((cols["level"] << 48) | cols["index"]))
+        nodes[name] = np.array([values[r] for r in full.tolist()], dtype=np.int64)
+    nodes["is_top"] = np.array([bool(cols[f["is_top"]][r]) for r in full.tolist()], dtype=np.bool_)
+    ids = ids_all[full]
+    bad = np.flatnonzero(ids != ((nodes["level"] << 48) | nodes["index"]))
     if len(bad):
         i = int(bad[0])
         raise SketchRowsError(f"stream {stream!r}: node_id {int(ids[i])} is not (level << 48) | idx "
-                              f"for level {int(cols['level'][i])}, idx {int(cols['index'][i])}")
-    if opened:
-        o = opened[0]
-        open_index = int(o[f["idx"]])
-        summary = (int(o[f["n_events"]]), o[f["ts_start"]], o[f["ts_end"]],
-                   _blob(stream, o, config.m))
+                              f"for level {int(nodes['level'][i])}, idx {int(nodes['index'][i])}")
+    if n_open:
+        o = int(np.flatnonzero(is_open)[0])
+        open_index = int(cols[f["idx"]][o])
+        summary = (int(cols[f["n_events"]][o]), cols[f["ts_start"]][o], cols[f["ts_end"]][o],
+                   _blob(stream, ids_all[o], blobs[o], config.m))
     else:
-        open_index = (int(cols["pos_end"].max()) + 1) // config.C if len(full) else 0
-        summary = (0, None, None, np.zeros(width, dtype=np.uint8))
+        open_index = (int(nodes["pos_end"].max()) + 1) // config.C if len(full) else 0
+        summary = (0, None, None, np.zeros(config.m // 8, dtype=np.uint8))
     try:
-        return SketchTree.restore(config, cols, open_index=open_index, open_summary=summary)
+        return SketchTree.restore(config, nodes, open_index=open_index, open_summary=summary)
     except CorruptSketchError as err:
         raise CorruptSketchError(f"stream {stream!r}: {err.message}") from None
 

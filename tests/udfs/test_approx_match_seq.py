@@ -181,6 +181,13 @@ def test_default_mode_policy_level(spark, sketches) -> None:
         s: evaluate_sketch(q, t, mode="exists") for s, t in sketches["full"].items()}
 
 
+def test_short_form_with_named_arguments_after_the_table(spark, sketches) -> None:
+    short = spark.sql("SELECT * FROM approx_match_seq('PATTERN A; B', TABLE(ams_nodes) "
+                      "PARTITION BY stream, mode => 'intervals', level => 1)").collect()
+    named = spark.sql(f"SELECT * FROM {call('PATTERN A; B', None, 'intervals', 1)}").collect()
+    assert sorted(short) == sorted(named) and short
+
+
 def test_bucketed_partitions_give_the_same_answer(spark, sketches) -> None:
     one = spark.sql(f"SELECT * FROM {call('PATTERN A; B', None, 'intervals')}").collect()
     bucketed = spark.sql("SELECT * FROM " + call(
