@@ -62,7 +62,8 @@ __all__ = [
     "NODES_ARROW_SCHEMA", "META_ARROW_SCHEMA", "OPEN_ARROW_SCHEMA", "LATE_ARROW_SCHEMA",
     "SketchStateError", "ddl", "spark_schema", "tree_to_arrow", "append_rows", "open_to_arrow",
     "tree_from_arrow", "frontier_from_arrow", "decode_bits_column", "config_from_meta",
-    "config_from_nodes", "OpenState",
+    "config_from_nodes", "OpenState", "NODE_ARRAYS", "nodes_from_columns", "tree_columns",
+    "append_columns", "stored_node_columns", "restore_frontier",
 ]
 
 TS = pa.timestamp("us", tz="UTC")
@@ -175,87 +176,123 @@ def encode_bits_column(bits: np.ndarray, m: int) -> pa.Array:
                     pa.binary())
 
 
-def _node_table(stream: str, config: SketchConfig, cols: Mapping[str, np.ndarray],
-                parent: np.ndarray, is_top: np.ndarray, is_open: np.ndarray,
-                bits: np.ndarray) -> pa.Table:
+NODE_ARRAYS = ("node_id", "level", "idx", "pos_start", "pos_end", "ts_start", "ts_end",
+               "n_events", "parent_id", "is_top", "is_open", "bits")
+"""The columns of :func:`append_columns` / :func:`tree_columns` (``parent_id`` -1 for NULL,
+timestamps int64 microseconds, ``bits`` a uint8 ``(n, m // 8)`` matrix)."""
+
+
+def nodes_from_columns(stream: str | Sequence[str | None] | np.ndarray,
+                       cols: Mapping[str, np.ndarray], config: SketchConfig) -> pa.Table:
+    """Nodes-table rows (:data:`NODES_ARROW_SCHEMA`) from :data:`NODE_ARRAYS` columns.
+
+    Args:
+        stream: One stream key for every row, or one per row.
+        cols: The columns; ``bits`` are packed filters, encoded here as CSK1 blobs.
+        config: The sketch's settings (the ``m``, ``k``, ``seeds``, ``config_version`` columns).
+    """
     n = len(cols["node_id"])
+    parent = np.asarray(cols["parent_id"], dtype=np.int64)
     has_parent = parent >= 0
+    streams = [stream] * n if isinstance(stream, str) else list(stream)
     arrays = [
-        pa.array([stream] * n, pa.string()),
-        pa.array(cols["node_id"], pa.int64()),
+        pa.array(streams, pa.string()),
+        pa.array(np.asarray(cols["node_id"], dtype=np.int64), pa.int64()),
         pa.array(np.asarray(cols["level"], dtype=np.int32), pa.int32()),
-        pa.array(cols["index"], pa.int64()),
-        pa.array(cols["pos_start"], pa.int64()),
-        pa.array(cols["pos_end"], pa.int64()),
+        pa.array(np.asarray(cols["idx"], dtype=np.int64), pa.int64()),
+        pa.array(np.asarray(cols["pos_start"], dtype=np.int64), pa.int64()),
+        pa.array(np.asarray(cols["pos_end"], dtype=np.int64), pa.int64()),
         _ts_array(cols["ts_start"]),
         _ts_array(cols["ts_end"]),
-        pa.array(cols["n_events"], pa.int64()),
+        pa.array(np.asarray(cols["n_events"], dtype=np.int64), pa.int64()),
         pa.array(np.where(has_parent, parent, 0), pa.int64(), mask=~has_parent),
-        pa.array(is_top, pa.bool_()),
-        pa.array(is_open, pa.bool_()),
+        pa.array(np.asarray(cols["is_top"], dtype=np.bool_), pa.bool_()),
+        pa.array(np.asarray(cols["is_open"], dtype=np.bool_), pa.bool_()),
         pa.array(np.full(n, config.m, dtype=np.int32), pa.int32()),
         pa.array(np.full(n, config.k, dtype=np.int32), pa.int32()),
         _seeds_column(config, n),
         pa.array(np.full(n, config.config_version, dtype=np.int32), pa.int32()),
-        encode_bits_column(bits, config.m),
+        encode_bits_column(np.asarray(cols["bits"], dtype=np.uint8).reshape(n, config.m // 8),
+                           config.m),
     ]
     return pa.Table.from_arrays(arrays, schema=NODES_ARROW_SCHEMA)
 
 
-_TREE_COLUMNS = ("node_id", "level", "index", "pos_start", "pos_end", "ts_start", "ts_end",
-                 "n_events")
+def _rows_columns(tree: SketchTree, rows: np.ndarray, parent: np.ndarray) -> dict[str, np.ndarray]:
+    cols = {name: np.asarray(getattr(tree, source))[rows] for name, source in (
+        ("node_id", "node_id"), ("level", "level"), ("idx", "index"), ("pos_start", "pos_start"),
+        ("pos_end", "pos_end"), ("ts_start", "ts_start"), ("ts_end", "ts_end"),
+        ("n_events", "n_events"), ("is_top", "is_top"), ("bits", "bits"))}
+    cols["parent_id"] = parent[rows]
+    cols["is_open"] = np.zeros(len(rows), dtype=np.bool_)
+    return cols
 
 
-def _rows_table(stream: str, tree: SketchTree, rows: np.ndarray, parent: np.ndarray
-                ) -> pa.Table:
-    cols = {name: np.asarray(getattr(tree, name))[rows] for name in _TREE_COLUMNS}
-    return _node_table(stream, tree.config, cols, parent[rows], np.asarray(tree.is_top)[rows],
-                       np.zeros(len(rows), dtype=np.bool_), np.asarray(tree.bits)[rows])
-
-
-def _open_row(stream: str, tree: SketchTree) -> pa.Table:
+def _open_columns(tree: SketchTree) -> dict[str, np.ndarray]:
     """The ``is_open`` row of ``tree`` (no row when its open leaf is empty)."""
     leaf = tree.open_leaf
     if not leaf.n_events:
-        return NODES_ARROW_SCHEMA.empty_table()
+        return {name: np.zeros((0, tree.config.m // 8) if name == "bits" else 0,
+                               dtype=np.uint8 if name == "bits" else np.int64)
+                for name in NODE_ARRAYS}
     one = np.ones(1, dtype=np.int64)
-    cols = {"node_id": one * leaf.node_id, "level": one * 0, "index": one * leaf.index,
+    return {"node_id": one * leaf.node_id, "level": one * 0, "idx": one * leaf.index,
             "pos_start": one * leaf.pos_start, "pos_end": one * leaf.pos_end,
             "ts_start": one * int(leaf.ts_start), "ts_end": one * int(leaf.ts_end),
-            "n_events": one * leaf.n_events}
-    return _node_table(stream, tree.config, cols, -one, np.zeros(1, dtype=np.bool_),
-                       np.ones(1, dtype=np.bool_), np.asarray(leaf.bits)[None, :])
+            "n_events": one * leaf.n_events, "parent_id": -one,
+            "is_top": np.zeros(1, dtype=np.bool_), "is_open": np.ones(1, dtype=np.bool_),
+            "bits": np.asarray(leaf.bits)[None, :]}
+
+
+def _concat_columns(parts: Sequence[Mapping[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    return {name: np.concatenate([np.asarray(p[name]) for p in parts]) for name in NODE_ARRAYS}
+
+
+def tree_columns(tree: SketchTree) -> dict[str, np.ndarray]:
+    """:data:`NODE_ARRAYS` of every row of one stream's tree, then its ``is_open`` row."""
+    rows = np.arange(tree.n_nodes, dtype=np.int64)
+    return _concat_columns([_rows_columns(tree, rows, tree.parent_ids()), _open_columns(tree)])
 
 
 def tree_to_arrow(stream: str, tree: SketchTree) -> pa.Table:
     """Every row of one stream's nodes table: all nodes in tree row order, then the ``is_open``
     row (when the open leaf holds events)."""
-    rows = np.arange(tree.n_nodes, dtype=np.int64)
-    return pa.concat_tables([_rows_table(stream, tree, rows, tree.parent_ids()),
-                             _open_row(stream, tree)])
+    return nodes_from_columns(stream, tree_columns(tree), tree.config)
 
 
-def append_rows(stream: str, before: SketchTree, after: SketchTree) -> pa.Table:
-    """The nodes-table rows an append changed: ``after = before.append(...)``.
-
-    The rows are the new nodes (rows of ``after`` beyond ``before``), the old nodes whose
-    ``is_top`` was cleared (now with their ``parent_id``), and the ``is_open`` row of ``after``;
-    each is a whole row, so a MERGE on ``(stream, node_id)`` that updates matched rows and
-    inserts the others applies it. A new full leaf has the id of the previous ``is_open`` row and
-    replaces it. ``before`` may be a frontier (:meth:`SketchTree.frontier`): the rows are the
-    same as for the full tree.
+def append_columns(before: SketchTree, after: SketchTree) -> dict[str, np.ndarray]:
+    """:data:`NODE_ARRAYS` of the rows an append changed (see :func:`append_rows`).
 
     Raises:
         SketchStateError: ``after`` does not extend ``before``.
     """
     n0 = before.n_nodes
     if after.n_nodes < n0 or not np.array_equal(after.node_id[:n0], before.node_id):
-        raise SketchStateError(f"stream {stream!r}: the new tree does not extend the old one")
-    old_top = np.asarray(before.is_top)
-    changed = np.flatnonzero(old_top & ~np.asarray(after.is_top)[:n0])
+        raise SketchStateError("the new tree does not extend the old one")
+    changed = np.flatnonzero(np.asarray(before.is_top) & ~np.asarray(after.is_top)[:n0])
     rows = np.concatenate((changed, np.arange(n0, after.n_nodes, dtype=np.int64)))
-    return pa.concat_tables([_rows_table(stream, after, rows, after.parent_ids()),
-                             _open_row(stream, after)])
+    return _concat_columns([_rows_columns(after, rows, after.parent_ids()),
+                            _open_columns(after)])
+
+
+def append_rows(stream: str, before: SketchTree, after: SketchTree) -> pa.Table:
+    """The nodes-table rows an append changed: ``after = before.append(...)``.
+
+    The rows are the old nodes whose ``is_top`` was cleared (now with their ``parent_id``), the
+    new nodes (rows of ``after`` beyond ``before``), and the ``is_open`` row of ``after``; each
+    is a whole row, so a MERGE on ``(stream, node_id)`` that updates matched rows and inserts the
+    others applies it. A new full leaf has the id of the previous ``is_open`` row and replaces
+    it. ``before`` may be a frontier (:meth:`SketchTree.frontier`): the rows are the same as for
+    the full tree.
+
+    Raises:
+        SketchStateError: ``after`` does not extend ``before``.
+    """
+    try:
+        cols = append_columns(before, after)
+    except SketchStateError as exc:
+        raise SketchStateError(f"stream {stream!r}: {exc.message}") from None
+    return nodes_from_columns(stream, cols, after.config)
 
 
 @dataclass(frozen=True)
@@ -375,26 +412,66 @@ def _check_config_columns(nodes: pa.Table, config: SketchConfig, stream: Any) ->
                                f"sketch ({seeds})")
 
 
-def _node_columns(nodes: pa.Table, config: SketchConfig, stream: Any) -> dict[str, Any]:
-    ids = np.asarray(nodes.column("node_id").to_numpy(), dtype=np.int64)
+def stored_node_columns(stream: Any, cols: Mapping[str, Any], config: SketchConfig
+                        ) -> dict[str, Any]:
+    """Stored node columns (``node_id``, ``level``, ``idx``, intervals, ``n_events``, ``is_top``,
+    timestamps as int64 microseconds, ``bits`` as CSK1 blobs) as :meth:`SketchTree.restore`
+    reads them, each blob checked.
+
+    Raises:
+        CorruptSketchError: a blob is damaged (naming the stream and the node id).
+        SketchStateError: a row's ``level``/``idx`` do not match its ``node_id``.
+    """
+    ids = np.asarray(cols["node_id"], dtype=np.int64)
     level, index = split_node_ids(ids)
-    stored_level = np.asarray(nodes.column("level").to_numpy(), dtype=np.int64)
-    stored_index = np.asarray(nodes.column("idx").to_numpy(), dtype=np.int64)
+    stored_level = np.asarray(cols["level"], dtype=np.int64)
+    stored_index = np.asarray(cols["idx"], dtype=np.int64)
     bad = np.flatnonzero((level != stored_level) | (index != stored_index))
     if len(bad):
         i = int(bad[0])
         raise SketchStateError(f"stream {stream!r}, node_id {int(ids[i])}: level/idx "
                                f"{int(stored_level[i])}/{int(stored_index[i])} do not match the id")
-    return {
-        "level": stored_level, "index": stored_index,
-        "pos_start": nodes.column("pos_start").to_numpy(),
-        "pos_end": nodes.column("pos_end").to_numpy(),
-        "ts_start": _ts_micros(nodes.column("ts_start")),
-        "ts_end": _ts_micros(nodes.column("ts_end")),
-        "n_events": nodes.column("n_events").to_numpy(),
-        "is_top": nodes.column("is_top").to_numpy(zero_copy_only=False),
-        "bits": decode_bits_column(nodes.column("bits"), config.m, stream, ids),
-    }
+    out = {name: np.asarray(cols[name]) for name in ("pos_start", "pos_end", "ts_start", "ts_end",
+                                                     "n_events", "is_top")}
+    out.update(level=stored_level, index=stored_index,
+               bits=decode_bits_column(cols["bits"], config.m, stream, ids))
+    return out
+
+
+def restore_frontier(stream: Any, cols: Mapping[str, Any], state: OpenState | None,
+                     config: SketchConfig) -> SketchTree:
+    """The appendable frontier of one stream from its stored top-level node columns (see
+    :func:`stored_node_columns`) and its open state (``None`` for a new stream).
+
+    Raises:
+        CorruptSketchError: a damaged blob, or rows that are not a frontier (naming the stream).
+        SketchStateError: ``level``/``idx`` that do not match ``node_id``.
+    """
+    nodes = stored_node_columns(stream, cols, config)
+    if state is None:
+        args: dict[str, Any] = {"open_index": 0, "open_names": [], "open_ts": []}
+    else:
+        args = {"open_index": state.leaf_index, "open_names": list(state.names),
+                "open_ts": np.array(state.ts, dtype=np.int64), "last_ts": state.last_ts}
+    return _restore_columns(stream, config, nodes, **args)
+
+
+def _restore_columns(stream: Any, config: SketchConfig, nodes: Mapping[str, Any],
+                     **open_args: Any) -> SketchTree:
+    try:
+        return SketchTree.restore(config, nodes, **open_args)
+    except CorruptSketchError as exc:
+        if exc.message.startswith("stream "):
+            raise
+        raise CorruptSketchError(f"stream {stream!r}: {exc.message}") from None
+
+
+def _node_columns(nodes: pa.Table, config: SketchConfig, stream: Any) -> dict[str, Any]:
+    cols: dict[str, Any] = {name: nodes.column(name).to_numpy(zero_copy_only=False) for name in (
+        "node_id", "level", "idx", "pos_start", "pos_end", "n_events", "is_top")}
+    cols.update(ts_start=_ts_micros(nodes.column("ts_start")),
+                ts_end=_ts_micros(nodes.column("ts_end")), bits=nodes.column("bits"))
+    return stored_node_columns(stream, cols, config)
 
 
 def _split_open(nodes: pa.Table) -> tuple[pa.Table, pa.Table]:
@@ -404,12 +481,7 @@ def _split_open(nodes: pa.Table) -> tuple[pa.Table, pa.Table]:
 
 def _restore(stream: Any, config: SketchConfig, nodes: pa.Table, **open_args: Any
              ) -> SketchTree:
-    try:
-        return SketchTree.restore(config, _node_columns(nodes, config, stream), **open_args)
-    except CorruptSketchError as exc:
-        if exc.message.startswith("stream "):
-            raise
-        raise CorruptSketchError(f"stream {stream!r}: {exc.message}") from None
+    return _restore_columns(stream, config, _node_columns(nodes, config, stream), **open_args)
 
 
 def tree_from_arrow(nodes: pa.Table, config: SketchConfig) -> SketchTree:

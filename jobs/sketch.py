@@ -7,8 +7,8 @@ One run of :func:`run_sketch` for a registered sketch (``conf/sketches.toml``):
 2. Read only the new source rows: the change data feed from ``source_version + 1`` to the target
    version (a first run reads the table as of the target version). An update or delete in that
    range is a :class:`SourceNotAppendOnlyError` (sketch sources are append-only).
-3. Per stream, in Spark (``groupBy(stream).applyInArrow``; no event reaches the driver): the new
-   events are joined with the stream's **frontier** (its top-level node rows and its open-leaf
+3. Per stream, in Spark (``groupBy(bucket).applyInArrow`` over hash buckets of streams; no event
+   reaches the driver): the new events are joined with the stream's **frontier** (its top-level node rows and its open-leaf
    row, read AS OF the versions the meta table records), sorted by ``(ts, id)``, late ones are
    split off, the rest are appended to the restored frontier tree
    (:meth:`cep.sketch.SketchTree.restore`), and the changed rows come out: new nodes, old nodes
@@ -65,10 +65,11 @@ from delta_tables.sketch_state import (
     TS,
     OpenState,
     SketchStateError,
-    append_rows,
+    append_columns,
     config_from_meta,
-    frontier_from_arrow,
+    nodes_from_columns,
     open_to_arrow,
+    restore_frontier,
     spark_schema,
 )
 
@@ -350,114 +351,210 @@ def _micros(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
                       dtype=np.int64)
 
 
-def make_stream_function(config: SketchConfig) -> Callable[[pa.Table], pa.Table]:
-    """The function ``applyInArrow`` runs on the rows of one stream (events, frontier, open)."""
+def make_bucket_function(config: SketchConfig) -> Callable[[pa.Table], pa.Table]:
+    """The function ``applyInArrow`` runs on the rows of one bucket of streams."""
     settings = config.to_dict()
 
-    def per_stream(table: pa.Table) -> pa.Table:
-        cfg = SketchConfig.from_dict(settings)
-        schema = _out_schema()
-        return process_stream(table, cfg, schema)
+    def per_bucket(table: pa.Table) -> pa.Table:
+        return process_bucket(table, SketchConfig.from_dict(settings), _out_schema())
 
-    return per_stream
+    return per_bucket
 
 
-def process_stream(table: pa.Table, config: SketchConfig, schema: pa.Schema) -> pa.Table:
-    """Append one stream's new events to its restored frontier; the changed rows as ``schema``.
+def _filled(table: pa.Table, name: str, fill: Any = 0) -> np.ndarray:
+    column = table.column(name)
+    if pa.types.is_timestamp(column.type):
+        column = pc.cast(column, TS).cast(pa.int64())
+    return np.asarray(pc.fill_null(column, fill).to_numpy(zero_copy_only=False))
 
-    ``table`` holds the stream's rows of the work frame: ``kind`` 0 events (``e_type``,
-    ``e_ts``, ``e_id``, ``e_version``), 1 its top-level node rows, 2 its open row (``o_*``).
+
+def _late_bounds(accepted: np.ndarray, ts: np.ndarray, ids: np.ndarray,
+                 last_ts: int | None, last_id: int | None
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For each late event: the last accepted ``(ts, id)`` before it, and whether there is one."""
+    late = ~accepted
+    idx = np.where(accepted, np.arange(len(ts)), -1)
+    before = np.concatenate(([-1], np.maximum.accumulate(idx)[:-1])) if len(ts) else idx
+    at = before[late]
+    has = at >= 0
+    bound_ts = np.where(has, ts[np.maximum(at, 0)], -1 if last_ts is None else last_ts)
+    bound_id = np.where(has, ids[np.maximum(at, 0)], -1 if last_id is None else last_id)
+    return bound_ts, bound_id, has | (last_ts is not None)
+
+
+def process_bucket(table: pa.Table, config: SketchConfig, schema: pa.Schema) -> pa.Table:
+    """Append each stream's new events to its restored frontier; all changed rows as ``schema``.
+
+    ``table`` holds the work rows of any number of streams: ``kind`` 0 events (``e_type``,
+    ``e_ts``, ``e_id``, ``e_version``), 1 top-level node rows (the nodes columns), 2 open rows
+    (``o_*``). Per stream: restore the frontier (:func:`restore_frontier`), order the complete
+    events by ``(ts, id)`` (then type and commit version: a total order, so a rerun keeps the
+    same duplicate), reject incomplete and late ones, append the rest, and emit the changed
+    node rows, the new open state (with ``n_accepted``) and the rejected events. Columns are
+    gathered per bucket and converted to Arrow once.
     """
-    kind = table.column("kind")
-    events = table.filter(pc.equal(kind, EVENT))
-    stream = table.column("stream")[0].as_py() if table.num_rows else None
-    parts: list[pa.Table] = []
-    e_type = events.column("e_type")
-    e_ts = events.column("e_ts")
-    e_id = events.column("e_id")
-    complete = pc.and_(pc.and_(pc.is_valid(e_type), pc.is_valid(e_ts)), pc.is_valid(e_id))
-    if stream is not None:
-        complete = pc.fill_null(complete, False)
-    else:
-        complete = pa.array(np.zeros(events.num_rows, dtype=np.bool_))
-    incomplete = events.filter(pc.invert(complete))
-    if incomplete.num_rows:
-        n = incomplete.num_rows
-        parts.append(_padded(schema, OUT_LATE, n, {
-            "stream": pa.array([stream] * n, pa.string()),
-            "l_type": incomplete.column("e_type"), "l_ts": incomplete.column("e_ts"),
-            "l_id": incomplete.column("e_id"), "l_version": incomplete.column("e_version"),
-            "l_reason": pa.array(["incomplete"] * n, pa.string())}))
-    if stream is None:
-        return pa.concat_tables(parts) if parts else schema.empty_table()
-    events = events.filter(complete)
-    nodes = table.filter(pc.equal(kind, NODE)).select([name for name, _ in NODES_COLUMNS])
-    opened = table.filter(pc.equal(kind, OPEN))
-    state = None
-    if opened.num_rows:
-        if opened.num_rows > 1:
-            raise SketchStateError(f"stream {stream!r}: {opened.num_rows} open rows")
-        cols = {name: opened.column(f"o_{name}") if name != "stream" else opened.column("stream")
-                for name, _ in OPEN_COLUMNS}
-        state = OpenState.from_arrow(pa.table(cols).cast(OPEN_ARROW_SCHEMA))[0]
-    front = frontier_from_arrow(nodes.cast(NODES_ARROW_SCHEMA), state, config)
+    if not table.num_rows:
+        return schema.empty_table()
+    table = table.take(pc.sort_indices(table, sort_keys=[("stream", "ascending", "at_start"),
+                                                         ("kind", "ascending", "at_end")]))
+    stream = table.column("stream").to_numpy(zero_copy_only=False)
+    kind = np.asarray(table.column("kind").to_numpy(zero_copy_only=False))
+    n = len(stream)
+    change = np.ones(n, dtype=np.bool_)
+    change[1:] = stream[1:] != stream[:-1]
+    starts = np.flatnonzero(change)
+    ends = np.append(starts[1:], n)
+    valid_ts = np.asarray(pc.is_valid(table.column("e_ts")))
+    valid_id = np.asarray(pc.is_valid(table.column("e_id")))
+    complete = np.asarray(pc.is_valid(table.column("e_type"))) & valid_ts & valid_id
+    e_type = table.column("e_type").to_numpy(zero_copy_only=False)
+    e_ts, e_id, e_version = (_filled(table, name) for name in ("e_ts", "e_id", "e_version"))
+    node_rows = kind == NODE
+    nodes: dict[str, Any] = {}
+    if node_rows.any():
+        stored = table.filter(pa.array(node_rows))
+        _check_settings_columns(stored, config)
+        nodes = {name: _filled(table, name) for name in (
+            "node_id", "level", "idx", "pos_start", "pos_end", "ts_start", "ts_end", "n_events")}
+        nodes["is_top"] = _filled(table, "is_top", False).astype(np.bool_)
+        nodes["bits"] = table.column("bits")
+    open_rows = table.filter(pa.array(kind == OPEN))
+    states = {}
+    if open_rows.num_rows:
+        cols = {name: open_rows.column(f"o_{name}") if name != "stream"
+                else open_rows.column("stream") for name, _ in OPEN_COLUMNS}
+        for state in OpenState.from_arrow(pa.table(cols).cast(OPEN_ARROW_SCHEMA)):
+            if state.stream in states:
+                raise SketchStateError(f"stream {state.stream!r}: two open rows")
+            states[state.stream] = state
 
-    ts = _micros(events.column("e_ts"))
-    ids = np.asarray(events.column("e_id").to_numpy(zero_copy_only=False), dtype=np.int64)
-    names = np.asarray(events.column("e_type").to_numpy(zero_copy_only=False), dtype=object)
-    versions = np.asarray(events.column("e_version").to_numpy(zero_copy_only=False),
-                          dtype=np.int64)
-    # (ts, id), then type and commit version: a total order, so reruns pick the same duplicate.
-    order = np.lexsort((versions, names.astype(str) if len(names) else names, ids, ts))
-    ts, ids, names, versions = ts[order], ids[order], names[order], versions[order]
-    last_ts = state.last_ts if state is not None else None
-    last_id = state.last_id if state is not None else None
-    late = np.zeros(len(ts), dtype=np.bool_)
-    if last_ts is not None:
-        late |= (ts < last_ts) | ((ts == last_ts) & (ids <= int(last_id)))
-    if len(ts) > 1:
-        late[1:] |= (ts[1:] == ts[:-1]) & (ids[1:] == ids[:-1])
-    accepted = ~late
-    if late.any():
-        # The bound each late event broke: the last accepted (ts, id) before it.
-        idx = np.where(accepted, np.arange(len(ts)), -1)
-        before = np.concatenate(([-1], np.maximum.accumulate(idx)[:-1]))
-        at = before[late]
-        has = at >= 0
-        bound_ts = np.where(has, ts[np.maximum(at, 0)], -1 if last_ts is None else last_ts)
-        bound_id = np.where(has, ids[np.maximum(at, 0)], -1 if last_id is None else last_id)
-        n = int(late.sum())
-        valid = has | (last_ts is not None)
-        parts.append(_padded(schema, OUT_LATE, n, {
-            "stream": pa.array([stream] * n, pa.string()),
-            "l_type": pa.array(names[late].tolist(), pa.string()),
-            "l_ts": pa.array(ts[late], pa.int64()).cast(TS),
-            "l_id": pa.array(ids[late], pa.int64()),
-            "l_version": pa.array(versions[late], pa.int64()),
-            "l_reason": pa.array(["late"] * n, pa.string()),
-            "l_last_ts": pa.array(bound_ts, pa.int64(), mask=~valid).cast(TS),
-            "l_last_id": pa.array(bound_id, pa.int64(), mask=~valid)}))
-    grown = front.append(names[accepted].tolist(), ts[accepted])
-    rows = append_rows(stream, front, grown)
-    parts.append(_padded(schema, OUT_NODE, rows.num_rows,
-                         {name: rows.column(name) for name, _ in NODES_COLUMNS}))
-    old_ids = list(state.ids) if state is not None else []
-    all_ids = old_ids + ids[accepted].tolist()
-    n_open = grown.open_leaf.n_events
-    if accepted.any():
-        new_last_ts, new_last_id = int(ts[accepted][-1]), int(ids[accepted][-1])
-    else:
-        new_last_ts, new_last_id = last_ts, last_id
-    new_state = OpenState(stream, grown.n_full_leaves, tuple(grown.open_leaf.names or ()),
-                          tuple(grown.open_ts.tolist()),
-                          tuple(all_ids[len(all_ids) - n_open:]) if n_open else (),
-                          new_last_ts, new_last_id)
-    open_row = open_to_arrow([new_state], config)
-    columns = {f"o_{name}": open_row.column(name) for name, _ in OPEN_COLUMNS if name != "stream"}
-    columns["stream"] = open_row.column("stream")
-    columns["n_accepted"] = pa.array([int(accepted.sum())], pa.int64())
-    parts.append(_padded(schema, OUT_OPEN, 1, columns))
-    return pa.concat_tables(parts)
+    node_parts: list[dict[str, np.ndarray]] = []
+    node_streams: list[str] = []
+    new_states: list[OpenState] = []
+    n_accepted: list[int] = []
+    late: dict[str, list[Any]] = {name: [] for name in (
+        "stream", "type", "ts", "id", "version", "reason", "last_ts", "last_id", "valid_ts",
+        "valid_id", "valid_last")}
+
+    def reject(key: Any, rows: np.ndarray, reason: str, bound: tuple | None = None) -> None:
+        k = len(rows)
+        late["stream"] += [key] * k
+        late["type"].append(e_type[rows])
+        late["ts"].append(e_ts[rows])
+        late["id"].append(e_id[rows])
+        late["version"].append(e_version[rows])
+        late["reason"] += [reason] * k
+        if bound is None:
+            bound = (np.zeros(k, dtype=np.int64), np.zeros(k, dtype=np.int64),
+                     np.zeros(k, dtype=np.bool_))
+        late["last_ts"].append(bound[0])
+        late["last_id"].append(bound[1])
+        late["valid_last"].append(bound[2])
+        late["valid_ts"].append(valid_ts[rows])
+        late["valid_id"].append(valid_id[rows])
+
+    for lo, hi in zip(starts.tolist(), ends.tolist()):
+        key = stream[lo]
+        seg = np.arange(lo, hi)
+        events = seg[kind[lo:hi] == EVENT]
+        if key is None:
+            reject(None, events, "incomplete")
+            continue
+        bad = events[~complete[events]]
+        if len(bad):
+            reject(key, bad, "incomplete")
+        events = events[complete[events]]
+        state = states.get(key)
+        frontier_rows = seg[kind[lo:hi] == NODE]
+        if len(frontier_rows):
+            cols = {name: values[frontier_rows] for name, values in nodes.items()
+                    if name != "bits"}
+            cols["bits"] = nodes["bits"].take(pa.array(frontier_rows))
+        else:
+            cols = _EMPTY_NODES
+        front = restore_frontier(key, cols, state, config)
+        ts, ids = e_ts[events], e_id[events]
+        names, versions = e_type[events], e_version[events]
+        order = np.lexsort((versions, names.astype(str), ids, ts))
+        events, ts, ids, names = events[order], ts[order], ids[order], names[order]
+        last_ts = state.last_ts if state is not None else None
+        last_id = state.last_id if state is not None else None
+        is_late = np.zeros(len(ts), dtype=np.bool_)
+        if last_ts is not None:
+            is_late |= (ts < last_ts) | ((ts == last_ts) & (ids <= int(last_id)))
+        if len(ts) > 1:
+            is_late[1:] |= (ts[1:] == ts[:-1]) & (ids[1:] == ids[:-1])
+        accepted = ~is_late
+        if is_late.any():
+            bound_ts, bound_id, valid = _late_bounds(accepted, ts, ids, last_ts, last_id)
+            reject(key, events[is_late], "late", (bound_ts, bound_id, valid))
+        grown = front.append(names[accepted].tolist(), ts[accepted])
+        part = append_columns(front, grown)
+        node_parts.append(part)
+        node_streams += [key] * len(part["node_id"])
+        all_ids = (list(state.ids) if state is not None else []) + ids[accepted].tolist()
+        n_open = grown.open_leaf.n_events
+        if accepted.any():
+            new_last = (int(ts[accepted][-1]), int(ids[accepted][-1]))
+        else:
+            new_last = (last_ts, last_id)
+        new_states.append(OpenState(key, grown.n_full_leaves, tuple(grown.open_leaf.names or ()),
+                                    tuple(grown.open_ts.tolist()),
+                                    tuple(all_ids[len(all_ids) - n_open:]) if n_open else (),
+                                    *new_last))
+        n_accepted.append(int(accepted.sum()))
+
+    parts: list[pa.Table] = []
+    if node_parts:
+        rows = nodes_from_columns(node_streams, {
+            name: np.concatenate([p[name] for p in node_parts]) for name in node_parts[0]},
+            config)
+        parts.append(_padded(schema, OUT_NODE, rows.num_rows,
+                             {name: rows.column(name) for name, _ in NODES_COLUMNS}))
+    if new_states:
+        opened = open_to_arrow(new_states, config)
+        columns = {f"o_{name}": opened.column(name) for name, _ in OPEN_COLUMNS
+                   if name != "stream"}
+        columns["stream"] = opened.column("stream")
+        columns["n_accepted"] = pa.array(n_accepted, pa.int64())
+        parts.append(_padded(schema, OUT_OPEN, opened.num_rows, columns))
+    if late["stream"]:
+        def cat(name: str, dtype: Any) -> np.ndarray:
+            return np.concatenate(late[name]).astype(dtype)
+
+        ts_ok, last_ok = cat("valid_ts", np.bool_), cat("valid_last", np.bool_)
+        k = len(late["stream"])
+        parts.append(_padded(schema, OUT_LATE, k, {
+            "stream": pa.array(late["stream"], pa.string()),
+            "l_type": pa.array(np.concatenate(late["type"]).tolist(), pa.string()),
+            "l_ts": pa.array(cat("ts", np.int64), pa.int64(), mask=~ts_ok).cast(TS),
+            "l_id": pa.array(cat("id", np.int64), pa.int64(), mask=~cat("valid_id", np.bool_)),
+            "l_version": pa.array(cat("version", np.int64), pa.int64()),
+            "l_reason": pa.array(late["reason"], pa.string()),
+            "l_last_ts": pa.array(cat("last_ts", np.int64), pa.int64(),
+                                  mask=~last_ok).cast(TS),
+            "l_last_id": pa.array(cat("last_id", np.int64), pa.int64(), mask=~last_ok)}))
+    return pa.concat_tables(parts) if parts else schema.empty_table()
+
+
+_EMPTY_NODES: dict[str, Any] = {
+    **{name: np.zeros(0, dtype=np.int64) for name in (
+        "node_id", "level", "idx", "pos_start", "pos_end", "ts_start", "ts_end", "n_events")},
+    "is_top": np.zeros(0, dtype=np.bool_), "bits": []}
+
+
+def _check_settings_columns(nodes: pa.Table, config: SketchConfig) -> None:
+    """Every stored node row carries the sketch's ``m``, ``k``, ``seeds``, ``config_version``."""
+    for name, expected in (("m", config.m), ("k", config.k),
+                           ("config_version", config.config_version)):
+        values = nodes.column(name)
+        if values.null_count or pc.any(pc.not_equal(values, expected)).as_py():
+            raise SketchStateError(f"a node row has another {name} than the sketch "
+                                   f"({name}={expected})")
+    seeds = {tuple(x) if x is not None else None for x in nodes.column("seeds").to_pylist()}
+    if seeds != {tuple(config.seeds or ())}:
+        raise SketchStateError(f"a node row has other seeds than the sketch "
+                               f"({list(config.seeds or ())})")
 
 
 # ---- writes ------------------------------------------------------------------------------------
@@ -602,8 +699,10 @@ def _run_once(spark: "SparkSession", conf: SketchConf, meta: dict[str, Any] | No
     work = events
     for part in _state(spark, conf, meta, events):
         work = work.unionByName(part, allowMissingColumns=True)
-    out = (work.groupBy("stream")
-           .applyInArrow(make_stream_function(config), spark_schema(OUT_COLUMNS))
+    buckets = max(64, 4 * int(spark.conf.get("spark.sql.shuffle.partitions")))
+    out = (work.withColumn("bucket", F.pmod(F.xxhash64("stream"), F.lit(buckets)))
+           .groupBy("bucket").applyInArrow(make_bucket_function(config),
+                                           spark_schema(OUT_COLUMNS))
            .persist(StorageLevel.MEMORY_AND_DISK))
     try:
         try:

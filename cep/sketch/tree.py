@@ -988,12 +988,14 @@ def _check_restored(cols: dict[str, np.ndarray], c: int, f: int, open_index: int
     if level.min() < 0 or level.max() > 62 or index.min() < 0 or index.max() > MAX_INDEX:
         raise CorruptSketchError("restore: a node has a level outside [0, 62] or an index "
                                  f"outside [0, {MAX_INDEX}]")
-    width = np.array([c * f ** int(lv) for lv in range(int(level.max()) + 1)],
-                     dtype=object)[level]
-    start = index.astype(object) * width
-    bad = np.flatnonzero((cols["pos_start"].astype(object) != start)
-                         | (cols["pos_end"].astype(object) != start + width - 1)
-                         | (cols["n_events"].astype(object) != width)
+    widths = [c * f ** lv for lv in range(int(level.max()) + 1)]
+    # int64 arithmetic when no product can overflow, exact Python ints otherwise.
+    kind = np.int64 if max(widths) * (int(index.max()) + 2) < (1 << 62) else object
+    width = np.array(widths, dtype=kind)[level]
+    start = index.astype(kind) * width
+    bad = np.flatnonzero((cols["pos_start"].astype(kind) != start)
+                         | (cols["pos_end"].astype(kind) != start + width - 1)
+                         | (cols["n_events"].astype(kind) != width)
                          | (cols["ts_start"] > cols["ts_end"]))
     if len(bad):
         i = int(bad[0])
