@@ -1,0 +1,75 @@
+"""Helpers shared by the end-to-end benchmarks: timing, Spark's noop sink, PyFlink, ratios.
+
+``run_flink`` runs ``benchmarks/flink_runner.py`` with the interpreter of ``.venv-flink``
+(``make flink-venv``): PyFlink pins numpy and pyarrow versions that clash with the project's,
+so Flink runs in its own process and reports its query time on stdout.
+
+Example:
+    >>> value, seconds = timed(lambda: sum(range(10)))
+    >>> value, seconds >= 0
+    (45, True)
+    >>> ratio(3.0, 1.5), ratio(None, 1.0)
+    ('2.00x', '-')
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable, TypeVar
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+ROOT = Path(__file__).resolve().parent.parent
+FLINK_PYTHON = ROOT / ".venv-flink" / "bin" / "python"
+FLINK_RUNNER = ROOT / "benchmarks" / "flink_runner.py"
+
+T = TypeVar("T")
+
+
+def timed(fn: Callable[[], T]) -> tuple[T, float]:
+    """``fn()`` and its wall time in seconds."""
+    start = time.perf_counter()
+    value = fn()
+    return value, time.perf_counter() - start
+
+
+def noop_seconds(frame: "DataFrame") -> float:
+    """Wall time of writing ``frame`` to Spark's ``noop`` sink (every output column computed)."""
+    _, seconds = timed(lambda: frame.write.format("noop").mode("overwrite").save())
+    return seconds
+
+
+def count_and_time(frame: "DataFrame") -> tuple[int, float]:
+    """``frame.count()`` (which also warms the plan up), then the noop write's wall time."""
+    return frame.count(), noop_seconds(frame)
+
+
+def run_flink(query: str, csv_dir: Path, timeout_s: float = 3600
+              ) -> tuple[int | None, float | None, str]:
+    """Run a counting Flink SQL query over the CSV folder (table ``ev``) in PyFlink batch mode.
+
+    Returns:
+        ``(count, seconds, note)``: the query's count and execution time as measured inside the
+        Flink process (JVM start-up excluded), or ``(None, None, reason)`` when Flink is not
+        installed or the query failed (the last line of its error output).
+    """
+    if not FLINK_PYTHON.exists():
+        return None, None, "no .venv-flink (run `make flink-venv`)"
+    try:
+        proc = subprocess.run([str(FLINK_PYTHON), str(FLINK_RUNNER), str(csv_dir), query],
+                              capture_output=True, text=True, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        return None, None, f"timed out after {timeout_s:.0f} s"
+    if proc.returncode != 0:
+        lines = proc.stderr.strip().splitlines()
+        return None, None, lines[-1][:200] if lines else f"exit code {proc.returncode}"
+    count, seconds = proc.stdout.strip().splitlines()[-1].split()
+    return int(count), float(seconds), ""
+
+
+def ratio(base: float | None, ours: float) -> str:
+    """``base / ours`` as ``"1.23x"`` (above 1: ours is faster), ``"-"`` without a baseline."""
+    return "-" if base is None else f"{base / ours:.2f}x"
