@@ -10,7 +10,8 @@ from __future__ import annotations
 import runpy
 import sys
 
-BENCHMARKS = ("benchmarks.bench_synthetic", "benchmarks.bench_xes", "benchmarks.bench_match_bpi", "benchmarks.bench_sketch_build")
+BENCHMARKS = ("benchmarks.bench_synthetic", "benchmarks.bench_xes", "benchmarks.bench_match_bpi",
+              "benchmarks.bench_sketch_build")
 
 
 def main() -> None:
