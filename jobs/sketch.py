@@ -44,7 +44,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -58,7 +58,6 @@ from delta_tables.sketch_conf import SketchConf, load_sketch
 from delta_tables.sketch_state import (
     LATE_COLUMNS,
     META_COLUMNS,
-    NODES_ARROW_SCHEMA,
     NODES_COLUMNS,
     OPEN_ARROW_SCHEMA,
     OPEN_COLUMNS,
@@ -78,7 +77,7 @@ if TYPE_CHECKING:
 
 __all__ = ["SketchJobError", "SourceNotAppendOnlyError", "SourceVersionError",
            "SketchSettingsChangedError", "InjectedCrash", "SketchRunResult", "run_sketch",
-           "run_sketch_by_name", "load_settings", "CRASH_ENV"]
+           "process_bucket", "read_meta", "load_settings", "CRASH_ENV"]
 
 CRASH_ENV = "CEP_SKETCH_CRASH_AFTER"
 """Test hook: ``nodes``, ``open`` or ``late`` makes a run raise :class:`InjectedCrash` right
@@ -657,6 +656,12 @@ def run_sketch(spark: "SparkSession", settings: Settings, conf: SketchConf | str
                                  f"the versions 0..{current} of {conf.source.name}")
     meta = read_meta(spark, conf)
     done = -1 if meta is None else int(meta["source_version"])
+    if target <= done:
+        _say(quiet, f"{conf.name}: nothing new in {conf.source.name} (source version {target}, "
+                    f"sketch at {done}); nothing written")
+        return SketchRunResult(conf.name, False, "", None, done,
+                               config=config_from_meta(meta) if meta else None,
+                               seconds=time.monotonic() - started)
     interrupted = _interrupted_target(spark, conf, meta)
     resumed = False
     result: SketchRunResult | None = None
@@ -665,14 +670,8 @@ def run_sketch(spark: "SparkSession", settings: Settings, conf: SketchConf | str
         result = _run_once(spark, conf, meta, done, interrupted, quiet, crash_after, started,
                            resumed=True)
         meta, done, resumed = read_meta(spark, conf), interrupted, True
-    if target <= done:
-        if result is not None:
-            return result
-        _say(quiet, f"{conf.name}: nothing new in {conf.source.name} (source version {target}, "
-                    f"sketch at {done}); nothing written")
-        return SketchRunResult(conf.name, False, "", None, done,
-                               config=config_from_meta(meta) if meta else None,
-                               seconds=time.monotonic() - started)
+    if target <= done and result is not None:
+        return result
     return _run_once(spark, conf, meta, done, target, quiet, crash_after, started,
                      resumed=resumed)
 
@@ -773,16 +772,3 @@ def _run_once(spark: "SparkSession", conf: SketchConf, meta: dict[str, Any] | No
                 + ", ".join(f"{k}={v}" for k, v in versions.items()))
     return SketchRunResult(conf.name, True, run_id, first, target, accepted + late, accepted,
                            late, streams, node_rows, versions, config, resumed, seconds)
-
-
-def run_sketch_by_name(spark: "SparkSession", settings: Settings, name: str,
-                       until_version: int | None = None) -> SketchRunResult:
-    """:func:`run_sketch` for a sketch of ``conf/sketches.toml`` (the CLI's entry point)."""
-    return run_sketch(spark, settings, load_sketch(settings, name), until_version=until_version)
-
-
-def iter_sketch_names(settings: Settings) -> Iterator[str]:
-    """Names of the registered sketches."""
-    from delta_tables.sketch_conf import load_sketches
-
-    yield from load_sketches(settings)

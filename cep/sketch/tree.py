@@ -39,6 +39,14 @@ tree, and ``append`` only touches the new events, the open leaf and the top-leve
 Queries: :meth:`member` (Bloom: all ``k`` bits set, per node) and :meth:`twin_member` (exact),
 :meth:`children`, :meth:`parent_rows`, :meth:`top_rows`, :meth:`rows_at`, :meth:`rows_of`.
 
+**Restoring from storage.** The Delta nodes table keeps no exact sets (a sketch keeps no raw
+events). :meth:`SketchTree.restore` rebuilds a *twin-less* tree (``has_twin`` False; the twin
+methods raise :class:`~cep.sketch.errors.TwinUnavailableError`) from stored node columns: either
+every row plus a summary of the open leaf (a query tree), or only the top-level rows plus the
+open leaf's events, the **frontier** (:meth:`SketchTree.frontier`). ``append`` reads nothing
+but the top-level rows and the open leaf, so appending to the frontier adds exactly the rows,
+and clears exactly the ``is_top`` flags, that appending to the full tree does (property-tested).
+
 Values are immutable: every array attribute is a read-only view. ``append`` returns a new tree;
 successive trees may share buffers (capacity doubling), but only rows beyond the old tree's
 length are ever written, so the old tree is unchanged.
