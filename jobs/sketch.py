@@ -659,6 +659,11 @@ def run_sketch(spark: "SparkSession", settings: Settings, conf: SketchConf | str
     if target <= done:
         _say(quiet, f"{conf.name}: nothing new in {conf.source.name} (source version {target}, "
                     f"sketch at {done}); nothing written")
+        # Another process (the demo, a scheduler) may have built the state: make its tables
+        # queryable by name in this session too. Registration writes nothing to Delta.
+        for table in conf.state_tables().values():
+            if is_delta_table(spark, table):
+                register_table(spark, table)
         return SketchRunResult(conf.name, False, "", None, done,
                                config=config_from_meta(meta) if meta else None,
                                seconds=time.monotonic() - started)

@@ -318,3 +318,21 @@ def test_incomplete_rows_are_rejected_not_dropped(spark, settings) -> None:
     assert {(r["stream"], r["id"], r["reason"]) for r in late} == \
         {(None, 901, "incomplete"), ("s0", 900, "incomplete")}
     assert_state_is_core(spark, conf, events)
+
+
+def test_nothing_new_still_registers_state_built_elsewhere(spark, settings) -> None:
+    # The demo (another process) may build a sketch; a later "nothing new" run in this session
+    # must make its tables queryable by name without writing anything.
+    events = make_events(6, n=60, streams=2)
+    source = create_source(spark, settings, "sk_src_register")
+    append(spark, source, events)
+    conf = sketch(settings, "sk_register", source.name)
+    run(spark, settings, conf)
+    before = versions(spark, conf)
+    for table in conf.state_tables().values():
+        spark.sql(f"DROP TABLE IF EXISTS {table.name}")  # external: the catalog entry only
+    assert not spark.catalog.tableExists(conf.nodes.name)
+    result = run(spark, settings, conf)
+    assert not result.written and versions(spark, conf) == before
+    assert spark.catalog.tableExists(conf.nodes.name) and spark.catalog.tableExists(conf.meta.name)
+    assert spark.table(conf.nodes.name).count() > 0
