@@ -246,7 +246,8 @@ def test_crash_between_writes_then_rerun_equals_a_clean_run(spark, settings, cra
     assert len({(r["stream"], r["node_id"]) for r in nodes}) == len(nodes)
     after = versions(spark, conf)
     if not grow:
-        # The writes applied before the crash were skipped by Delta (same txnAppId/txnVersion).
+        # Writes applied before the crash are not re-applied: Delta's idempotent txnAppId/
+        # txnVersion leaves those tables at the version the crashed run wrote.
         for table in written[point]:
             assert after[table] == crashed[table]
         assert after["meta"] == crashed["meta"] + 1

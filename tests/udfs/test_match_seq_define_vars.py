@@ -8,10 +8,9 @@ from datetime import datetime, timedelta, timezone
 import numpy as np
 import pytest
 
-from cep.match import compile_query, find_matches
 from cep.match.stream import EventStream
-from cep.oracles import oracle_matches
 from sql_ext.quoting import sql_string
+from tests.udfs.test_match_seq import expected  # one matcher-and-oracle reference for both files
 
 T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
 SCHEMA = "id BIGINT, key STRING, type STRING, ts TIMESTAMP, symbol STRING, price BIGINT"
@@ -53,18 +52,6 @@ def streams_by_key(rows: list[tuple]) -> dict[str, EventStream]:
             attrs={"symbol": np.array([r[4] for r in mine], dtype=object),
                    "price": np.array([r[5] for r in mine])})
     return out
-
-
-def expected(pattern: str, policy: str, streams: dict[str, EventStream], use_oracle: bool) -> set:
-    result = set()
-    for key, stream in streams.items():
-        if use_oracle:
-            matches = oracle_matches(pattern, stream, policy=policy)
-        else:
-            matches = find_matches(compile_query(pattern, policy=policy), stream).to_matches()
-        for m in matches:
-            result.add((key, tuple(int(stream.ids[p]) for p in m.positions), m.variables))
-    return result
 
 
 @pytest.fixture(scope="module")
