@@ -58,7 +58,7 @@ def check_constraints(
     assert m % 8 == 0 and m > 0 and 1 <= k <= 32
     d_leaf = distinct(window, heaps_k, heaps_beta)
     p_leaf = (1.0 - math.exp(-k * d_leaf / m)) ** k
-    target = 1.0 - (1.0 - fpq) ** (1.0 / query_length)
+    target = -math.expm1(math.log1p(-fpq) / query_length)  # 1-(1-fpq)**(1/s) without cancellation
     assert p_leaf <= target * (1 + 1e-9)
     assert 1.0 - (1.0 - p_leaf) ** query_length <= fpq * (1 + 1e-9)
     d_top = distinct(window * fanout**height, heaps_k, heaps_beta)
