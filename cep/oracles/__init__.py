@@ -14,5 +14,6 @@ from __future__ import annotations
 from cep.oracles.check import BindingChecker
 from cep.oracles.match_oracle import DEFAULT_MAX_CANDIDATES, oracle_matches
 from cep.oracles.values import evaluate
+from cep.oracles.trend_oracle import OracleWindow, oracle_trend_counts, oracle_trend_windows  # noqa: F401
 
 __all__ = ["DEFAULT_MAX_CANDIDATES", "BindingChecker", "evaluate", "oracle_matches"]
