@@ -536,7 +536,8 @@ def latency_core(streams: Streams, trees: Sequence[SketchTree], pattern: str
 
 def latency_sql(spark: "SparkSession", events: str, nodes: str, pattern: str, repeats: int
                 ) -> dict[str, Any]:
-    """``match_seq_arrow`` vs ``approx_match_seq`` (exists, intervals) to the noop sink."""
+    """``match_seq_arrow`` vs ``approx_match_seq`` and ``approx_match_seq_arrow`` (exists,
+    intervals) to the noop sink."""
     from sql_ext.quoting import sql_string
 
     p, pol = sql_string(pattern), sql_string(POLICY)
@@ -545,6 +546,11 @@ def latency_sql(spark: "SparkSession", events: str, nodes: str, pattern: str, re
     approx = {mode: (f"SELECT * FROM approx_match_seq(pattern => {p}, policy => {pol}, "
                      f"mode => '{mode}', sketch => TABLE({nodes}) PARTITION BY stream)")
               for mode in ("exists", "intervals")}
+    arrow = {mode: (f"SELECT * FROM approx_match_seq_arrow({p}, {pol}, '{mode}', 0, "
+                    f"TABLE({nodes}) PARTITION BY pmod(hash(stream), {BUCKETS}))")
+             for mode in ("exists", "intervals")}
+    queries = {"exact": exact, "exists": approx["exists"], "intervals": approx["intervals"],
+               "arrow_exists": arrow["exists"], "arrow_intervals": arrow["intervals"]}
     row: dict[str, Any] = {}
     try:
         got = spark.sql(f"SELECT count(*), count(DISTINCT key) FROM ({exact})").first()
@@ -553,28 +559,30 @@ def latency_sql(spark: "SparkSession", events: str, nodes: str, pattern: str, re
         row.update(sql_exists_true=int(got[0]), sql_exists_rows=int(got[1]))
         got = spark.sql(f"SELECT count(*) FROM ({approx['intervals']})").first()
         row.update(sql_intervals_records=int(got[0]))
-        best = {"exact": float("inf"), "exists": float("inf"), "intervals": float("inf")}
+        got = spark.sql(f"SELECT count_if(matched) FROM ({arrow['exists']})").first()
+        row.update(sql_arrow_exists_true=int(got[0]))
+        got = spark.sql(f"SELECT count(*) FROM ({arrow['intervals']})").first()
+        row.update(sql_arrow_intervals_records=int(got[0]))
+        best = {label: float("inf") for label in queries}
         for _ in range(repeats):
-            for label, sql in (("exact", exact), ("exists", approx["exists"]),
-                               ("intervals", approx["intervals"])):
+            for label, sql in queries.items():
                 _, seconds = _best(lambda: spark.sql(sql).write.format("noop")
                                    .mode("overwrite").save(), 1)
                 best[label] = min(best[label], seconds)
-        row.update(sql_exact_s=best["exact"], sql_exists_s=best["exists"],
-                   sql_intervals_s=best["intervals"])
+        row.update({f"sql_{label}_s": seconds for label, seconds in best.items()})
     except Exception as error:  # noqa: BLE001 - a failed query is reported, not fatal
         row["sql_error"] = f"{type(error).__name__}: {str(error).splitlines()[0][:200]}"
     return row
 
 
-def run_latency(spark: "SparkSession | None", root: Path | None, max_n: int, sql: bool
-                ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def run_latency(spark: "SparkSession | None", root: Path | None, max_n: int, sql: bool,
+                min_n: int = 0) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Part 1 (and part 3's synthetic rows): every shape and size up to ``max_n``."""
     import pyarrow as pa
 
     rows, byte_rows = [], []
     for shape in SHAPES:
-        for n in (s for s in SIZES if s <= max_n):
+        for n in (s for s in SIZES if min_n <= s <= max_n):
             t0 = time.perf_counter()
             streams, type_names = synthetic_streams(shape, n)
             per_stream = n // len(streams.keys)
@@ -634,11 +642,15 @@ def _latency_line(r: dict[str, Any]) -> str:
                  f"{_s(r['sql_exists_s'])} ({r['sql_exists_true']}) | "
                  f"{_s(r['sql_intervals_s'])} ({r['sql_intervals_records']:,}) | "
                  f"{_x(r['sql_exact_s'], r['sql_exists_s'])} | "
-                 f"{_x(r['sql_exact_s'], r['sql_intervals_s'])} |")
+                 f"{_x(r['sql_exact_s'], r['sql_intervals_s'])} | "
+                 f"{_s(r['sql_arrow_exists_s'])} ({r['sql_arrow_exists_true']}) | "
+                 f"{_s(r['sql_arrow_intervals_s'])} ({r['sql_arrow_intervals_records']:,}) | "
+                 f"{_x(r['sql_exact_s'], r['sql_arrow_exists_s'])} | "
+                 f"{_x(r['sql_exact_s'], r['sql_arrow_intervals_s'])} |")
     elif "sql_error" in r:
-        core += f" {r['sql_error']} | - | - | - | - |"
+        core += f" {r['sql_error']} | - | - | - | - | - | - | - | - |"
     else:
-        core += " - | - | - | - | - |"
+        core += " - | - | - | - | - | - | - | - | - |"
     return core
 
 
@@ -646,8 +658,9 @@ LATENCY_HEAD = (
     "| shape | events | streams | question | exact core s (matches; streams) | "
     "sketch exists s (true) | sketch intervals s (records) | exact/exists | exact/intervals | "
     "match_seq_arrow s (matches) | approx exists s (true) | approx intervals s (records) | "
-    "SQL exact/exists | SQL exact/intervals |\n"
-    "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    "SQL exact/exists | SQL exact/intervals | arrow exists s (true) | "
+    "arrow intervals s (records) | SQL exact/arrow exists | SQL exact/arrow intervals |\n"
+    "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -955,7 +968,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, metavar="PATH", help="also write the numbers here")
     parser.add_argument("--max-n", type=int, default=SIZES[-1],
                         help="largest synthetic size (default 10^7)")
-    parser.add_argument("--logs", nargs="*", default=list(LOGS), help="real logs to use")
+    parser.add_argument("--min-n", type=int, default=0,
+                        help="smallest synthetic size (default: all from 10^5)")
+    parser.add_argument("--logs", nargs="*", default=list(LOGS),
+                        help="real logs to use (--logs with no name: skip the real logs)")
     parser.add_argument("--skip-sql", action="store_true",
                         help="skip the Spark SQL timings of part 1 (Delta tables still written)")
     args = parser.parse_args(argv)
@@ -972,7 +988,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     try:
         print(LATENCY_HEAD, flush=True)
-        latency, byte_rows = run_latency(spark, root, args.max_n, not args.skip_sql)
+        latency, byte_rows = run_latency(spark, root, args.max_n, not args.skip_sql, args.min_n)
         print(f"\n{LEAF_HEAD}", flush=True)
         logs = run_logs(spark, root, args.logs)
     finally:

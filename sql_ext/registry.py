@@ -8,7 +8,7 @@ imports neither pyspark nor ``udfs`` when it is imported.
 
 Example:
     >>> [f.name for f in FUNCTIONS if f.status == "available"]
-    ['cep_functions', 'match_seq', 'match_seq_arrow', 'approx_match_seq', 'sketch_stats']
+    ['cep_functions', 'match_seq', 'match_seq_arrow', 'approx_match_seq', 'approx_match_seq_arrow', 'sketch_stats']
     >>> function("cet_trends").status
     'planned'
 """
@@ -69,6 +69,14 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
         "available", "udfs.approx_match_seq:approx_match_seq_udtf",
         "Approximate matches from a Bloom-filter-tree sketch of the stream (its <name>_nodes "
         "table), without the raw events."),
+    FunctionSpec(
+        "approx_match_seq_arrow",
+        "approx_match_seq_arrow(pattern STRING, policy STRING, mode STRING, level INT, "
+        "sketch TABLE)",
+        "stream STRING, matched BOOLEAN, match_id BIGINT, pos_start BIGINT, pos_end BIGINT, "
+        "ts_start TIMESTAMP, ts_end TIMESTAMP, node_ids ARRAY<BIGINT>, level INT",
+        "available", "udfs.approx_match_seq_arrow:approx_match_seq_arrow_udtf",
+        "approx_match_seq over Arrow batches: same answers, cheaper transport on large sketches."),
     FunctionSpec(
         "sketch_stats",
         "sketch_stats(sketch TABLE PARTITION BY stream)",

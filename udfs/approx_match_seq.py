@@ -275,8 +275,8 @@ def stored_config(stream: str, rows: Sequence[Sequence[Any]]) -> Any:
     ``m``, ``k``, ``seeds`` and ``config_version`` are columns and must agree on every row;
     ``C`` is the ``n_events`` of a full leaf (without one: one more than the open leaf's, any
     larger ``C`` gives the same units) and ``fanout`` the ratio of a level-1 node's
-    ``n_events`` to ``C`` (2 without a level-1 node, where it is never used). The same rule as
-    ``delta_tables.sketch_state.config_from_nodes``, over Python rows.
+    ``n_events`` to ``C`` (2 without a level-1 node, where it is never used):
+    :func:`cep.sketch.stored.config_of_rows`, over Python rows.
 
     Raises:
         SketchRowsError: NULL fields or rows of different configurations (CEP-SQL-022).
@@ -298,38 +298,26 @@ def _columns(stream: str, rows: Sequence[Sequence[Any]]) -> list[tuple[Any, ...]
 
 
 def _config_of(stream: str, cols: list[tuple[Any, ...]]) -> Any:
+    import numpy as np
+
+    from cep.sketch import CorruptSketchError
+    from cep.sketch.stored import config_of_rows
+
     f = _FIELD
-    settings = set(zip(cols[f["m"]], cols[f["k"]], map(tuple, cols[f["seeds"]]),
-                       cols[f["config_version"]]))
-    if len(settings) > 1:
-        found = "; ".join(f"m={m} k={k} seeds={list(sd)} config_version={v}"
-                          for m, k, sd, v in sorted(settings))
+    seeds = [tuple(x) for x in cols[f["seeds"]]]
+    if len({len(x) for x in seeds}) > 1:
         raise SketchRowsError(f"stream {stream!r}: rows of different sketch configurations "
-                              f"({found}); read one version of the table")
-    m, k, seeds, version = settings.pop()
-    leaves, ones, opened = [], [], []
-    for level, n, is_open in zip(cols[f["level"]], cols[f["n_events"]], cols[f["is_open"]]):
-        if is_open:
-            opened.append(n)
-        elif level == 0 and not leaves:
-            leaves.append(n)
-        elif level == 1 and not ones:
-            ones.append(n)
-    c = int(leaves[0]) if leaves else int(max(opened, default=0)) + 1
-    fanout = int(ones[0]) // c if ones and c else 2
+                              "(seed lists of different lengths); read one version of the table")
     try:
-        return _config(int(m), int(k), tuple(int(x) for x in seeds), c, fanout, int(version))
-    except CepError as err:
-        raise SketchRowsError(f"stream {stream!r}: the rows give no valid sketch configuration: "
-                              f"{err.message}") from None
-
-
-@lru_cache(maxsize=256)
-def _config(m: int, k: int, seeds: tuple[int, ...], c: int, fanout: int, version: int) -> Any:
-    """One :class:`SketchConfig` value per distinct setting (its checks run once per worker)."""
-    from cep.sketch import SketchConfig
-
-    return SketchConfig(m=m, k=k, C=c, fanout=fanout, seeds=seeds, config_version=version)
+        return config_of_rows(
+            stream, m=np.array(cols[f["m"]], dtype=np.int64), k=np.array(cols[f["k"]], dtype=np.int64),
+            seeds=np.array(seeds, dtype=np.int64).reshape(len(seeds), -1),
+            config_version=np.array(cols[f["config_version"]], dtype=np.int64),
+            level=np.array(cols[f["level"]], dtype=np.int64),
+            n_events=np.array(cols[f["n_events"]], dtype=np.int64),
+            is_open=np.array(cols[f["is_open"]], dtype=np.bool_))
+    except CorruptSketchError as err:
+        raise SketchRowsError(err.message) from None
 
 
 def _blob(stream: str, node: Any, blob: Any, m: int) -> Any:

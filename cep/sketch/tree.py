@@ -856,7 +856,9 @@ class SketchTree:
             self.name_positions]
         fill = (float(np.bitwise_count(self.bits).sum(axis=1).mean()) / self.config.m
                 if self.n_nodes else 0.0)
-        return {"events": self.n_stream_events, "open_events": len(self.open_codes),
+        # open_leaf.n_events, not len(open_codes): a tree restored from an is_open row keeps
+        # only the leaf's summary (count, interval, filter), no codes.
+        return {"events": self.n_stream_events, "open_events": self.open_leaf.n_events,
                 "nodes": self.n_nodes, "levels": self.n_levels,
                 "top_level": int(self.is_top.sum()), "bytes": int(self.bits.nbytes),
                 "state_bytes": int(sum(a.nbytes for a in arrays)), "mean_fill": fill,
