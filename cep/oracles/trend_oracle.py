@@ -14,7 +14,8 @@ None). For each partition:
    read from ``k`` and ``c[i-1]`` from ``j``, and every ``[attr]`` holds (``j.attr = k.attr``,
    NULL not equal to anything); O(n^2) pairs;
 4. sources have no incoming edge, sinks no outgoing one; the trends are all source-to-sink
-   paths (depth-first search, an event alone when it is both), the count their number.
+   paths (depth-first search, an event alone when it is both), the count their number (also
+   counted without listing them, by a memoised depth-first search, for larger inputs).
 
 Small inputs only: it is meant to be obviously right, not fast.
 
@@ -53,7 +54,10 @@ class OracleWindow:
         rows: the members in ``(ts, tiebreak)`` order.
         edges: every ``(j, k)`` pair linked by the predicates.
         sources, sinks: rows without incoming / outgoing edges.
-        trends: every source-to-sink path, as tuples of rows, sorted.
+        trends: every source-to-sink path, as tuples of rows, sorted (None when the caller
+            asked for the count only).
+        count: the number of source-to-sink paths, counted by a memoised depth-first search
+            over the same edges (so it is available when enumerating would take too long).
     """
 
     start: Any
@@ -61,16 +65,12 @@ class OracleWindow:
     edges: frozenset[tuple[int, int]]
     sources: tuple[int, ...]
     sinks: tuple[int, ...]
-    trends: tuple[tuple[int, ...], ...]
-
-    @property
-    def count(self) -> int:
-        """The number of complete trends."""
-        return len(self.trends)
+    trends: tuple[tuple[int, ...], ...] | None
+    count: int
 
 
 def oracle_trend_windows(query: Query | str, ts: Any, columns: Mapping[str, Any], *,
-                         types: Any = None, tiebreak: Any = None,
+                         types: Any = None, tiebreak: Any = None, listing: bool = True,
                          max_paths: int = DEFAULT_MAX_PATHS) -> dict[Any, OracleWindow]:
     """Every non-empty window of one partition with its edges, sources, sinks and trends.
 
@@ -80,6 +80,7 @@ def oracle_trend_windows(query: Query | str, ts: Any, columns: Mapping[str, Any]
         columns: attribute name -> sequence of values, one per event.
         types: the type column (needed when the class has no DEFINE).
         tiebreak: orders events with equal timestamps (default: input order).
+        listing: False to count the trends without listing them (``trends`` is None).
         max_paths: the most trends the oracle may enumerate.
 
     Returns:
@@ -103,15 +104,27 @@ def oracle_trend_windows(query: Query | str, ts: Any, columns: Mapping[str, Any]
         has_in = {k for _, k in edges}
         sources = tuple(e for e in rows if e not in has_in)
         sinks = tuple(e for e in rows if not succ[e])
-        trends: list[tuple[int, ...]] = []
-        for s in sources:
-            _paths(s, succ, [s], trends, budget, max_paths)
-        out[start] = OracleWindow(start, tuple(rows), frozenset(edges), sources, sinks, tuple(sorted(trends)))
+        count = sum(_count(e, succ, {}) for e in sources)
+        listed = None
+        if listing:
+            trends: list[tuple[int, ...]] = []
+            for e in sources:
+                _paths(e, succ, [e], trends, budget, max_paths)
+            listed = tuple(sorted(trends))
+        out[start] = OracleWindow(start, tuple(rows), frozenset(edges), sources, sinks, listed, count)
     return out
 
 
+def _count(e: int, succ: dict[int, list[int]], memo: dict[int, int]) -> int:
+    """Paths from ``e`` to a sink (an exact int), memoised; recursion depth is the path length."""
+    if e not in memo:
+        memo[e] = sum(_count(k, succ, memo) for k in succ[e]) if succ[e] else 1
+    return memo[e]
+
+
 def oracle_trend_counts(query: Query | str, ts: Any, columns: Mapping[str, Any], **kwargs: Any) -> dict[Any, int]:
-    """Window start -> number of complete trends (by enumeration)."""
+    """Window start -> number of complete trends (counted over the pairwise edges)."""
+    kwargs.setdefault("listing", False)
     return {w: win.count for w, win in oracle_trend_windows(query, ts, columns, **kwargs).items()}
 
 

@@ -70,8 +70,10 @@ def lookup(columns: Mapping[str, object], name: str, n: int) -> np.ndarray:
     return array
 
 
-def column_values(array: np.ndarray, name: str) -> tuple[np.ndarray, np.ndarray, bool]:
+def column_values(array: np.ndarray, name: str) -> tuple[np.ndarray, np.ndarray, bool | None]:
     """``(values, nulls, is_text)`` of a column: None and NaN are NULL, datetimes are microseconds.
+
+    ``is_text`` is None for an object column holding nothing but NULLs (no type to tell).
 
     Raises:
         TrendInputError: an object column mixing strings with other values, or holding values
@@ -96,7 +98,9 @@ def column_values(array: np.ndarray, name: str) -> tuple[np.ndarray, np.ndarray,
     nulls = np.fromiter((v is None or (isinstance(v, float) and math.isnan(v)) for v in array),
                         dtype=bool, count=len(array))
     present = array[~nulls]
-    if len(present) and all(isinstance(v, str) for v in present):
+    if not len(present):
+        return np.zeros(len(array), dtype=np.int64), nulls, None
+    if all(isinstance(v, str) for v in present):
         values = array.copy()
         values[nulls] = ""
         return values, nulls, True
@@ -137,6 +141,13 @@ def operands(pred: NeighbourPredicate, columns: Mapping[str, object], n: int, *,
 
     lval, lnull, ltext = read(pred.attr)
     prev, pnull, ptext = read(pred.prev_attr)
+    # A column of NULLs only takes the type of the other side (it links nothing anyway).
+    if ltext is None:
+        ltext = bool(ptext)
+        lval = np.full(n, "", dtype=object) if ltext else lval
+    if ptext is None:
+        ptext = bool(ltext)
+        prev = np.full(n, "", dtype=object) if ptext else prev
     if ltext or ptext:
         problem = None
         if ltext != ptext:
