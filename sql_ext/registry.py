@@ -8,8 +8,8 @@ imports neither pyspark nor ``udfs`` when it is imported.
 
 Example:
     >>> [f.name for f in FUNCTIONS if f.status == "available"]
-    ['cep_functions', 'match_seq', 'match_seq_arrow', 'approx_match_seq', 'approx_match_seq_arrow', 'sketch_stats']
-    >>> function("cet_trends").status
+    ['cep_functions', 'match_seq', 'match_seq_arrow', 'approx_match_seq', 'approx_match_seq_arrow', 'sketch_stats', 'cet_trends']
+    >>> function("match_prob").status
     'planned'
 """
 
@@ -86,10 +86,14 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
         "Size and fill of each stream's sketch tree (nodes, levels, bytes, filter density)."),
     FunctionSpec(
         "cet_trends",
-        "cet_trends(pattern STRING, events TABLE PARTITION BY key ORDER BY ts, output STRING, "
-        "max_trends BIGINT)",
-        "partition key, window_start, window_end, trend or count", "planned", None,
-        "Complete event trends over the ABI graph."),
+        "cet_trends(pattern STRING, events TABLE, output STRING, max_trends BIGINT, "
+        "key_col STRING, ts_col STRING, id_col STRING, type_col STRING)",
+        "output 'trends' (default): <key_col>, window_start, window_end, trend_id BIGINT, "
+        "length INT, first_ts, last_ts, event_ids ARRAY<BIGINT>; output 'count': <key_col>, "
+        "window_start, window_end, n_trends DECIMAL(38,0)",
+        "available", "udfs.cet_trends:cet_trends_udtf",
+        "Complete event trends (Kleene+ with predicates between neighbours) over the ABI graph, "
+        "per key and window, or their exact count."),
     FunctionSpec(
         "match_prob",
         "match_prob(pattern STRING, pstream TABLE PARTITION BY stream ORDER BY t, overlap STRING, "

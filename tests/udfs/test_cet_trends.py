@@ -1,0 +1,163 @@
+"""cet_trends from Spark SQL == the brute-force trend oracle (and cep.trends) on the same rows.
+
+Random small tables of several keys (check-like rows with src/dest/amount, stock-like rows with
+id/price) are written as Delta tables and queried through SQL with ``key_col``; every
+(key, window) answer must equal :func:`cep.oracles.trend_oracle.oracle_trend_windows` on that
+key's rows: the trends (as event-id sequences) and the exact counts. Errors reach the SQL caller
+with their code and position.
+"""
+
+from __future__ import annotations
+
+import random
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+import numpy as np
+import pytest
+
+from cep.oracles.trend_oracle import oracle_trend_windows
+from sql_ext.quoting import sql_string
+
+T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
+T0_US = int(T0.timestamp()) * 1_000_000
+
+PATTERNS = [
+    "PATTERN check+ c[] WHERE c.type = 'not covered' AND c[i].src = c[i-1].dest "
+    "WITHIN 3 HOURS SLIDE 1 HOUR",
+    "PATTERN check+ c[] WHERE c[i].amount > 1.05 * c[i-1].amount WITHIN 2 HOURS",
+    "PATTERN check+ c[] WHERE [src] AND c[i].amount <= c[i-1].amount + 2",
+    "PATTERN check+ c[] WHERE c[i].src <> c[i-1].src AND c[i].amount >= c[i-1].amount",
+]
+
+
+def checks(seed: int) -> list[dict[str, Any]]:
+    """Check-like rows of 3 banks: ids unique, timestamps with ties, small value domains."""
+    rng = random.Random(seed)
+    rows, next_id = [], 1
+    for bank in ("b1", "b2", "b3"):
+        t = 0
+        for _ in range(rng.choice([6, 10, 14])):
+            t += rng.choice([0, 10, 20, 40])
+            rows.append({"id": next_id, "bank": bank, "ts": T0 + timedelta(minutes=t),
+                         "src": rng.choice("xyz"), "dest": rng.choice("xyz"),
+                         "amount": float(rng.choice([10, 11, 12, 14, 20])),
+                         "type": rng.choice(["not covered", "covered"])})
+            next_id += 1
+    return rows
+
+
+@pytest.fixture(scope="module")
+def check_table(spark, settings) -> list[dict[str, Any]]:
+    rows = checks(7)
+    location = settings.warehouse_dir / "trend_checks"
+    spark.createDataFrame(rows, "id BIGINT, bank STRING, ts TIMESTAMP, src STRING, dest STRING, "
+                                "amount DOUBLE, type STRING") \
+        .write.format("delta").mode("overwrite").save(str(location))
+    if not spark.catalog.tableExists("trend_checks"):
+        spark.catalog.createTable("trend_checks", path=str(location), source="delta")
+    return rows
+
+
+def oracle(pattern: str, rows: list[dict[str, Any]]) -> dict[tuple[str, Any], Any]:
+    """(bank, window start in us or None) -> OracleWindow, per bank."""
+    out = {}
+    for bank in sorted({r["bank"] for r in rows}):
+        mine = [r for r in rows if r["bank"] == bank]
+        ts = np.array([int(r["ts"].timestamp()) * 1_000_000 for r in mine], dtype=np.int64)
+        cols = {c: np.array([r[c] for r in mine], dtype=object) for c in ("src", "dest", "type")}
+        cols["amount"] = np.array([r["amount"] for r in mine])
+        # Without type_col every row is a check and c.type is the column called type: for the
+        # oracle, the class holds every row (DEFINE check AS TRUE) and the type column is it.
+        every_row = pattern.replace(" WHERE ", " DEFINE check AS TRUE WHERE ", 1)
+        windows = oracle_trend_windows(every_row, ts, cols, types=cols["type"],
+                                       tiebreak=np.array([r["id"] for r in mine]))
+        ids = [r["id"] for r in mine]
+        for start, w in windows.items():
+            out[(bank, start if "WITHIN" in pattern else None)] = (
+                w.count, sorted(tuple(ids[e] for e in t) for t in w.trends))
+    return out
+
+
+def call(pattern: str, output: str | None = None, extra: str = "") -> str:
+    args = f"pattern => {sql_string(pattern)}, key_col => 'bank'"
+    if output is not None:
+        args += f", output => {sql_string(output)}"
+    return f"cet_trends({args}{extra}, events => TABLE(trend_checks))"
+
+
+@pytest.mark.parametrize("pattern", PATTERNS)
+def test_trends_and_counts_equal_the_oracle(spark, check_table, pattern: str) -> None:
+    expected = oracle(pattern, check_table)
+    assert any(len(t) > 1 for _, trends in expected.values() for t in trends)
+    trends = spark.sql(f"SELECT bank, unix_micros(window_start) AS ws, unix_micros(window_end) "
+                       f"AS we, trend_id, length, event_ids, first_ts, last_ts "
+                       f"FROM {call(pattern)}").collect()
+    got: dict[tuple[str, Any], list] = {}
+    by_id = {r["id"]: r for r in check_table}
+    for r in trends:
+        got.setdefault((r.bank, r.ws), []).append((r.trend_id, tuple(r.event_ids)))
+        assert r.length == len(r.event_ids)
+        assert (r.first_ts, r.last_ts) == (by_id[r.event_ids[0]]["ts"].replace(tzinfo=None),
+                                           by_id[r.event_ids[-1]]["ts"].replace(tzinfo=None))
+        if r.ws is not None:
+            assert r.we - r.ws == (3 if "3 HOURS" in pattern else 2) * 3_600_000_000
+    assert set(got) == set(expected)
+    for key, rows in got.items():
+        assert sorted(i for i, _ in rows) == list(range(1, len(rows) + 1))
+        assert sorted(t for _, t in rows) == expected[key][1], key
+    counts = spark.sql(f"SELECT bank, unix_micros(window_start) AS ws, n_trends "
+                       f"FROM {call(pattern, 'count')}").collect()
+    assert {(r.bank, r.ws): int(r.n_trends) for r in counts} == {
+        k: v[0] for k, v in expected.items()}
+
+
+def test_rising_prices_with_id_equality_and_price_predicate(spark, settings) -> None:
+    # Q2's combination ([id] together with the price predicate), a partition holding two stocks.
+    rng = random.Random(3)
+    rows = [{"id": i, "sid": rng.choice(["A", "B"]), "ts": T0 + timedelta(minutes=7 * i),
+             "price": float(rng.choice([100, 104, 106, 112, 120]))} for i in range(1, 25)]
+    spark.createDataFrame(rows, "id BIGINT, sid STRING, ts TIMESTAMP, price DOUBLE") \
+        .createOrReplaceTempView("trend_stocks")
+    pattern = ("PATTERN stock+ s[] WHERE [sid] AND s[i].price > 1.05 * s[i-1].price "
+               "WITHIN 60 MINUTES SLIDE 10 MINUTES")
+    got = spark.sql(f"SELECT unix_micros(window_start) AS ws, event_ids FROM cet_trends("
+                    f"pattern => {sql_string(pattern)}, events => TABLE(trend_stocks) WITH SINGLE PARTITION)"
+                    ).collect()
+    ts = np.array([int(r["ts"].timestamp()) * 1_000_000 for r in rows], dtype=np.int64)
+    windows = oracle_trend_windows(pattern, ts, {"sid": np.array([r["sid"] for r in rows], object),
+                                                 "price": np.array([r["price"] for r in rows])},
+                                   types=np.array(["stock"] * len(rows)))  # no c.type read
+    expected = sorted((s, tuple(rows[e]["id"] for e in t)) for s, w in windows.items()
+                      for t in w.trends)
+    assert sorted((r.ws, tuple(r.event_ids)) for r in got) == expected
+    assert any(len(t) > 1 for _, t in expected)
+
+
+def sql_error(spark: Any, sql: str) -> str:
+    with pytest.raises(Exception) as info:
+        spark.sql(sql).collect()
+    return str(info.value)
+
+
+def test_errors_reach_the_caller_with_code_and_position(spark, check_table) -> None:
+    message = sql_error(spark, f"SELECT * FROM {call('PATTERN check; deposit+')}")
+    assert "CEP-TREND-001: line 1, column 9" in message and "^" in message
+    message = sql_error(spark, f"SELECT * FROM {call('PATTERN check+ c[] WHERE c[i].nope > 1')}")
+    assert "CEP-PAT-" in message and "amount" in message  # lists the columns that exist
+    message = sql_error(spark, f"SELECT * FROM {call(PATTERNS[1], 'paths')}")
+    assert "CEP-SQL-030: argument output" in message
+    message = sql_error(spark, "SELECT * FROM " + call(
+        "PATTERN check+ c[] WHERE c[i].amount >= c[i-1].amount", None, ", max_trends => 2"))
+    assert "CEP-TREND-020" in message and "output => 'count'" in message
+    message = sql_error(spark, "SELECT * FROM " + call(PATTERNS[1], None, ", ts_col => 'src'"))
+    assert "CEP-SQL-030: ts_col 'src' must be a TIMESTAMP or a number" in message
+    message = sql_error(spark, "SELECT * FROM " + call(
+        "PATTERN check+ c[] WHERE c[i].amount > c[i-1].amount WITHIN 5 UNITS"))
+    assert "CEP-SQL-030" in message and "UNITS needs a numeric ts_col" in message
+
+
+def test_injection_through_the_pattern_stays_data(spark, check_table) -> None:
+    pattern = "PATTERN check+ c[] WHERE c.type = 'x''); DROP TABLE trend_checks; --'"
+    rows = spark.sql(f"SELECT * FROM {call(pattern)}").collect()
+    assert rows == [] and spark.catalog.tableExists("trend_checks")
