@@ -34,7 +34,7 @@ from cep.trends.errors import (
 from cep.trends.extract import DEFAULT_MAX_TRENDS, extract_trends
 from cep.trends.filters import event_mask
 from cep.trends.graph import AttributeIndex, TrendGraph, build_graph
-from cep.trends.prefilter import endpoints
+from cep.trends.prefilter import end_events, endpoints, start_events
 from cep.trends.query import NeighbourPredicate, TrendQuery, compile_trend
 from cep.trends.windows import assign_windows
 
@@ -55,11 +55,13 @@ __all__ = [
     "compile_trend",
     "count_by_window",
     "count_trends",
+    "end_events",
     "endpoints",
     "enumerate_edges",
     "event_mask",
     "extract_trends",
     "path_counts",
+    "start_events",
     "window_counts",
     "window_graph",
     "window_trends",

@@ -48,71 +48,98 @@ def endpoints(graph: TrendGraph, link: Links | None = None) -> tuple[np.ndarray,
         of enumerating the edges.
     """
     ln = links(graph) if link is None else link
+    if len(ln.ranges) >= 2:
+        src, dst = _edges(graph, ln)
+        n = graph.n_events
+        return np.bincount(dst, minlength=n) == 0, np.bincount(src, minlength=n) == 0
+    return start_events(graph, ln), end_events(graph, ln)
+
+
+def start_events(graph: TrendGraph, link: Links | None = None) -> np.ndarray:
+    """Boolean mask of the events no event of their window can precede (Algorithm 3)."""
+    ln = links(graph) if link is None else link
     n = graph.n_events
     pos = np.arange(n, dtype=np.int64)
     vin, vout = ln.key_in >= 0, ln.key_out >= 0
+    has_pred = np.zeros(n, dtype=bool)
     if not ln.ranges:
         first_out = np.full(max(ln.n_keys, 1), n, dtype=np.int64)
         np.minimum.at(first_out, ln.key_out[vout], pos[vout])
-        last_in = np.full(max(ln.n_keys, 1), -1, dtype=np.int64)
-        np.maximum.at(last_in, ln.key_in[vin], pos[vin])
         has_pred = vin & (first_out[np.where(vin, ln.key_in, 0)] < ln.tie_start)
-        has_succ = vout & (last_in[np.where(vout, ln.key_out, 0)] >= ln.tie_end)
-        return ~has_pred, ~has_succ
-    if len(ln.ranges) == 1 and ln.ranges[0].shape != POINTS_AND_GAPS:
+    elif len(ln.ranges) == 1 and ln.ranges[0].shape != POINTS_AND_GAPS:
         dep, qry = range_coordinates(ln.ranges[0])
         # k has a predecessor: min(dep[j]) over earlier j of its key is <= qry[k].
         low, found = _scan(ln.key_out[vout], 2 * pos[vout] + 1, dep[vout],
-                           ln.key_in[vin], 2 * ln.tie_start[vin], "min")
-        has_pred = np.zeros(n, dtype=bool)
+                           ln.key_in[vin], 2 * ln.tie_start[vin], ("min",))[0]
         has_pred[vin] = found & (low <= qry[vin])
+    elif len(ln.ranges) == 1:
+        point, frm = point_of(ln.ranges[0]), ln.ranges[0].from_vertex
+        # k has a predecessor unless every earlier candidate of its key holds exactly lval(k).
+        (lo, found), (hi, _) = _scan(ln.key_out[vout], 2 * pos[vout] + 1, point[vout],
+                                     ln.key_in[vin], 2 * ln.tie_start[vin], ("min", "max"))
+        has_pred[vin] = found & ((lo != frm[vin]) | (hi != frm[vin]))
+    else:
+        has_pred = np.bincount(_edges(graph, ln)[1], minlength=n) > 0
+    return ~has_pred
+
+
+def end_events(graph: TrendGraph, link: Links | None = None) -> np.ndarray:
+    """Boolean mask of the events no event of their window can follow (Algorithm 3)."""
+    ln = links(graph) if link is None else link
+    n = graph.n_events
+    pos = np.arange(n, dtype=np.int64)
+    vin, vout = ln.key_in >= 0, ln.key_out >= 0
+    has_succ = np.zeros(n, dtype=bool)
+    if not ln.ranges:
+        last_in = np.full(max(ln.n_keys, 1), -1, dtype=np.int64)
+        np.maximum.at(last_in, ln.key_in[vin], pos[vin])
+        has_succ = vout & (last_in[np.where(vout, ln.key_out, 0)] >= ln.tie_end)
+    elif len(ln.ranges) == 1 and ln.ranges[0].shape != POINTS_AND_GAPS:
+        dep, qry = range_coordinates(ln.ranges[0])
         # j has a successor: max(qry[k]) over later k of its key is >= dep[j].
         high, found = _scan(ln.key_in[vin], -2 * pos[vin], qry[vin],
-                            ln.key_out[vout], -(2 * ln.tie_end[vout] - 1), "max")
-        has_succ = np.zeros(n, dtype=bool)
+                            ln.key_out[vout], -(2 * ln.tie_end[vout] - 1), ("max",))[0]
         has_succ[vout] = found & (high >= dep[vout])
-        return ~has_pred, ~has_succ
-    if len(ln.ranges) == 1:
-        point = point_of(ln.ranges[0])
-        frm = ln.ranges[0].from_vertex
-        has_pred = np.zeros(n, dtype=bool)
-        lo, found = _scan(ln.key_out[vout], 2 * pos[vout] + 1, point[vout],
-                          ln.key_in[vin], 2 * ln.tie_start[vin], "min")
-        hi, _ = _scan(ln.key_out[vout], 2 * pos[vout] + 1, point[vout],
-                      ln.key_in[vin], 2 * ln.tie_start[vin], "max")
-        has_pred[vin] = found & ((lo != frm[vin]) | (hi != frm[vin]))
-        has_succ = np.zeros(n, dtype=bool)
-        lo, found = _scan(ln.key_in[vin], -2 * pos[vin], frm[vin],
-                          ln.key_out[vout], -(2 * ln.tie_end[vout] - 1), "min")
-        hi, _ = _scan(ln.key_in[vin], -2 * pos[vin], frm[vin],
-                      ln.key_out[vout], -(2 * ln.tie_end[vout] - 1), "max")
+    elif len(ln.ranges) == 1:
+        point, frm = point_of(ln.ranges[0]), ln.ranges[0].from_vertex
+        (lo, found), (hi, _) = _scan(ln.key_in[vin], -2 * pos[vin], frm[vin],
+                                     ln.key_out[vout], -(2 * ln.tie_end[vout] - 1), ("min", "max"))
         has_succ[vout] = found & ((lo != point[vout]) | (hi != point[vout]))
-        return ~has_pred, ~has_succ
+    else:
+        has_succ = np.bincount(_edges(graph, ln)[0], minlength=n) > 0
+    return ~has_succ
+
+
+def _edges(graph: TrendGraph, ln: Links) -> tuple[np.ndarray, np.ndarray]:
     from cep.trends.edges import enumerate_edges
 
-    src, dst = enumerate_edges(graph, ln)
-    return np.bincount(dst, minlength=n) == 0, np.bincount(src, minlength=n) == 0
+    return enumerate_edges(graph, ln)
 
 
 def _scan(dep_key: np.ndarray, dep_t: np.ndarray, dep_val: np.ndarray, q_key: np.ndarray,
-          q_t: np.ndarray, kind: str) -> tuple[np.ndarray, np.ndarray]:
-    """Per query: min/max of ``dep_val`` over deposits with the same key and ``dep_t < q_t``.
+          q_t: np.ndarray, kinds: tuple[str, ...]) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per query and per kind: min/max of ``dep_val`` over deposits with the same key and
+    ``dep_t < q_t``, and whether any deposit qualified.
 
-    Times of deposits and queries never coincide (callers use odd and even times). Returns the
-    aggregate and whether any deposit qualified.
+    Times of deposits and queries never coincide (callers use odd and even times), so one
+    ``argsort`` of ``key * T + time`` orders everything by (key, time).
     """
     nd, nq = len(dep_key), len(q_key)
-    if nq == 0:
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=bool)
-    if nd == 0:
-        return np.zeros(nq, dtype=np.int64), np.zeros(nq, dtype=bool)
-    neutral = int(dep_val.max()) + 1 if kind == "min" else int(dep_val.min()) - 1
-    keys = np.concatenate([dep_key, q_key])
-    times = np.concatenate([dep_t, q_t])
-    values = np.concatenate([dep_val.astype(np.int64), np.full(nq, neutral, dtype=np.int64)])
-    order = np.lexsort((times, keys))
-    run = segmented_running(keys[order], values[order], kind)
-    out = np.empty(nd + nq, dtype=np.int64)
-    out[order] = run
-    res = out[nd:]
-    return res, (res < neutral) if kind == "min" else (res > neutral)
+    if nq == 0 or nd == 0:
+        return [(np.zeros(nq, dtype=np.int64), np.zeros(nq, dtype=bool)) for _ in kinds]
+    keys = np.concatenate([dep_key, q_key]).astype(np.int64)
+    times = np.concatenate([dep_t, q_t]).astype(np.int64)
+    t0 = int(times.min())
+    width = np.int64(int(times.max()) - t0 + 1)
+    order = np.argsort(keys * width + (times - t0))
+    sorted_keys = keys[order]
+    out = []
+    for kind in kinds:
+        neutral = int(dep_val.max()) + 1 if kind == "min" else int(dep_val.min()) - 1
+        values = np.concatenate([dep_val.astype(np.int64), np.full(nq, neutral, dtype=np.int64)])
+        run = segmented_running(sorted_keys, values[order], kind)
+        res = np.empty(nd + nq, dtype=np.int64)
+        res[order] = run
+        res = res[nd:]
+        out.append((res, (res < neutral) if kind == "min" else (res > neutral)))
+    return out
