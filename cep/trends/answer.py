@@ -56,7 +56,9 @@ def window_graph(query: TrendQuery | str, ts: np.ndarray, columns: Mapping[str, 
     needed = {}
     for pred in q.predicates:
         for name in (pred.attr, pred.prev_attr):
-            if name.lower() != "ts":
+            if name.lower() == "type" and types is not None:
+                needed[name] = np.asarray(types)[rows]  # c[i].type reads the type column
+            elif name.lower() != "ts":
                 needed[name] = lookup(columns, name, n)[rows]
     order = rows if tiebreak is None else np.asarray(tiebreak)[rows]
     return build_graph(q, t[rows], needed, window=starts, tiebreak=order, row=rows)

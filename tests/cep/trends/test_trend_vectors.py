@@ -220,3 +220,13 @@ def test_empty_input() -> None:
     assert (g.n_events, count_trends(g), extract_trends(g)) == (0, 0, [])
     assert TrendGraph.from_arrays(g.to_arrays()) == g
     assert math.isclose(0, 0)
+
+
+def test_a_predicate_on_the_type_column() -> None:
+    ts = np.arange(4)
+    types = np.array(["e", "e", "e", "e"], dtype=object)
+    cols = {"kind": np.array(["a", "b", "a", "a"], dtype=object)}
+    q = "PATTERN e+ WHERE e[i].type = e[i-1].type AND e[i].kind <> e[i-1].kind"
+    assert window_counts(q, ts, cols, types=types) == {0: 2}  # 0 -> 1 -> 2 and 0 -> 1 -> 3
+    assert window_counts(q, ts, cols, types=types) == \
+        {w: win.count for w, win in oracle_trend_windows(q, ts, cols, types=types).items()}
