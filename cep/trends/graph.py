@@ -355,8 +355,8 @@ def build_graph(query: TrendQuery | str, ts: np.ndarray, columns: Mapping[str, o
         UnsupportedTrendPatternError: a string attribute with an order comparator (``CEP-TREND-006``).
 
     Complexity:
-        ``O(n log n)`` per predicate (sorting), all numpy; about 0.15 s for 10**6 events and one
-        predicate on one core (docs/trends.md).
+        ``O(n log n)`` per predicate (sorting), all numpy; 0.1 to 0.45 s for 10**6 events and
+        one or two predicates on one core (docs/trends.md, section 6).
     """
     q = compile_trend(query) if isinstance(query, str) else query
     prepared = _prepare(q, ts, columns, window, tiebreak, row)
