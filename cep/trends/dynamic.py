@@ -158,7 +158,7 @@ class DynamicGraph:
         for ix, lv, rv in zip(self.windows[window], lvals, rvals):
             ix.add(event, lv, rv)
 
-    def snapshot(self, n_events: int, window_of: np.ndarray) -> tuple[AttributeIndex, ...]:
+    def snapshot(self, n_events: int) -> tuple[AttributeIndex, ...]:
         """The canonical attribute indexes (vertex numbers by window, then value)."""
         out = []
         for p, pred in enumerate(self.query.predicates):
@@ -229,7 +229,7 @@ def build_graph_dynamic(query: TrendQuery | str, ts: np.ndarray, columns: Mappin
     windows = prep.wnum.tolist()
     for e in arrival:
         dyn.add(e, windows[e], [lv[e] for lv in lvals], [rv[e] for rv in rvals])
-    indexes = dyn.snapshot(n, prep.wnum)
+    indexes = dyn.snapshot(n)
     # Bounds keep the dtype the parallel construction sorts them in.
     fixed = tuple(_with_dtype(ix, o.rval.dtype) for ix, o in zip(indexes, prep.operands))
     return TrendGraph(prep.ts, prep.row, prep.wnum, prep.window_starts, fixed, q.text)
