@@ -57,6 +57,11 @@ def _parser() -> argparse.ArgumentParser:
     sketch.add_argument("--name", required=True, help="the sketch's name in conf/sketches.toml")
     sketch.add_argument("--until-version", type=int, default=None,
                         help="process the source only up to this Delta version")
+    graph = sub.add_parser("graph", help="update a registered trend graph (conf/graphs.toml): "
+                           "the ABI graph of every window with new events")
+    graph.add_argument("--name", required=True, help="the graph's name in conf/graphs.toml")
+    graph.add_argument("--until-version", type=int, default=None,
+                       help="process the source only up to this Delta version")
     sub.add_parser("demo", help="the README demo")
     sql = sub.add_parser("sql", help="run one SQL statement against the warehouse and show it")
     sql.add_argument("statement")
@@ -137,6 +142,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             else:
                 print(f"{result.sketch}: nothing new (source version {result.source_version}); "
                       "nothing written")
+        elif args.command == "graph":
+            from jobs.graph import run_graph
+
+            done = run_graph(spark, settings, args.name, until_version=args.until_version)
+            print(f"{done.graph}: {'%d window(s) rebuilt' % done.windows if done.written else 'nothing new'}"
+                  f"; state complete up to source version {done.source_version} "
+                  f"({done.seconds:.1f}s)")
         elif args.command == "sql":
             from sql_ext import register_all
 
