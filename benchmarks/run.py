@@ -11,7 +11,8 @@ import runpy
 import sys
 
 BENCHMARKS = ("benchmarks.bench_synthetic", "benchmarks.bench_xes", "benchmarks.bench_match_bpi",
-              "benchmarks.bench_sketch_build", "benchmarks.bench_sketch_query")
+              "benchmarks.bench_sketch_build", "benchmarks.bench_sketch_query",
+              "benchmarks.bench_trends")
 
 
 def main() -> None:
