@@ -21,3 +21,6 @@ def test_demo_runs_and_shows_time_travel(settings, loaded_logs) -> None:
     assert out.count("up to date") == 3
     for needle in ("193849", "771148", "262200", "O_Accepted", "cep_functions"):
         assert needle in out, needle
+    # Q1 finds all 20 planted kiting rings; Q2 lists rises on the real prices.
+    assert "|rings_planted|rings_found|" in out and "|20           |20         |" in out
+    assert "rise_pct" in out and "|AMD  |5     |2021-07-27" in out
