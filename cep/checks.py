@@ -258,7 +258,7 @@ def generate_checks(spec: CheckSpec) -> Checks:
     """The checks of ``spec``: ordinary ones plus the planted rings (module docstring).
 
     Vectorised with numpy except for one short loop per ring (drawing its distinct accounts),
-    so 10**6 checks take about a second.
+    so 10**6 checks take well under a second.
 
     Args:
         spec: the validated parameters.

@@ -207,6 +207,7 @@ TREND_QUERIES: tuple[tuple[str, str], ...] = (
 
 def _trends(spark: "SparkSession", settings: Settings) -> None:
     """Write the generated checks and load the real stock prices (once), then Q1 and Q2."""
+    started = time.monotonic()
     checks = write_checks(spark, settings, DEMO_SPEC, quiet=True)
     print(f"checks: {checks.events:,} generated checks with {DEMO_SPEC.n_rings} planted kiting "
           f"rings, Delta version {checks.version}"
@@ -218,6 +219,7 @@ def _trends(spark: "SparkSession", settings: Settings) -> None:
         _banner(title)
         print(sql)
         spark.sql(sql).show(10, truncate=False)
+    print(f"trend data and queries: {time.monotonic() - started:.0f}s")
 
 
 def run_demo(settings: Settings | None = None) -> None:
