@@ -189,8 +189,12 @@ def analyze_call(pattern: Any, events: Any, output: Any = None, max_trends: Any 
     attributes = tuple(a for a in query.attributes if a.lower() != "ts")
     select = [SelectedColumn(_quote(id_f.name), alias="__id"),
               SelectedColumn(ts_sql, alias="__ts")]
-    select += [SelectedColumn(_quote(fields[a.lower()].name), alias=f"__a{i}")
-               for i, a in enumerate(attributes)]
+    # DECIMAL columns (a bare 1.05 in Spark SQL is DECIMAL) reach the engine as DOUBLE: the
+    # engine's numeric comparisons are float64 (docs/trends.md, "Numbers").
+    select += [SelectedColumn(
+        f"CAST({_quote(fields[a.lower()].name)} AS DOUBLE)"
+        if isinstance(fields[a.lower()].dataType, DecimalType) else _quote(fields[a.lower()].name),
+        alias=f"__a{i}") for i, a in enumerate(attributes)]
     if type_f is not None:
         select.append(SelectedColumn(_quote(type_f.name), alias="__type"))
     if key_f is not None:

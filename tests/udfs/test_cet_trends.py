@@ -161,3 +161,13 @@ def test_injection_through_the_pattern_stays_data(spark, check_table) -> None:
     pattern = "PATTERN check+ c[] WHERE c.type = 'x''); DROP TABLE trend_checks; --'"
     rows = spark.sql(f"SELECT * FROM {call(pattern)}").collect()
     assert rows == [] and spark.catalog.tableExists("trend_checks")
+
+
+def test_decimal_columns_compare_as_numbers(spark, check_table) -> None:
+    pattern = "PATTERN check+ c[] WHERE c[i].amount > 1.05 * c[i-1].amount WITHIN 2 HOURS"
+    as_double = spark.sql(f"SELECT * FROM {call(pattern)}").collect()
+    as_decimal = spark.sql(
+        f"SELECT * FROM cet_trends(pattern => {sql_string(pattern)}, key_col => 'bank', "
+        "events => TABLE(SELECT id, bank, ts, CAST(amount AS DECIMAL(10, 2)) AS amount "
+        "FROM trend_checks))").collect()
+    assert sorted(as_decimal) == sorted(as_double) and as_double
