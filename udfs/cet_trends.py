@@ -78,6 +78,7 @@ class TrendCallPlan:
     has_type: bool
     has_key: bool
     windowed: bool
+    pushed: bool = False  # class test and filters computed by Spark as the column __keep
 
 
 @dataclass
@@ -199,6 +200,9 @@ def analyze_call(pattern: Any, events: Any, output: Any = None, max_trends: Any 
         select.append(SelectedColumn(_quote(type_f.name), alias="__type"))
     if key_f is not None:
         select.append(SelectedColumn(_quote(key_f.name), alias="__key"))
+    keep = _pushdown(query, fields, type_f, ts_f)
+    if keep is not None:
+        select.append(SelectedColumn(keep, alias="__keep"))
     out = [StructField(key_f.name, key_f.dataType)] if key_f is not None else []
     out += [StructField("window_start", ts_type), StructField("window_end", ts_type)]
     if out_kind == "trends":
@@ -209,9 +213,47 @@ def analyze_call(pattern: Any, events: Any, output: Any = None, max_trends: Any 
         out.append(StructField("n_trends", DecimalType(38, 0)))
     partition_by = [PartitioningColumn(_quote(key_f.name))] if key_f is not None else []
     plan = TrendCallPlan(text, out_kind, limit, ts_kind, attributes, type_f is not None,
-                         key_f is not None, query.within is not None)
+                         key_f is not None, query.within is not None, keep is not None)
     return CetTrendsAnalyzeResult(schema=StructType(out), partitionBy=partition_by,
                                   select=select, plan=plan)
+
+
+def _pushdown(query: Any, fields: dict[str, Any], type_f: Any, ts_f: Any) -> str | None:
+    """Spark SQL for "the row is an event of the class and passes every filter" (DESIGN.md
+    section 3: single-event conditions are boolean columns computed before any Python runs),
+    or None when a part cannot be rendered with the engine's semantics (a timestamp, ``c.type``
+    without ``type_col``): then the engine evaluates them all."""
+    from cep.lang.spark_sql import NotRenderable, class_test, render_condition
+
+    names = {name: f.name for name, f in fields.items()}
+    if type_f is not None:
+        names["type"] = type_f.name  # c.type is the type column (decision 9)
+    elif "type" in {r.attr.lower() for c in query.filters for r in c.refs if hasattr(r, "attr")}:
+        names["type"] = fields["type"].name if "type" in fields else "type"
+    parts = []
+    try:
+        if query.class_condition is not None:
+            parts.append(render_condition(query.class_condition, names, ts_col=ts_f.name))
+        elif type_f is not None:
+            parts.append(class_test(type_f.name, query.cls))
+        parts += [render_condition(c, names, ts_col=ts_f.name) for c in query.filters]
+    except NotRenderable:
+        return None
+    if not parts:
+        return None
+    return "coalesce(" + " AND ".join(f"({p})" for p in parts) + ", false)"
+
+
+@lru_cache(maxsize=64)
+def _compiled_pushed(pattern: str) -> Any:
+    """The query with its class test and filters removed: Spark evaluated them (``__keep``)."""
+    from dataclasses import replace
+
+    from cep.lang import parse_condition
+
+    query = _compiled(pattern, True)
+    return replace(query, filters=(), class_condition=parse_condition(
+        "TRUE", kind="define", subject=query.cls))
 
 
 @lru_cache(maxsize=64)
@@ -253,7 +295,8 @@ def run_partition(plan: TrendCallPlan, rows: list[Any]) -> Iterator[tuple[Any, .
 
     from cep.trends import window_counts, window_trends
 
-    query = _compiled(plan.pattern, plan.has_type)
+    query = _compiled_pushed(plan.pattern) if plan.pushed else _compiled(plan.pattern,
+                                                                         plan.has_type)
     n_attr = len(plan.attributes)
     cols = list(zip(*rows))
     if None in cols[0] or None in cols[1]:
@@ -269,13 +312,16 @@ def run_partition(plan: TrendCallPlan, rows: list[Any]) -> Iterator[tuple[Any, .
     types = (np.array(cols[at], dtype=object) if plan.has_type
              else attrs[type_attr] if type_attr is not None else None)
     at += plan.has_type
+    keep = np.array(cols[at + plan.has_key], dtype=bool) if plan.pushed else None
     if plan.has_key:
         groups: dict[Any, list[int]] = {}
         for i, k in enumerate(cols[at]):
-            groups.setdefault(k, []).append(i)
+            if keep is None or keep[i]:
+                groups.setdefault(k, []).append(i)
         parts = [(k, np.array(v, dtype=np.int64)) for k, v in groups.items()]
     else:
-        parts = [(None, np.arange(len(rows), dtype=np.int64))]
+        parts = [(None, np.arange(len(rows), dtype=np.int64) if keep is None
+                  else np.flatnonzero(keep))]
     span = query.within
     for key, sel in parts:
         k_ts, k_ids = ts[sel], ids[sel]

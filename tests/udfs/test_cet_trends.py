@@ -171,3 +171,24 @@ def test_decimal_columns_compare_as_numbers(spark, check_table) -> None:
         "events => TABLE(SELECT id, bank, ts, CAST(amount AS DECIMAL(10, 2)) AS amount "
         "FROM trend_checks))").collect()
     assert sorted(as_decimal) == sorted(as_double) and as_double
+
+
+def test_class_test_and_filters_are_pushed_down_as_one_boolean_column() -> None:
+    from pyspark.sql.types import DoubleType, LongType, StringType, StructField, TimestampType
+
+    from cep.trends import compile_trend
+    from udfs.cet_trends import _pushdown
+
+    fields = {n: StructField(n, t) for n, t in (("id", LongType()), ("ts", TimestampType()),
+                                                  ("kind", StringType()), ("type", StringType()),
+                                                  ("amount", DoubleType()))}
+    q = compile_trend("PATTERN check+ c[] WHERE c.type = 'not covered' AND c.amount > 10 "
+                      "AND c[i].amount > c[i-1].amount")
+    assert _pushdown(q, fields, None, fields["ts"]) == (
+        "coalesce((`type` = 'not covered') AND (`amount` > 10), false)")
+    # with type_col, the class is a test on it and c.type reads it (decision 9)
+    assert _pushdown(q, fields, fields["kind"], fields["ts"]) == (
+        "coalesce((`kind` = 'check') AND (`kind` = 'not covered') AND (`amount` > 10), false)")
+    # a filter on the timestamp stays in the engine (and then every filter does)
+    timed = compile_trend("PATTERN check+ c[] WHERE t(c) > 5 AND c[i].amount > c[i-1].amount")
+    assert _pushdown(timed, fields, None, fields["ts"]) is None
