@@ -87,7 +87,7 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
     FunctionSpec(
         "cet_trends",
         "cet_trends(pattern STRING, events TABLE, output STRING, max_trends BIGINT, "
-        "key_col STRING, ts_col STRING, id_col STRING, type_col STRING)",
+        "key_col STRING, ts_col STRING, id_col STRING, type_col STRING, window_col STRING)",
         "output 'trends' (default): <key_col>, window_start, window_end, trend_id BIGINT, "
         "length INT, first_ts, last_ts, event_ids ARRAY<BIGINT>; output 'count': <key_col>, "
         "window_start, window_end, n_trends DECIMAL(38,0)",

@@ -28,6 +28,9 @@ Decisions (docs/trends.md, "In SQL"):
   event_ids``; ``'count'``: ``<key>, window_start, window_end, n_trends DECIMAL(38,0)`` (the
   exact count, computed without enumerating; ``CEP-SQL-031`` if it exceeds 38 digits).
   Without ``WITHIN`` there is one window per key and its bounds are NULL.
+* ``window_col`` (optional): the ``STRUCT<start, end>`` of Spark's ``window(ts, w, s)`` computed
+  in the TABLE query; then every (key, window) is its own Spark partition and one window (the
+  paper's distribution of windows), and the pattern's ``WITHIN``/``SLIDE`` do not cut.
 * ``max_trends`` (default 1,000,000) bounds the trends of one key; more is ``CEP-TREND-020``
   before any trend is enumerated, with the advice to ask for ``output => 'count'``.
 """
@@ -79,6 +82,7 @@ class TrendCallPlan:
     has_key: bool
     windowed: bool
     pushed: bool = False  # class test and filters computed by Spark as the column __keep
+    given_windows: bool = False  # windows from window_col (Spark's window()), not cut here
 
 
 @dataclass
@@ -145,7 +149,7 @@ def check_arguments(output: Any, max_trends: Any) -> tuple[str, int]:
 
 def analyze_call(pattern: Any, events: Any, output: Any = None, max_trends: Any = None,
                  key_col: Any = None, ts_col: Any = None, id_col: Any = None,
-                 type_col: Any = None) -> CetTrendsAnalyzeResult:
+                 type_col: Any = None, window_col: Any = None) -> CetTrendsAnalyzeResult:
     """The ``AnalyzeResult`` of one call (see the module docstring)."""
     from pyspark.sql.types import (ArrayType, DecimalType, IntegerType, IntegralType, LongType,
                                    NumericType, StructField, StructType, TimestampNTZType,
@@ -203,6 +207,23 @@ def analyze_call(pattern: Any, events: Any, output: Any = None, max_trends: Any 
     keep = _pushdown(query, fields, type_f, ts_f)
     if keep is not None:
         select.append(SelectedColumn(keep, alias="__keep"))
+    window_name = _string(window_col, "window_col")
+    window_f = _field(fields, window_name, "window_col") if window_name else None
+    if window_f is not None:
+        names = ({f.name.lower(): f for f in window_f.dataType.fields}
+                 if isinstance(window_f.dataType, StructType) else {})
+        if ts_kind != "timestamp" or not all(
+                isinstance(getattr(names.get(n), "dataType", None), (TimestampType,
+                                                                      TimestampNTZType))
+                for n in ("start", "end")):
+            raise CetTrendsArgumentError(
+                f"window_col {window_f.name!r} must be the STRUCT<start, end> of Spark's "
+                f"window(ts, ...) over a TIMESTAMP ts_col, found "
+                f"{window_f.dataType.simpleString()}")
+        for bound in ("start", "end"):
+            select.append(SelectedColumn(
+                f"unix_micros(CAST({_quote(window_f.name)}.{bound} AS TIMESTAMP))",
+                alias=f"__w{bound}"))
     out = [StructField(key_f.name, key_f.dataType)] if key_f is not None else []
     out += [StructField("window_start", ts_type), StructField("window_end", ts_type)]
     if out_kind == "trends":
@@ -212,8 +233,11 @@ def analyze_call(pattern: Any, events: Any, output: Any = None, max_trends: Any 
     else:
         out.append(StructField("n_trends", DecimalType(38, 0)))
     partition_by = [PartitioningColumn(_quote(key_f.name))] if key_f is not None else []
+    if window_f is not None:  # one partition per key and window
+        partition_by.append(PartitioningColumn(f"{_quote(window_f.name)}.start"))
     plan = TrendCallPlan(text, out_kind, limit, ts_kind, attributes, type_f is not None,
-                         key_f is not None, query.within is not None, keep is not None)
+                         key_f is not None, query.within is not None or window_f is not None,
+                         keep is not None, window_f is not None)
     return CetTrendsAnalyzeResult(schema=StructType(out), partitionBy=partition_by,
                                   select=select, plan=plan)
 
@@ -313,23 +337,29 @@ def run_partition(plan: TrendCallPlan, rows: list[Any]) -> Iterator[tuple[Any, .
              else attrs[type_attr] if type_attr is not None else None)
     at += plan.has_type
     keep = np.array(cols[at + plan.has_key], dtype=bool) if plan.pushed else None
-    if plan.has_key:
-        groups: dict[Any, list[int]] = {}
-        for i, k in enumerate(cols[at]):
-            if keep is None or keep[i]:
-                groups.setdefault(k, []).append(i)
-        parts = [(k, np.array(v, dtype=np.int64)) for k, v in groups.items()]
-    else:
-        parts = [(None, np.arange(len(rows), dtype=np.int64) if keep is None
-                  else np.flatnonzero(keep))]
+    at_window = at + plan.has_key + plan.pushed
+    keys = cols[at] if plan.has_key else [None] * len(rows)
+    windows = (list(zip(cols[at_window], cols[at_window + 1])) if plan.given_windows
+               else [None] * len(rows))
+    groups: dict[Any, list[int]] = {}
+    for i, (k, w) in enumerate(zip(keys, windows)):
+        if keep is None or keep[i]:
+            groups.setdefault((k, w), []).append(i)
+    parts = [(k, w, np.array(v, dtype=np.int64)) for (k, w), v in groups.items()]
+    if plan.given_windows:  # the window is the partition: no cutting here
+        from dataclasses import replace
+
+        query = replace(query, within=None, slide=None, unit=None)
     span = query.within
-    for key, sel in parts:
+    for key, given, sel in parts:
         k_ts, k_ids = ts[sel], ids[sel]
         k_attrs = {a: v[sel] for a, v in attrs.items()}
         k_types = None if types is None else types[sel]
         prefix = (key,) if plan.has_key else ()
 
-        def bounds(start: Any) -> tuple[Any, Any]:
+        def bounds(start: Any, given: Any = given) -> tuple[Any, Any]:
+            if given is not None:
+                return _to_ts(plan, given[0]), _to_ts(plan, given[1])
             if not plan.windowed:
                 return None, None
             return _to_ts(plan, start), _to_ts(plan, start + span)
@@ -360,10 +390,10 @@ class CetTrendsTable:
     @staticmethod
     def analyze(pattern: Any, events: Any = None, output: Any = None, max_trends: Any = None,
                 key_col: Any = None, ts_col: Any = None, id_col: Any = None,
-                type_col: Any = None) -> Any:
+                type_col: Any = None, window_col: Any = None) -> Any:
         try:
             return analyze_call(pattern, events, output, max_trends, key_col, ts_col, id_col,
-                                type_col)
+                                type_col, window_col)
         except CepError as err:
             raise CetTrendsFailed(str(err)) from None
 
@@ -373,7 +403,7 @@ class CetTrendsTable:
 
     def eval(self, pattern: Any, events: Any, output: Any = None, max_trends: Any = None,
              key_col: Any = None, ts_col: Any = None, id_col: Any = None,
-             type_col: Any = None) -> Iterator[Any]:
+             type_col: Any = None, window_col: Any = None) -> Iterator[Any]:
         self.rows.append(events)
         return iter(())
 

@@ -192,3 +192,19 @@ def test_class_test_and_filters_are_pushed_down_as_one_boolean_column() -> None:
     # a filter on the timestamp stays in the engine (and then every filter does)
     timed = compile_trend("PATTERN check+ c[] WHERE t(c) > 5 AND c[i].amount > c[i-1].amount")
     assert _pushdown(timed, fields, None, fields["ts"]) is None
+
+
+@pytest.mark.parametrize("output", ["trends", "count"])
+def test_windows_from_spark_window_equal_windows_cut_by_the_engine(spark, check_table,
+                                                                   output: str) -> None:
+    pattern = PATTERNS[0]  # WITHIN 3 HOURS SLIDE 1 HOUR
+    cut = spark.sql(f"SELECT * FROM {call(pattern, output)}").collect()
+    given = spark.sql(
+        f"SELECT * FROM cet_trends(pattern => {sql_string(pattern)}, key_col => 'bank', "
+        f"output => '{output}', window_col => 'w', events => TABLE(SELECT *, "
+        "window(ts, '3 hours', '1 hour') AS w FROM trend_checks))").collect()
+    assert sorted(given) == sorted(cut) and cut
+    message = sql_error(spark, "SELECT * FROM cet_trends(pattern => 'PATTERN check+ c[] WHERE "
+                               "c[i].amount > c[i-1].amount', window_col => 'src', "
+                               "events => TABLE(trend_checks) WITH SINGLE PARTITION)")
+    assert "CEP-SQL-030: window_col 'src' must be the STRUCT<start, end>" in message
