@@ -29,6 +29,7 @@ from typing import Any, Iterator
 
 from cep.errors import CepError
 from udfs.approx_match_seq import check_arguments, compiled_query
+from udfs.match_seq_arrow import _scalar
 
 RETURN_TYPE = ("stream STRING, matched BOOLEAN, match_id BIGINT, pos_start BIGINT, "
                "pos_end BIGINT, ts_start TIMESTAMP, ts_end TIMESTAMP, node_ids ARRAY<BIGINT>, "
@@ -46,14 +47,6 @@ class SketchBatchError(CepError):
     column is missing or has the wrong type), or a row has a NULL where a tree needs a value."""
 
     code = "CEP-SQL-023"
-
-
-def _scalar(value: Any) -> Any:
-    # Scalar arguments arrive as one-element (or per-row) Arrow arrays.
-    if hasattr(value, "to_pylist"):
-        items = value.to_pylist()
-        return items[0] if items else None
-    return value
 
 
 class ApproxMatchSeqArrowTable:

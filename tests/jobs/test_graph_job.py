@@ -126,11 +126,9 @@ def persisted_edges(spark, c: GraphConf) -> dict[tuple[str, int], set[tuple[int,
     return out
 
 
-def test_persisted_graph_links_what_the_oracle_links(spark, settings, source, built) -> None:
-    one = built["one"]
-    got = persisted_edges(spark, one)
-    table = source["all"]
-    expected = {}
+def oracle_by_window(table: pa.Table) -> dict[tuple[str, int], tuple[np.ndarray, Any]]:
+    """(bank, window start) -> (the bank's event ids, the oracle's window over them)."""
+    out = {}
     for bank in ("b0", "b1"):
         mine = table.filter(pa.compute.equal(table.column("bank"), bank))
         ts = mine.column("ts").cast(pa.int64()).to_numpy()
@@ -138,10 +136,17 @@ def test_persisted_graph_links_what_the_oracle_links(spark, settings, source, bu
         cols = {c: mine.column(c).to_numpy(zero_copy_only=False).astype(object)
                 for c in ("src", "dest")}
         cols["amount"] = mine.column("amount").to_numpy()
-        windows = oracle_trend_windows(PATTERN, ts, cols, types=np.array(["check"] * len(ids)),
-                                       tiebreak=ids)
-        for start, w in windows.items():
-            expected[(bank, int(start))] = {(int(ids[a]), int(ids[b])) for a, b in w.edges}
+        for start, w in oracle_trend_windows(PATTERN, ts, cols, tiebreak=ids,
+                                             types=np.array(["check"] * len(ids))).items():
+            out[(bank, int(start))] = (ids, w)
+    return out
+
+
+def test_persisted_graph_links_what_the_oracle_links(spark, settings, source, built) -> None:
+    one = built["one"]
+    got = persisted_edges(spark, one)
+    expected = {k: {(int(ids[a]), int(ids[b])) for a, b in w.edges}
+                for k, (ids, w) in oracle_by_window(source["all"]).items()}
     assert set(got) == set(expected)
     assert got == expected
     assert sum(len(e) for e in expected.values()) > 20
@@ -171,18 +176,8 @@ def test_join_based_extraction_equals_the_oracle(spark, settings, source, built)
     for r in trends.collect():
         assert r.length == len(r.event_ids) and r.window_end - r.window_start == 2 * 3_600_000_000
         got.setdefault((r.key, r.window_start), []).append(tuple(r.event_ids))
-    table = source["all"]
-    expected = {}
-    for bank in ("b0", "b1"):
-        mine = table.filter(pa.compute.equal(table.column("bank"), bank))
-        ts = mine.column("ts").cast(pa.int64()).to_numpy()
-        ids = mine.column("id").to_numpy()
-        cols = {c: mine.column(c).to_numpy(zero_copy_only=False).astype(object)
-                for c in ("src", "dest")}
-        cols["amount"] = mine.column("amount").to_numpy()
-        for start, w in oracle_trend_windows(PATTERN, ts, cols, tiebreak=ids,
-                                             types=np.array(["check"] * len(ids))).items():
-            expected[(bank, int(start))] = sorted(tuple(int(ids[e]) for e in t) for t in w.trends)
+    expected = {k: sorted(tuple(int(ids[e]) for e in t) for t in w.trends)
+                for k, (ids, w) in oracle_by_window(source["all"]).items()}
     assert {k: sorted(v) for k, v in got.items()} == expected
     assert max(len(t) for v in expected.values() for t in v) >= 3
     counts = {(r.key, r.window_start): r.n_trends for r in graph_counts(trends).collect()}
