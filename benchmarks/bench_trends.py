@@ -184,7 +184,7 @@ def _best(fn: Callable[[], Any], repeats: int) -> tuple[Any, float, float]:
 
 
 def _repeats(n_events: int) -> int:
-    return 5 if n_events <= 100_000 else 3 if n_events <= 1_000_000 else 1
+    return 5 if n_events <= 100_000 else 3 if n_events <= 1_000_000 else 2
 
 
 def graph_size(graph: TrendGraph) -> dict[str, int]:
