@@ -1,0 +1,126 @@
+"""``match_prob`` in the core: matches or groups of one probabilistic stream, with probabilities.
+
+This is what the SQL function runs per partition (DESIGN.md section 5, docs/sql.md):
+
+- ``output='matches'``: every match with probability >= ``threshold`` (Def. 5), as
+  ``(match_id, t_start, t_end, probability, values)``;
+- ``output='groups'``: the matches grouped by ``overlap`` (``'single'`` or ``'complete'``,
+  :mod:`cep.prob.groups`), each with the probability of the union of its matches' possible
+  worlds (Def. 9), computed by the transducer (:mod:`cep.prob.transducer`), as
+  ``(t_start, t_end, probability, n_matches)``. Pruned matches (below the threshold) do not
+  form groups but their worlds are in a group's probability, so the threshold never changes
+  the probability of a group that exists with and without it.
+
+Example (the paper's figure 1 as reconstructed in docs/prob.md):
+    >>> from cep.prob.stream import from_wide
+    >>> s = from_wide([1, 2, 3, 4, 5, 6], [{"a": 1.0}, {"a": 0.3, "b": 0.7}, {"a": 0.2, "b": 0.7, "c": 0.1},
+    ...                                  {"a": 0.1, "b": 0.8, "c": 0.1}, {"b": 0.9, "c": 0.1}, {"c": 1.0}])
+    >>> g = match_prob("PATTERN a, b+, c", s, overlap="single", window=6)
+    >>> [(r.t_start, r.t_end, round(r.probability, 10), r.n_matches) for r in g]
+    [(1, 6, 0.9437, 10)]
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from cep.prob.errors import ProbArgumentError
+from cep.prob.groups import Groups, complete_groups, single_groups
+from cep.prob.matches import Matches, check_threshold, check_window, find_matches
+from cep.prob.pattern import ProbPattern, compile_prob
+from cep.prob.stream import ProbStream
+from cep.prob.transducer import Transducer, build_transducer, group_probabilities
+
+OVERLAPS = ("single", "complete")
+OUTPUTS = ("groups", "matches")
+
+
+@dataclass(frozen=True)
+class GroupRow:
+    """One group: its span (time points), probability and number of member matches."""
+
+    t_start: int
+    t_end: int
+    probability: float
+    n_matches: int
+
+
+@dataclass(frozen=True)
+class MatchRow:
+    """One match: 1-based id in (t_start, t_end, values) order, span, probability, values."""
+
+    match_id: int
+    t_start: int
+    t_end: int
+    probability: float
+    values: tuple[str, ...]
+
+
+def resolve_window(pattern: ProbPattern, window: object | None) -> int:
+    """The window from the argument or from ``WITHIN n EVENTS``; both given must agree.
+
+    Raises:
+        ProbArgumentError: neither given, a bad value, or two different values (``CEP-PROB-011``).
+    """
+    if window is None:
+        if pattern.window is None:
+            raise ProbArgumentError("match_prob needs a window: the longest match in time points, "
+                                    "e.g. window => 10 or WITHIN 10 EVENTS in the pattern")
+        return pattern.window
+    w = check_window(window)
+    if pattern.window is not None and pattern.window != w:
+        raise ProbArgumentError(f"window => {w} disagrees with WITHIN {pattern.window} EVENTS in the pattern; "
+                                "give one of them")
+    return w
+
+
+def check_choice(name: str, value: object, allowed: tuple[str, ...]) -> str:
+    """``value`` lower-cased if it is one of ``allowed``, else a ``CEP-PROB-011`` error."""
+    if not isinstance(value, str) or value.lower() not in allowed:
+        raise ProbArgumentError(f"{name} must be one of {', '.join(repr(a) for a in allowed)}; found {value!r}")
+    return value.lower()
+
+
+def group_matches(matches: Matches, overlap: str, window: int) -> Groups:
+    """Groups of ``matches`` (positions) under ``overlap``."""
+    if overlap == "single":
+        return single_groups(matches.start, matches.end)
+    return complete_groups(matches.start, matches.end, window)
+
+
+def match_prob(pattern: ProbPattern | str, stream: ProbStream, *, overlap: str = "single",
+               threshold: float = 0.0, window: int | None = None, output: str = "groups",
+               transducer: Transducer | None = None) -> list[GroupRow] | list[MatchRow]:
+    """Matches or groups of one stream with their probabilities (module docstring).
+
+    Args:
+        pattern: a contiguous pattern (text or compiled), e.g. ``"PATTERN a, b+, c"``.
+        stream: the probabilistic stream.
+        overlap: ``'single'`` or ``'complete'`` (groups only).
+        threshold: the match threshold in [0, 1].
+        window: the longest match in time points (or ``WITHIN n EVENTS`` in the pattern).
+        output: ``'groups'`` or ``'matches'``.
+        transducer: a prebuilt transducer for this pattern and window (reused across streams).
+
+    Raises:
+        PatternError: a bad pattern (``CEP-PAT-...``, ``CEP-PROB-001..003``).
+        ProbArgumentError: a bad argument (``CEP-PROB-011``).
+        ProbLimitError: too many runs or states (``CEP-PROB-020``).
+    """
+    p = compile_prob(pattern) if isinstance(pattern, str) else pattern
+    overlap = check_choice("overlap", overlap, OVERLAPS)
+    output = check_choice("output", output, OUTPUTS)
+    threshold = check_threshold(threshold)
+    w = resolve_window(p, window)
+    matches = find_matches(p, stream, window=w, threshold=threshold)
+    if output == "matches":
+        return [MatchRow(i + 1, int(matches.t_start[i]), int(matches.t_end[i]), float(matches.probability[i]),
+                         matches.values_of(i)) for i in range(len(matches))]
+    groups = group_matches(matches, overlap, w)
+    tr = transducer if transducer is not None else build_transducer(p, w)
+    prob = group_probabilities(tr, stream, groups.t_start, groups.t_end, groups.core_start, groups.core_end)
+    t0 = int(stream.t[0]) if len(stream) else 0
+    return [GroupRow(int(a) + t0, int(b) + t0, float(pr), int(c))
+            for a, b, pr, c in zip(groups.t_start, groups.t_end, np.asarray(prob), groups.n_matches)]
