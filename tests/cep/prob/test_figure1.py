@@ -1,11 +1,12 @@
 """The paper's worked example (Sugiura et al., DASFAA 2015, Fig. 1, pattern ``a b+ c``) exactly.
 
 The paper's text is not available to us; its figure-1 stream is reconstructed from the numbers
-DESIGN.md quotes (docs/prob.md, "The paper's example"): a search over every six-point stream
-with probabilities in tenths found exactly two streams with matches of probability 0.07,
-0.3528, 0.0168 and 0.09 whose single-overlap group [1, 6] has probability 0.9437 — if the
-matches are numbered by (start, end) as DESIGN.md numbers them, m1..m4 are [1,3], [1,6],
-[2,5], [4,6] in both. Both candidates are tested; FIGURE_1 is the one the docs show.
+DESIGN.md quotes (docs/prob.md section 6, ``python -m benchmarks.reconstruct_figure1``): every
+six-point stream with probabilities in tenths was searched; four produce matches of probability
+0.07, 0.3528, 0.0168 and 0.09 and the single-overlap group [1, 6] with probability 0.9437. In
+two of them the matches numbered by (start, end), as DESIGN.md numbers them, come in the quoted
+order (m1..m4 = [1,3], [1,6], [2,5], [4,6]); the other two are mirror images. Both of the two
+are tested; FIGURE_1 is the one the docs show.
 """
 
 from __future__ import annotations
