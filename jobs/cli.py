@@ -3,6 +3,7 @@
 Commands: ``fetch-jars`` (resolve the Delta jars once), ``fetch-data`` (download the pm4py
 sdist once and extract the logs; the skfolio wheel once and take the stock prices out),
 ``load-bpi`` (real logs into Delta), ``load-stocks`` (daily stock prices into Delta),
+``load-sensors`` (hourly temperature changes as a probabilistic stream into Delta),
 ``generate`` (synthetic stream into Delta), ``generate-checks`` (checks with kiting rings into
 Delta), ``sketch`` (bring a registered sketch's Delta state up to date), ``demo``
 (the README demo), ``sql`` (run one SQL statement and show it).
@@ -42,6 +43,9 @@ def _parser() -> argparse.ArgumentParser:
     gen.add_argument("--table", default="synthetic_events")
     stocks = sub.add_parser("load-stocks", help="load the daily stock prices into stock_prices")
     stocks.add_argument("--force", action="store_true", help="rewrite even if up to date")
+    sensors = sub.add_parser("load-sensors", help="load the hourly temperatures (Seattle 2010) "
+                             "as a probabilistic stream of changes into sensor_pstream")
+    sensors.add_argument("--force", action="store_true", help="rewrite even if up to date")
     checks = sub.add_parser("generate-checks", help="write seeded checks with planted kiting "
                             "rings to a Delta table (defaults: the demo's table)")
     checks.add_argument("--rows", type=int, default=20_000, help="number of checks")
@@ -119,6 +123,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             result = load_stocks(spark, settings, force=args.force)
             print(f"{result.table}: {result.events:,} prices at version {result.version}"
                   f"{'' if result.written else ' (already loaded; nothing written)'}")
+        elif args.command == "load-sensors":
+            from jobs.sensors import load_sensors
+
+            result = load_sensors(spark, settings, force=args.force)
+            print(f"{result.table}: {result.events:,} (t, value, p) rows at version "
+                  f"{result.version}{'' if result.written else ' (already loaded; nothing written)'}")
         elif args.command == "generate-checks":
             from cep.checks import CheckSpec
             from jobs.checks import write_checks

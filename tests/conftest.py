@@ -66,6 +66,15 @@ def loaded_stocks(spark: "object", settings: Settings) -> object:
 
 
 @pytest.fixture(scope="session")
+def loaded_sensors(spark: "object", settings: Settings) -> object:
+    """The real hourly temperatures as a probabilistic stream in ``sensor_pstream``, loaded
+    once per run (the vega_datasets wheel is downloaded once into the shared data cache)."""
+    from jobs.sensors import load_sensors
+
+    return load_sensors(spark, settings, quiet=True)
+
+
+@pytest.fixture(scope="session")
 def sketched_logs(spark: "object", settings: Settings, loaded_logs: dict[str, object]
                   ) -> dict[str, object]:
     """The sketches the docs query (``app_sketch`` of ``conf/sketches.toml``, over the BPI 2017
