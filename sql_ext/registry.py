@@ -8,8 +8,8 @@ imports neither pyspark nor ``udfs`` when it is imported.
 
 Example:
     >>> [f.name for f in FUNCTIONS if f.status == "available"]
-    ['cep_functions', 'match_seq', 'match_seq_arrow', 'approx_match_seq', 'approx_match_seq_arrow', 'sketch_stats', 'cet_trends']
-    >>> function("match_prob").status
+    ['cep_functions', 'match_seq', 'match_seq_arrow', 'approx_match_seq', 'approx_match_seq_arrow', 'sketch_stats', 'cet_trends', 'match_prob']
+    >>> function("predict_match").status
     'planned'
 """
 
@@ -96,9 +96,13 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
         "per key and window, or their exact count."),
     FunctionSpec(
         "match_prob",
-        "match_prob(pattern STRING, pstream TABLE PARTITION BY stream ORDER BY t, overlap STRING, "
-        "threshold DOUBLE, window INT, output STRING)",
-        "stream, t_start, t_end, probability, n_matches or values", "planned", None,
+        "match_prob(pattern STRING, pstream TABLE, overlap STRING, threshold DOUBLE, window INT, "
+        "output STRING, stream_col STRING, t_col STRING, value_col STRING, p_col STRING, "
+        "probs_col STRING, tolerance DOUBLE)",
+        "output 'groups' (default): stream <stream_col's type>, t_start BIGINT, t_end BIGINT, "
+        "probability DOUBLE, n_matches BIGINT; output 'matches': stream, match_id BIGINT, "
+        "t_start BIGINT, t_end BIGINT, probability DOUBLE, values ARRAY<STRING>",
+        "available", "udfs.match_prob:match_prob_udtf",
         "Matches and match groups with probabilities over uncertain streams."),
     FunctionSpec(
         "predict_match",
