@@ -100,7 +100,8 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
         "output STRING, stream_col STRING, t_col STRING, value_col STRING, p_col STRING, "
         "probs_col STRING, tolerance DOUBLE)",
         "output 'groups' (default): stream <stream_col's type>, t_start BIGINT, t_end BIGINT, "
-        "probability DOUBLE, n_matches BIGINT; output 'matches': stream, match_id BIGINT, "
+        "probability DOUBLE, n_matches BIGINT, core_start BIGINT, core_end BIGINT; output 'matches': "
+        "stream, match_id BIGINT, "
         "t_start BIGINT, t_end BIGINT, probability DOUBLE, values ARRAY<STRING>",
         "available", "udfs.match_prob:match_prob_udtf",
         "Matches and match groups with probabilities over uncertain streams."),

@@ -29,7 +29,8 @@ builds each stream (:func:`cep.prob.from_long` / :func:`cep.prob.from_wide`, whi
 
 Output (the first column is called ``stream`` whatever the stream column's name, with its type):
 
-* ``'groups'``: ``stream, t_start BIGINT, t_end BIGINT, probability DOUBLE, n_matches BIGINT``;
+* ``'groups'``: ``stream, t_start BIGINT, t_end BIGINT, probability DOUBLE, n_matches BIGINT,
+  core_start BIGINT, core_end BIGINT`` (the core: complete overlap only, NULL for single);
 * ``'matches'``: ``stream, match_id BIGINT, t_start BIGINT, t_end BIGINT, probability DOUBLE,
   values ARRAY<STRING>``.
 
@@ -246,7 +247,8 @@ def analyze_call(pattern: Any, pstream: Any, overlap: Any = None, threshold: Any
     out = [StructField("stream", stream_f.dataType)]
     if output_v == "groups":
         out += [StructField("t_start", LongType()), StructField("t_end", LongType()),
-                StructField("probability", DoubleType()), StructField("n_matches", LongType())]
+                StructField("probability", DoubleType()), StructField("n_matches", LongType()),
+                StructField("core_start", LongType()), StructField("core_end", LongType())]
     else:
         out += [StructField("match_id", LongType()), StructField("t_start", LongType()),
                 StructField("t_end", LongType()), StructField("probability", DoubleType()),
@@ -264,14 +266,6 @@ def _compiled(pattern: str) -> Any:
     return compile_prob(pattern)
 
 
-@lru_cache(maxsize=64)
-def _transducer(pattern: str, window: int) -> Any:
-    """The group-probability transducer of (pattern, window), built once per worker process."""
-    from cep.prob import build_transducer
-
-    return build_transducer(_compiled(pattern), window)
-
-
 def answer_stream(plan: ProbCallPlan, key: Any, rows: list[tuple[Any, ...]]
                   ) -> Iterator[tuple[Any, ...]]:
     """The output rows of one stream (``rows``: the selected columns after ``__stream``)."""
@@ -283,13 +277,11 @@ def answer_stream(plan: ProbCallPlan, key: Any, rows: list[tuple[Any, ...]]
         stream = from_long(cols[0], cols[1], cols[2], tolerance=plan.tolerance, stream=name)
     else:
         stream = from_wide(cols[0], cols[1], tolerance=plan.tolerance, stream=name)
-    transducer = _transducer(plan.pattern, plan.window) if plan.output == "groups" else None
     found = match_prob(_compiled(plan.pattern), stream, overlap=plan.overlap,
-                       threshold=plan.threshold, window=plan.window, output=plan.output,
-                       transducer=transducer)
+                       threshold=plan.threshold, window=plan.window, output=plan.output)
     if plan.output == "groups":
         for g in found:
-            yield key, g.t_start, g.t_end, g.probability, g.n_matches
+            yield key, g.t_start, g.t_end, g.probability, g.n_matches, g.core_start, g.core_end
     else:
         for m in found:
             yield key, m.match_id, m.t_start, m.t_end, m.probability, list(m.values)

@@ -7,7 +7,8 @@ This is what the SQL function runs per partition (DESIGN.md section 5, docs/sql.
 - ``output='groups'``: the matches grouped by ``overlap`` (``'single'`` or ``'complete'``,
   :mod:`cep.prob.groups`), each with the probability of the union of its matches' possible
   worlds (Def. 9), computed by the transducer (:mod:`cep.prob.transducer`), as
-  ``(t_start, t_end, probability, n_matches)``. Pruned matches (below the threshold) do not
+  ``(t_start, t_end, probability, n_matches, core_start, core_end)`` (the core only for
+  complete overlap: the time points every member covers). Pruned matches (below the threshold) do not
   form groups but their worlds are in a group's probability, so the threshold never changes
   the probability of a group that exists with and without it.
 
@@ -40,12 +41,18 @@ OUTPUTS = ("groups", "matches")
 
 @dataclass(frozen=True)
 class GroupRow:
-    """One group: its span (time points), probability and number of member matches."""
+    """One group: its span (time points), probability and number of member matches.
+
+    ``core_start`` and ``core_end`` (complete overlap only, else None) are the time points every
+    member covers; two complete-overlap groups may share a span and differ in their core.
+    """
 
     t_start: int
     t_end: int
     probability: float
     n_matches: int
+    core_start: int | None = None
+    core_end: int | None = None
 
 
 @dataclass(frozen=True)
@@ -133,5 +140,8 @@ def match_prob(pattern: ProbPattern | str, stream: ProbStream, *, overlap: str =
     tr = transducer if transducer is not None else cached_transducer(p, min(w, longest))
     prob = group_probabilities(tr, stream, groups.t_start, groups.t_end, groups.core_start, groups.core_end)
     t0 = int(stream.t[0]) if len(stream) else 0
-    return [GroupRow(int(a) + t0, int(b) + t0, float(pr), int(c))
-            for a, b, pr, c in zip(groups.t_start, groups.t_end, np.asarray(prob), groups.n_matches)]
+    complete = overlap == "complete"
+    return [GroupRow(int(a) + t0, int(b) + t0, float(pr), int(c), int(cs) + t0 if complete else None,
+                     int(ce) + t0 if complete else None)
+            for a, b, pr, c, cs, ce in zip(groups.t_start, groups.t_end, np.asarray(prob), groups.n_matches,
+                                           groups.core_start, groups.core_end)]
