@@ -21,6 +21,7 @@ from jobs.checks import DEMO_SPEC, write_checks
 from jobs.generate import write_synthetic
 from jobs.load_logs import load_log
 from jobs.session import build_session
+from jobs.sensors import load_sensors
 from jobs.stocks import load_stocks
 from sql_ext import register_all
 
@@ -247,14 +248,29 @@ PROB_QUERIES: tuple[tuple[str, str], ...] = (
 )
 
 
-def _prob(spark: "SparkSession") -> None:
-    """The paper's figure 1 end to end in SQL."""
+SENSOR_QUERY = (
+    "match_prob on a real sensor: hourly Seattle temperatures (2010) as fall/steady/rise "
+    "probabilities; the most probable nights where the temperature fell, levelled off, then rose",
+    "SELECT g.t_start, g.t_end, round(g.probability, 4) AS probability, g.n_matches\n"
+    "FROM match_prob(pattern => 'PATTERN fall, steady+, rise', window => 10, threshold => 0.01,\n"
+    "                pstream => TABLE(sensor_pstream)) AS g\n"
+    "ORDER BY probability DESC LIMIT 5")
+
+
+def _prob(spark: "SparkSession", settings: Settings) -> None:
+    """The paper's figure 1 end to end in SQL, then the real sensor series."""
     print(FIGURE_1_VIEW)
     spark.sql(FIGURE_1_VIEW)
     for title, sql in PROB_QUERIES:
         _banner(title)
         print(sql)
         spark.sql(sql).show(20, truncate=False)
+    sensors = load_sensors(spark, settings, quiet=True)
+    _banner(SENSOR_QUERY[0])
+    print(f"sensor_pstream: {sensors.events:,} (t, value, p) rows, Delta version {sensors.version}"
+          f"{'' if sensors.written else ' (already loaded)'}")
+    print(SENSOR_QUERY[1])
+    spark.sql(SENSOR_QUERY[1]).show(truncate=False)
 
 
 def run_demo(settings: Settings | None = None) -> None:
@@ -299,7 +315,7 @@ def run_demo(settings: Settings | None = None) -> None:
     _trends(spark, settings)
 
     _banner("Probabilistic streams: match_prob on the paper's example")
-    _prob(spark)
+    _prob(spark, settings)
 
     _banner("CEP SQL functions")
     spark.sql("SELECT name, status, signature FROM cep_functions()").show(truncate=False)
