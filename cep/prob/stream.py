@@ -187,6 +187,8 @@ def _times(t: Sequence[object] | np.ndarray, where: str) -> np.ndarray:
 
 
 def _names(value: Sequence[object] | np.ndarray, times: np.ndarray, where: str) -> np.ndarray:
+    if isinstance(value, np.ndarray) and value.dtype.kind == "U":
+        return value  # already strings, no NULL possible (the Arrow adapters pass these)
     arr = np.asarray(value, dtype=object)
     for i, v in enumerate(arr.tolist()):
         if not isinstance(v, str):
@@ -207,5 +209,5 @@ def _probabilities(p: Sequence[object] | np.ndarray, times: np.ndarray, where: s
     wrong = np.flatnonzero(~np.isfinite(out) | (out < 0.0) | (out > 1.0))
     if len(wrong):
         i = int(wrong[0])
-        raise ProbStreamError(f"{where}time point {int(times[i])}: probability {out[i]!r} is outside [0, 1]")
+        raise ProbStreamError(f"{where}time point {int(times[i])}: probability {float(out[i])!r} is outside [0, 1]")
     return out
