@@ -9,11 +9,14 @@ This benchmark measures by how much, in one run:
   and value; the synthetic stream has all 4 values at every time point, so 4 rows per time
   point), results to Spark's ``noop`` sink;
 * ``sql (wide)``: the same streams in the wide layout (one row per time point, a MAP column);
+* ``arrow (long)``, ``arrow (wide)``: ``match_prob_arrow`` (the Arrow UDTF, positional
+  arguments) over the same two tables, in its documented form ``TABLE(t) PARTITION BY stream
+  ORDER BY t``;
 * ``core``: :func:`cep.prob.match_prob` on the same streams in this process (no Spark).
 
 Data: ``S`` streams of ``synthetic_pstream(N / S, seed=s)`` (docs/prob-data.md), pattern
 ``PATTERN a, b+, c``, threshold 0.01, window 10, single overlap; best of 2 after a warm-up.
-The group counts of the three must agree.
+The group counts of all five must agree.
 
 Run from the project root::
 
@@ -38,6 +41,7 @@ from cep.prob.synthetic import long_columns, synthetic_pstream
 
 PATTERN = "PATTERN a, b+, c"
 ARGS = "pattern => 'PATTERN a, b+, c', window => 10, threshold => 0.01"
+ARROW_ARGS = "'PATTERN a, b+, c', 'single', 0.01, 10, 'groups'"
 
 
 def long_rows(streams: int, per_stream: int) -> list[tuple[str, int, str, float]]:
@@ -87,9 +91,14 @@ def run(spark: Any, root: Path, n: int, streams: int) -> dict[str, Any]:
     rows = spark.read.format("delta").load(str(long_path)).count()
     long_count, long_s = _best(spark, f"SELECT * FROM match_prob({ARGS}, pstream => TABLE(prob_long))")
     wide_count, wide_s = _best(spark, f"SELECT * FROM match_prob({ARGS}, pstream => TABLE(prob_wide))")
+    arrow = "SELECT * FROM match_prob_arrow({}, TABLE({}) PARTITION BY stream ORDER BY t)"
+    along_count, along_s = _best(spark, arrow.format(ARROW_ARGS, "prob_long"))
+    awide_count, awide_s = _best(spark, arrow.format(ARROW_ARGS, "prob_wide"))
     core_count, core_s = core_groups(streams, per)
-    return {"n": per * streams, "streams": streams, "rows_long": rows, "groups": (long_count, wide_count, core_count),
-            "long_s": long_s, "wide_s": wide_s, "core_cpu_s": core_s}
+    return {"n": per * streams, "streams": streams, "rows_long": rows,
+            "groups": (long_count, wide_count, along_count, awide_count, core_count),
+            "long_s": long_s, "wide_s": wide_s, "arrow_long_s": along_s, "arrow_wide_s": awide_s,
+            "core_cpu_s": core_s}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -105,16 +114,21 @@ def main(argv: list[str] | None = None) -> int:
     settings = load_settings(overrides={"warehouse": str(root), "show_progress": False})
     spark = build_session(settings)
     register_all(spark)
-    print("| N time points | streams | long rows | groups (long, wide, core) | SQL long s | SQL wide s | "
-          "core CPU s | SQL long time points/s | SQL wide time points/s | core / SQL wide |")
-    print("|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|")
+    print("| N time points | streams | long rows | groups (long, wide, arrow long, arrow wide, core) | "
+          "SQL long s | SQL wide s | SQL arrow long s | SQL arrow wide s | core CPU s | "
+          "SQL long time points/s | SQL wide time points/s | SQL arrow long time points/s | "
+          "SQL arrow wide time points/s | core / SQL wide | core / SQL arrow (long, wide) |")
+    print("|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     bad = False
     for n in args.sizes:
         r = run(spark, root, n, args.streams)
         bad |= len(set(r["groups"])) != 1
         print(f"| {r['n']:,} | {r['streams']} | {r['rows_long']:,} | {r['groups']} | {r['long_s']:.1f} | "
-              f"{r['wide_s']:.1f} | {r['core_cpu_s']:.2f} | {r['n'] / r['long_s']:,.0f} | "
-              f"{r['n'] / r['wide_s']:,.0f} | {r['wide_s'] / r['core_cpu_s']:.1f}x |", flush=True)
+              f"{r['wide_s']:.1f} | {r['arrow_long_s']:.2f} | {r['arrow_wide_s']:.2f} | "
+              f"{r['core_cpu_s']:.2f} | {r['n'] / r['long_s']:,.0f} | {r['n'] / r['wide_s']:,.0f} | "
+              f"{r['n'] / r['arrow_long_s']:,.0f} | {r['n'] / r['arrow_wide_s']:,.0f} | "
+              f"{r['wide_s'] / r['core_cpu_s']:.1f}x | {r['arrow_long_s'] / r['core_cpu_s']:.1f}x, "
+              f"{r['arrow_wide_s'] / r['core_cpu_s']:.1f}x |", flush=True)
     return 1 if bad else 0
 
 

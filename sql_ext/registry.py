@@ -8,7 +8,7 @@ imports neither pyspark nor ``udfs`` when it is imported.
 
 Example:
     >>> [f.name for f in FUNCTIONS if f.status == "available"]
-    ['cep_functions', 'match_seq', 'match_seq_arrow', 'approx_match_seq', 'approx_match_seq_arrow', 'sketch_stats', 'cet_trends', 'match_prob']
+    ['cep_functions', 'match_seq', 'match_seq_arrow', 'approx_match_seq', 'approx_match_seq_arrow', 'sketch_stats', 'cet_trends', 'match_prob', 'match_prob_arrow']
     >>> function("predict_match").status
     'planned'
 """
@@ -105,6 +105,15 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
         "t_start BIGINT, t_end BIGINT, probability DOUBLE, values ARRAY<STRING>",
         "available", "udfs.match_prob:match_prob_udtf",
         "Matches and match groups with probabilities over uncertain streams."),
+    FunctionSpec(
+        "match_prob_arrow",
+        "match_prob_arrow(pattern STRING, overlap STRING, threshold DOUBLE, window INT, "
+        "output STRING, pstream TABLE)",
+        "stream STRING, match_id BIGINT, t_start BIGINT, t_end BIGINT, probability DOUBLE, "
+        "n_matches BIGINT, core_start BIGINT, core_end BIGINT, values ARRAY<STRING> "
+        "(groups: match_id, values NULL; matches: n_matches, core_start, core_end NULL)",
+        "available", "udfs.match_prob_arrow:match_prob_arrow_udtf",
+        "match_prob over Arrow batches: same answers, cheaper transport on large streams."),
     FunctionSpec(
         "predict_match",
         "predict_match(subscription STRING, events TABLE PARTITION BY key ORDER BY ts, "

@@ -27,6 +27,9 @@ rows per stream value (a task normally sees one stream; several are kept apart),
 builds each stream (:func:`cep.prob.from_long` / :func:`cep.prob.from_wide`, which validate it:
 ``CEP-PROB-010`` naming the stream and time point) and answers with :func:`cep.prob.match_prob`.
 
+``match_prob_arrow`` (:mod:`udfs.match_prob_arrow`) is the Arrow UDTF variant: it checks its
+arguments with :func:`check_arguments` and answers each stream with :func:`answer_rows`.
+
 Output (the first column is called ``stream`` whatever the stream column's name, with its type):
 
 * ``'groups'``: ``stream, t_start BIGINT, t_end BIGINT, probability DOUBLE, n_matches BIGINT,
@@ -46,7 +49,7 @@ Example (no Spark needed: the argument checks are plain functions):
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal
 from functools import lru_cache
 from typing import Any, Iterator
@@ -174,6 +177,37 @@ def _is_prob_map(data_type: Any) -> bool:
             and isinstance(data_type.valueType, (DoubleType, FloatType, DecimalType)))
 
 
+def check_arguments(pattern: Any, overlap: Any = None, threshold: Any = None,
+                    window: Any = None, output: Any = None, tolerance: Any = None) -> ProbCallPlan:
+    """The plan of a call from its plain argument values (NULL: the default), layout ``long``.
+
+    The pattern is compiled (errors with code, line, column and caret), ``overlap``,
+    ``output``, ``threshold`` and ``window`` are checked by the core (``CEP-PROB-011``), the
+    tolerance here (``CEP-SQL-040``). ``match_prob`` calls it in ``analyze``,
+    ``match_prob_arrow`` when its first partition runs.
+
+    Example:
+        >>> check_arguments("PATTERN a, b+, c WITHIN 6 EVENTS", "COMPLETE", 0.01)
+        ProbCallPlan(pattern='PATTERN a, b+, c WITHIN 6 EVENTS', overlap='complete', threshold=0.01, window=6, output='groups', layout='long', tolerance=1e-06)
+    """
+    from cep.prob import resolve_window
+    from cep.prob.answer import OUTPUTS, OVERLAPS, check_choice
+    from cep.prob.matches import check_threshold
+
+    if pattern is None:
+        raise MatchProbArgumentError("argument pattern is required")
+    if not isinstance(pattern, str):
+        raise MatchProbArgumentError(f"argument pattern: expected a string, found {pattern!r}")
+    compiled = _compiled(pattern)
+    overlap = check_choice("overlap", "single" if overlap is None else overlap, OVERLAPS)
+    output = check_choice("output", "groups" if output is None else output, OUTPUTS)
+    threshold = _number(threshold)
+    threshold = check_threshold(0.0 if threshold is None else threshold)
+    window = resolve_window(compiled, window)
+    return ProbCallPlan(pattern, overlap, threshold, window, output, "long",
+                        check_tolerance(tolerance))
+
+
 def analyze_call(pattern: Any, pstream: Any, overlap: Any = None, threshold: Any = None,
                  window: Any = None, output: Any = None, stream_col: Any = None,
                  t_col: Any = None, value_col: Any = None, p_col: Any = None,
@@ -183,26 +217,11 @@ def analyze_call(pattern: Any, pstream: Any, overlap: Any = None, threshold: Any
                                    MapType, NumericType, StringType, StructField, StructType)
     from pyspark.sql.udtf import OrderingColumn, PartitioningColumn, SelectedColumn
 
-    from cep.prob import compile_prob, resolve_window
-    from cep.prob.answer import OUTPUTS, OVERLAPS, check_choice
-    from cep.prob.matches import check_threshold
-
-    if pattern is None:
-        raise MatchProbArgumentError("argument pattern is required")
-    text = _constant(pattern, "pattern")
-    if not isinstance(text, str):
-        raise MatchProbArgumentError(f"argument pattern: expected a string, found {text!r}")
     if pstream is None or not pstream.isTable:
         raise MatchProbArgumentError("argument pstream must be a TABLE(...) argument")
-    compiled = compile_prob(text)
-    overlap_v = _constant(overlap, "overlap")
-    overlap_v = check_choice("overlap", "single" if overlap_v is None else overlap_v, OVERLAPS)
-    output_v = _constant(output, "output")
-    output_v = check_choice("output", "groups" if output_v is None else output_v, OUTPUTS)
-    threshold_v = _number(_constant(threshold, "threshold"))
-    threshold_v = check_threshold(0.0 if threshold_v is None else threshold_v)
-    window_v = resolve_window(compiled, _constant(window, "window"))
-    tolerance_v = check_tolerance(_constant(tolerance, "tolerance"))
+    plan = check_arguments(_constant(pattern, "pattern"), _constant(overlap, "overlap"),
+                           _constant(threshold, "threshold"), _constant(window, "window"),
+                           _constant(output, "output"), _constant(tolerance, "tolerance"))
     names = column_names(stream_col=_constant(stream_col, "stream_col"),
                          t_col=_constant(t_col, "t_col"),
                          value_col=_constant(value_col, "value_col"),
@@ -245,7 +264,7 @@ def analyze_call(pattern: Any, pstream: Any, overlap: Any = None, threshold: Any
                    SelectedColumn(p_sql, alias="__p")]
 
     out = [StructField("stream", stream_f.dataType)]
-    if output_v == "groups":
+    if plan.output == "groups":
         out += [StructField("t_start", LongType()), StructField("t_end", LongType()),
                 StructField("probability", DoubleType()), StructField("n_matches", LongType()),
                 StructField("core_start", LongType()), StructField("core_end", LongType())]
@@ -253,10 +272,10 @@ def analyze_call(pattern: Any, pstream: Any, overlap: Any = None, threshold: Any
         out += [StructField("match_id", LongType()), StructField("t_start", LongType()),
                 StructField("t_end", LongType()), StructField("probability", DoubleType()),
                 StructField("values", ArrayType(StringType()))]
-    plan = ProbCallPlan(text, overlap_v, threshold_v, window_v, output_v, layout, tolerance_v)
     return MatchProbAnalyzeResult(
         schema=StructType(out), partitionBy=[PartitioningColumn(_quote(stream_f.name))],
-        orderBy=[OrderingColumn(_quote(t_f.name))], select=select, plan=plan)
+        orderBy=[OrderingColumn(_quote(t_f.name))], select=select,
+        plan=replace(plan, layout=layout))
 
 
 @lru_cache(maxsize=64)
@@ -266,10 +285,18 @@ def _compiled(pattern: str) -> Any:
     return compile_prob(pattern)
 
 
+def answer_rows(plan: ProbCallPlan, stream: Any) -> list[Any]:
+    """:func:`cep.prob.match_prob` of one built stream under ``plan`` (GroupRow or MatchRow)."""
+    from cep.prob import match_prob
+
+    return match_prob(_compiled(plan.pattern), stream, overlap=plan.overlap,
+                      threshold=plan.threshold, window=plan.window, output=plan.output)
+
+
 def answer_stream(plan: ProbCallPlan, key: Any, rows: list[tuple[Any, ...]]
                   ) -> Iterator[tuple[Any, ...]]:
     """The output rows of one stream (``rows``: the selected columns after ``__stream``)."""
-    from cep.prob import from_long, from_wide, match_prob
+    from cep.prob import from_long, from_wide
 
     name = "NULL" if key is None else str(key)
     cols = list(zip(*rows))
@@ -277,8 +304,7 @@ def answer_stream(plan: ProbCallPlan, key: Any, rows: list[tuple[Any, ...]]
         stream = from_long(cols[0], cols[1], cols[2], tolerance=plan.tolerance, stream=name)
     else:
         stream = from_wide(cols[0], cols[1], tolerance=plan.tolerance, stream=name)
-    found = match_prob(_compiled(plan.pattern), stream, overlap=plan.overlap,
-                       threshold=plan.threshold, window=plan.window, output=plan.output)
+    found = answer_rows(plan, stream)
     if plan.output == "groups":
         for g in found:
             yield key, g.t_start, g.t_end, g.probability, g.n_matches, g.core_start, g.core_end
