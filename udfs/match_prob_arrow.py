@@ -167,13 +167,15 @@ def _numbers(array: Any, to: Any) -> Any:
 
 
 def _strings(array: Any) -> Any:
-    """A STRING column as a numpy object array, each distinct string one Python object."""
+    """A STRING column as a numpy array: unicode (the stream builder's fast path) without NULLs,
+    else objects with None where the NULLs are (so they are reported as ``match_prob`` does)."""
     import numpy as np
     import pyarrow.compute as pc
 
     encoded = pc.dictionary_encode(array, null_encoding="encode")
-    return np.array(encoded.dictionary.to_pylist(), dtype=object)[
-        encoded.indices.to_numpy(zero_copy_only=False)]
+    names = encoded.dictionary.to_pylist()
+    kind = object if array.null_count or not names else str
+    return np.array(names, dtype=kind)[encoded.indices.to_numpy(zero_copy_only=False)]
 
 
 def _groups(codes: Any, n_keys: int) -> tuple[Any, Any]:
