@@ -1,0 +1,62 @@
+"""Predictive matching (P-ToPSS, Muthusamy, Liu and Jacobsen, DEBS 2010): will a subscription
+match within the next n events?
+
+Pipeline (compile once, run with explicit state)::
+
+    text --subscription--> Subscription --machine--> SequenceMachine per sequence
+    events --events--> instances + signatures --run--> states, matches, TransitionCounts
+    TransitionCounts --markov--> Chain --first passage--> alpha(n), beta(n)
+    answer.predict: all of it per instance, with Boolean nodes combined; model: blobs
+
+Example:
+    >>> ev = Events.from_columns(ts=list(range(6)), keys=["k"] * 6, types=list("ABAXAB"))
+    >>> r = predict("PATTERN A, B", ev, lookahead=2)
+    >>> r.rows["key"], r.rows["state"], r.rows["matches"]
+    (['k'], ['A B'], [2])
+"""
+
+from __future__ import annotations
+
+from cep.predict.answer import Prediction, and_nodes, check_arguments, predict
+from cep.predict.errors import (ModelFormatError, PredictArgumentError, PredictEventsError,
+                                PredictLimitError, UnsupportedSubscriptionError)
+from cep.predict.events import Events, instances, signatures
+from cep.predict.machine import SequenceMachine, TransitionTable
+from cep.predict.markov import Chain, build_chain
+from cep.predict.model import InstanceState, LeafModel, Model, load_model, load_state
+from cep.predict.run import LeafResult, TransitionCounts, run_leaf
+from cep.predict.subscription import (Boolean, Primitive, Sequence, Subscription, TimeCondition,
+                                      compile_subscription)
+
+__all__ = [
+    "Boolean",
+    "Chain",
+    "Events",
+    "InstanceState",
+    "LeafModel",
+    "LeafResult",
+    "Model",
+    "ModelFormatError",
+    "Prediction",
+    "PredictArgumentError",
+    "PredictEventsError",
+    "PredictLimitError",
+    "Primitive",
+    "Sequence",
+    "SequenceMachine",
+    "Subscription",
+    "TimeCondition",
+    "TransitionCounts",
+    "TransitionTable",
+    "UnsupportedSubscriptionError",
+    "and_nodes",
+    "build_chain",
+    "check_arguments",
+    "compile_subscription",
+    "instances",
+    "load_model",
+    "load_state",
+    "predict",
+    "run_leaf",
+    "signatures",
+]
