@@ -286,7 +286,8 @@ def _run_timed(machine: SequenceMachine, leaf: Sequence, symbol: np.ndarray, sig
             configs = [origin]
         if origin not in configs:
             configs.append(origin)
-        mask = _mask_of(machine, configs)
+        # A persisted mask also remembers "a match ended at the last event" (position k).
+        mask = _mask_of(machine, configs) if start_masks is None else int(start_masks[g])
         for i in range(a, b):
             sig = sig_of[sym[i]]
             now = tlist[i]

@@ -216,7 +216,9 @@ class _Builder:
                 times.append(self.time_condition(c, index))
         for c in list(where):
             names = {r.alias for r in c.refs if not isinstance(r, VarRef)}
-            if names and names <= set(index):
+            timing = all(isinstance(r, TsRef) or (isinstance(r, AttrRef) and r.attr.lower() == "ts")
+                         for r in c.refs)
+            if timing and names and names <= set(index):
                 times.append(self.time_condition(c, index))
                 where.remove(c)
         text = " ".join(a if i == 0 else ("," if links[i - 1] == NEXT else ";") + " " + a
