@@ -4,6 +4,7 @@ Commands: ``fetch-jars`` (resolve the Delta jars once), ``fetch-data`` (download
 sdist once and extract the logs; the skfolio wheel once and take the stock prices out),
 ``load-bpi`` (real logs into Delta), ``load-stocks`` (daily stock prices into Delta),
 ``load-sensors`` (hourly temperature changes as a probabilistic stream into Delta),
+``load-temperatures`` (daily city temperatures into Delta, for heat-wave prediction),
 ``generate`` (synthetic stream into Delta), ``generate-checks`` (checks with kiting rings into
 Delta), ``sketch`` (bring a registered sketch's Delta state up to date), ``demo``
 (the README demo), ``sql`` (run one SQL statement and show it).
@@ -46,6 +47,9 @@ def _parser() -> argparse.ArgumentParser:
     sensors = sub.add_parser("load-sensors", help="load the hourly temperatures (Seattle 2010) "
                              "as a probabilistic stream of changes into sensor_pstream")
     sensors.add_argument("--force", action="store_true", help="rewrite even if up to date")
+    temps = sub.add_parser("load-temperatures", help="load the daily maximum and minimum "
+                           "temperatures of five cities (aquacrop 3.1.0) into daily_temperatures")
+    temps.add_argument("--force", action="store_true", help="rewrite even if up to date")
     checks = sub.add_parser("generate-checks", help="write seeded checks with planted kiting "
                             "rings to a Delta table (defaults: the demo's table)")
     checks.add_argument("--rows", type=int, default=20_000, help="number of checks")
@@ -128,6 +132,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             result = load_sensors(spark, settings, force=args.force)
             print(f"{result.table}: {result.events:,} (t, value, p) rows at version "
+                  f"{result.version}{'' if result.written else ' (already loaded; nothing written)'}")
+        elif args.command == "load-temperatures":
+            from jobs.temperatures import load_temperatures
+
+            result = load_temperatures(spark, settings, force=args.force)
+            print(f"{result.table}: {result.events:,} (city, day) rows at version "
                   f"{result.version}{'' if result.written else ' (already loaded; nothing written)'}")
         elif args.command == "generate-checks":
             from cep.checks import CheckSpec

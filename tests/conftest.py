@@ -75,6 +75,15 @@ def loaded_sensors(spark: "object", settings: Settings) -> object:
 
 
 @pytest.fixture(scope="session")
+def loaded_temperatures(spark: "object", settings: Settings) -> object:
+    """The real daily temperatures of five cities in ``daily_temperatures``, loaded once per
+    run (the aquacrop wheel is downloaded once into the shared data cache)."""
+    from jobs.temperatures import load_temperatures
+
+    return load_temperatures(spark, settings, quiet=True)
+
+
+@pytest.fixture(scope="session")
 def sketched_logs(spark: "object", settings: Settings, loaded_logs: dict[str, object]
                   ) -> dict[str, object]:
     """The sketches the docs query (``app_sketch`` of ``conf/sketches.toml``, over the BPI 2017
