@@ -6,7 +6,8 @@ sdist once and extract the logs; the skfolio wheel once and take the stock price
 ``load-sensors`` (hourly temperature changes as a probabilistic stream into Delta),
 ``load-temperatures`` (daily city temperatures into Delta, for heat-wave prediction),
 ``generate`` (synthetic stream into Delta), ``generate-checks`` (checks with kiting rings into
-Delta), ``sketch`` (bring a registered sketch's Delta state up to date), ``demo``
+Delta), ``sketch`` (bring a registered sketch's Delta state up to date), ``graph`` (the same
+for a trend graph), ``predict`` (the same for a prediction set), ``demo``
 (the README demo), ``sql`` (run one SQL statement and show it).
 
 Example:
@@ -70,6 +71,12 @@ def _parser() -> argparse.ArgumentParser:
     graph.add_argument("--name", required=True, help="the graph's name in conf/graphs.toml")
     graph.add_argument("--until-version", type=int, default=None,
                        help="process the source only up to this Delta version")
+    predict = sub.add_parser("predict", help="update a registered prediction set "
+                             "(conf/predictions.toml): run its subscriptions over the source's "
+                             "new events, merge the Markov counts and instance states")
+    predict.add_argument("--name", required=True, help="the set's name in conf/predictions.toml")
+    predict.add_argument("--until-version", type=int, default=None,
+                         help="process the source only up to this Delta version")
     sub.add_parser("demo", help="the README demo")
     sql = sub.add_parser("sql", help="run one SQL statement against the warehouse and show it")
     sql.add_argument("statement")
@@ -169,6 +176,22 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{done.graph}: {'%d window(s) rebuilt' % done.windows if done.written else 'nothing new'}"
                   f"; state complete up to source version {done.source_version} "
                   f"({done.seconds:.1f}s)")
+        elif args.command == "predict":
+            from jobs.predict import run_predict
+
+            done = run_predict(spark, settings, args.name, until_version=args.until_version)
+            if done.written:
+                print(f"{done.prediction}: source versions {done.source_from}.."
+                      f"{done.source_version} ({done.read}): {done.events_read:,} events read, "
+                      f"{done.events_run:,} run in {done.keys:,} keys, {done.late:,} late, "
+                      f"{done.incomplete:,} incomplete; {done.instance_rows:,} instance rows, "
+                      f"{done.state_rows:,} new states merged; model events "
+                      + ", ".join(f"{k}={v:,}" for k, v in done.model_events.items()) + "; "
+                      + ", ".join(f"{k} v{v}" for k, v in done.versions.items())
+                      + f"; {done.seconds:.1f}s")
+            else:
+                print(f"{done.prediction}: nothing new (source version {done.source_version}); "
+                      "nothing written")
         elif args.command == "sql":
             from sql_ext import register_all
 
