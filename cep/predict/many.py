@@ -30,11 +30,15 @@ nodes or join variables (those run one at a time through :func:`cep.predict.answ
    its states' rows, more data for rare states at the price of their differences.
 
 The per-event loop: the recurrence is sequential in time, so the loop runs over events and is
-vectorised over subscriptions, one ``numpy.take`` per event. Measured on this machine
-(BENCHMARKS.md "predict_match core", uniform synthetic workload, CPU seconds): the loop costs
-about 1 us per event plus about 1 ns per subscription, so it is worth it from a few
-subscriptions on; at 1000 subscriptions it is more than 100x faster than a Python loop per
-subscription (:func:`cep.predict.run.run_leaf`, about 0.1 us per event and subscription).
+vectorised over subscriptions, one ``numpy.take`` per event. Measured (BENCHMARKS.md
+"predict_match core": paper-default uniform workload, 100,000 events, CPU seconds on a shared
+2-core machine) it costs about 1.4 us per event plus 3 to 4 ns per subscription: 737 k events/s
+at 10 subscriptions, 212 k at 1,000, 26 k at 10,000. A Python loop per subscription
+(:func:`cep.predict.run.run_leaf`) costs about 0.07 to 0.09 us per event and subscription, so it
+is 2x faster at 10 subscriptions but the flat table wins from a few dozen on (3.7x at 100, 12x
+at 1,000, 46x at 10,000 for matching and prediction). Vectorising over events instead (prefix
+composition of the per-event transition functions) would cost ``O(S log n)`` per event, more
+than the ``N`` lookups of the loop, since ``S`` (all states) is about ``11 N`` here.
 
 Example:
     >>> from cep.predict.events import Events

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from unittest.mock import patch
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -9,6 +11,7 @@ from hypothesis import strategies as st
 
 from cep.predict import PredictArgumentError, SequenceMachine, compile_subscription
 from cep.predict.many import alphabet, compile_many
+from cep.predict import merge
 from cep.predict.merge import flat_table, merge_states, partition
 from cep.predict.events import Events
 
@@ -39,10 +42,15 @@ def tables(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray]:
 
 
 @settings(max_examples=200, deadline=None)
-@given(tables())
-def test_partition_equals_pair_marking(table: tuple[np.ndarray, np.ndarray]) -> None:
+@given(tables(), st.sampled_from(["hashed", "rows", "collisions"]))
+def test_partition_equals_pair_marking(table: tuple[np.ndarray, np.ndarray], how: str) -> None:
     nxt, acc = table
-    classes, rounds = partition(nxt, acc)
+    if how == "collisions":
+        # every row hashes alike: each round must notice and group the rows themselves
+        with patch.object(merge, "_WEIGHTS", np.zeros(8, dtype=np.int64)):
+            classes, rounds = partition(nxt, acc)
+    else:
+        classes, rounds = partition(nxt, acc, hashed=how == "hashed")
     dist = distinguishable(nxt.tolist(), acc.tolist())
     n = len(acc)
     for p in range(n):
