@@ -8,9 +8,9 @@ imports neither pyspark nor ``udfs`` when it is imported.
 
 Example:
     >>> [f.name for f in FUNCTIONS if f.status == "available"]
-    ['cep_functions', 'match_seq', 'match_seq_arrow', 'approx_match_seq', 'approx_match_seq_arrow', 'sketch_stats', 'cet_trends', 'match_prob', 'match_prob_arrow']
-    >>> function("predict_match").status
-    'planned'
+    ['cep_functions', 'match_seq', 'match_seq_arrow', 'approx_match_seq', 'approx_match_seq_arrow', 'sketch_stats', 'cet_trends', 'match_prob', 'match_prob_arrow', 'predict_match']
+    >>> function("predict_match").adapter
+    'udfs.predict_match:predict_match_udtf'
 """
 
 from __future__ import annotations
@@ -116,10 +116,17 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
         "match_prob over Arrow batches: same answers, cheaper transport on large streams."),
     FunctionSpec(
         "predict_match",
-        "predict_match(subscription STRING, events TABLE PARTITION BY key ORDER BY ts, "
-        "lookahead INT, threshold DOUBLE, model STRING)",
-        "key, state, probability", "planned", None,
-        "Probability that a subscription matches within the next n events."),
+        "predict_match(subscription STRING, events TABLE, lookahead INT, threshold DOUBLE, "
+        "model BINARY, output STRING, combine STRING, smoothing DOUBLE, ts_col STRING, "
+        "id_col STRING, type_col STRING, key_col STRING)",
+        "output 'keys' (default): <key_col>, instance STRING, state STRING, progress INT, "
+        "probability DOUBLE, p_exact DOUBLE, matched BOOLEAN, matches BIGINT, events BIGINT, "
+        "last_ts <ts type>; output 'events': <key_col>, instance STRING, id <id type>, "
+        "ts <ts type>, state STRING, progress INT, probability DOUBLE, p_exact DOUBLE, "
+        "matched BOOLEAN",
+        "available", "udfs.predict_match:predict_match_udtf",
+        "Probability that a subscription matches within the next n events (P-ToPSS Markov "
+        "prediction), per key and instance or per event."),
 )
 
 

@@ -50,12 +50,25 @@ def test_sql_example_runs(spark, loaded_logs, request, where: str, sql: str) -> 
         request.getfixturevalue("generated_checks")
     if "stock_prices" in sql:  # the real daily prices (Q2)
         request.getfixturevalue("loaded_stocks")
+    if "FROM heat_" in sql:  # the state of the prediction set heat (docs/predict-jobs.md)
+        request.getfixturevalue("predicted_heat")
+    if "demo_models" in sql:  # the predict_match models, made by a python block of docs/sql.md
+        request.getfixturevalue("demo_models")
     rows = spark.sql(sql).collect()
     assert rows, f"{where} returned no rows"
 
 
+@pytest.fixture(scope="module")
+def demo_models(spark, settings, loaded_logs) -> None:
+    """``demo_models`` exactly as the python block of docs/sql.md that writes it makes it."""
+    where, code = next((w, c) for w, c in blocks("python") if "demo_models" in c)
+    exec(compile(code, where, "exec"), {"spark": spark, "settings": settings})
+
+
 @pytest.mark.parametrize("where, code", blocks("python"), ids=[w for w, _ in blocks("python")])
-def test_python_example_runs(spark, settings, where: str, code: str) -> None:
+def test_python_example_runs(spark, settings, request, where: str, code: str) -> None:
+    if "bpi2017_" in code:  # a block that reads the real logs
+        request.getfixturevalue("loaded_logs")
     exec(compile(code, where, "exec"), {"spark": spark, "settings": settings})
 
 
