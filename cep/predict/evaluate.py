@@ -35,7 +35,7 @@ from typing import Sequence
 
 import numpy as np
 
-__all__ = ["NO_MATCH", "Confusion", "confusion", "next_distance", "state_histogram"]
+__all__ = ["NO_MATCH", "Confusion", "calibration", "confusion", "next_distance", "state_histogram"]
 
 NO_MATCH = np.int64(1 << 62)
 """The distance of an event after which no match ends."""
@@ -141,3 +141,21 @@ def confusion(hist: np.ndarray, beta: np.ndarray, thresholds: Sequence[float]) -
         fn[n - 1] = pos.sum() - tp[n - 1]
         tn[n - 1] = neg.sum() - fp[n - 1]
     return Confusion(tuple(float(x) for x in th), tp, fp, fn, tn)
+
+
+def calibration(hist: np.ndarray, beta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per lookahead ``n = 1 .. n_max``: the expected number of events with a match within ``n``
+    (the sum of ``beta(n)`` over the scored events) and the observed number.
+
+    Example:
+        >>> h = np.array([[0, 2, 0], [2, 0, 0]])
+        >>> e, o = calibration(h, np.array([[0.0, 0.0], [0.1, 0.9], [0.5, 0.95]]))
+        >>> e.round(2).tolist(), o.tolist()
+        ([2.0, 2.9], [2, 4])
+    """
+    hist = np.asarray(hist, dtype=np.int64)
+    n_max = hist.shape[1] - 1
+    total = hist.sum(axis=1).astype(np.float64)
+    expected = np.array([float(total @ beta[n]) for n in range(1, n_max + 1)])
+    observed = np.cumsum(hist[:, :n_max], axis=1).sum(axis=0)
+    return expected, observed

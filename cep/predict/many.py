@@ -32,11 +32,12 @@ nodes or join variables (those run one at a time through :func:`cep.predict.answ
 The per-event loop: the recurrence is sequential in time, so the loop runs over events and is
 vectorised over subscriptions, one ``numpy.take`` per event. Measured (BENCHMARKS.md
 "predict_match core": paper-default uniform workload, 100,000 events, CPU seconds on a shared
-2-core machine) it costs about 1.4 us per event plus 3 to 4 ns per subscription: 737 k events/s
-at 10 subscriptions, 212 k at 1,000, 26 k at 10,000. A Python loop per subscription
-(:func:`cep.predict.run.run_leaf`) costs about 0.07 to 0.09 us per event and subscription, so it
-is 2x faster at 10 subscriptions but the flat table wins from a few dozen on (3.7x at 100, 12x
-at 1,000, 46x at 10,000 for matching and prediction). Vectorising over events instead (prefix
+2-core machine) it costs about 1.4 us per event plus 3 to 4 ns per subscription: 736 k events/s
+at 10 subscriptions, 214 k at 1,000, 27 k at 10,000. A Python loop per subscription
+(:func:`cep.predict.run.run_leaf`) costs about 0.07 us per event and subscription, so it is 2x
+faster at 10 subscriptions, and the flat table is faster from a few dozen on: for matching 4x at
+100, 15x at 1,000, 18x at 10,000 subscriptions (10x and 11x with a prediction for every
+subscription after every event). Vectorising over events instead (prefix
 composition of the per-event transition functions) would cost ``O(S log n)`` per event, more
 than the ``N`` lookups of the loop, since ``S`` (all states) is about ``11 N`` here.
 
@@ -413,7 +414,10 @@ class ManyResult:
         first = np.zeros(len(key), dtype=np.int64)
         first[inv.ravel()] = g  # any symbol of the group: the next state is the same
         own = flat.owner[fs].astype(np.int64)
-        sig = np.array([flat.local_sigs[j][lo] for j, lo in zip(own.tolist(), fl.tolist())], dtype=np.int64)
+        padded = np.zeros((flat.n_machines, width), dtype=np.int64)
+        for j, sigs in enumerate(flat.local_sigs):
+            padded[j, :len(sigs)] = sigs
+        sig = padded[own, fl]
         frm = flat.masks[fs]
         to = flat.masks[flat.next[fs, first]]
         order = np.lexsort((to, sig, frm, own))
