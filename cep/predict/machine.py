@@ -24,7 +24,7 @@ the paper's ``k + 1`` states, and the secondary links are the paper's: back to t
 or one past it when the event matches the term's first primitive.
 
 Events reach the machine as *signatures*: bit ``p`` set when the event satisfies primitive ``p``
-of the subscription (:mod:`cep.predict.symbols`). :meth:`SequenceMachine.table` builds the
+of the subscription (:func:`cep.predict.events.signatures`). :meth:`SequenceMachine.table` builds the
 deterministic transition table over the signatures that occur (states discovered breadth-first
 from the start, in canonical mask order), which is what the matchers and the Markov chain use.
 

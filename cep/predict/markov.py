@@ -73,8 +73,13 @@ class Chain:
     def index_of(self, masks: np.ndarray) -> np.ndarray:
         """State numbers of ``masks`` (each must be a state of the chain)."""
         order = np.argsort(self.masks, kind="stable")
-        pos = np.searchsorted(self.masks[order], masks)
-        return order[np.minimum(pos, len(order) - 1)]
+        sorted_masks = self.masks[order]
+        pos = np.minimum(np.searchsorted(sorted_masks, masks), len(order) - 1)
+        found = sorted_masks[pos] == masks
+        if not np.all(found):
+            missing = np.asarray(masks)[~found][:5].tolist()
+            raise ValueError(f"masks {missing} are not states of the chain")
+        return order[pos]
 
     def first_passage(self, n: int) -> tuple[np.ndarray, np.ndarray]:
         """``(alpha, beta)``, arrays of shape ``(n + 1, n_states)`` (row ``m`` is ``alpha(m)``,

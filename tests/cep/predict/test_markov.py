@@ -116,3 +116,11 @@ def test_model_and_state_blobs_round_trip_and_refuse_corruption() -> None:
         load_state(blob)
     with pytest.raises(ModelFormatError, match="trained for"):
         predict("PATTERN A ; B", ev, lookahead=2, model=r.trained)
+
+
+def test_index_of_refuses_masks_that_are_not_states() -> None:
+    c = Chain(np.array([1, 3]), np.array([0, 1]), np.array([1, 0]), np.array([1.0, 1.0]),
+              np.array([False, True]))
+    assert c.index_of(np.array([3, 1])).tolist() == [1, 0]
+    with pytest.raises(ValueError, match=r"\[2, 99\] are not states"):
+        c.index_of(np.array([2, 99]))
