@@ -265,6 +265,8 @@ def instance_text(values: tuple[Any, ...]) -> str:
     Raises:
         PredictStateError: a value JSON cannot hold exactly (a date, bytes, ...).
     """
+    if not values:
+        return "[]"
     plain = []
     for v in values:
         if isinstance(v, float) and math.isnan(v):

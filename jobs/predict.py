@@ -12,13 +12,15 @@ One run of :func:`run_predict` for a registered prediction set (``conf/predictio
    (an update or delete there is :class:`SourceNotAppendOnlyError`). A first run reads the feed
    from version 0 when it holds inserts only (so every row keeps the commit it arrived in), else
    the snapshot at the target as one commit.
-3. In Spark, ``groupBy(bucket).applyInArrow`` over hash buckets of keys (no event reaches the
-   driver): the new events meet the persisted instance states of their keys (``<name>_instances``
-   as of the version the meta records); :func:`process_bucket` sets late and incomplete rows
+3. The new events meet the persisted instance states of their keys (``<name>_instances`` as of
+   the version the meta records) in :func:`process_bucket`: it sets late and incomplete rows
    aside, orders the rest per key by ``(ts, commit, id, attributes)`` and calls
-   :func:`cep.predict.predict` once per subscription over all keys of the bucket, starting every
-   instance from its persisted :class:`~cep.predict.InstanceState`. Out come the new instance
-   rows, the bucket's trained counts (one model blob per subscription) and the late rows.
+   :func:`cep.predict.predict` once per subscription over all its keys, starting every instance
+   from its persisted :class:`~cep.predict.InstanceState`. Out come the new instance rows, the
+   trained counts (one model blob per subscription) and the late rows. A run of at most
+   :data:`LOCAL_ROWS` source rows makes one call on the driver; a larger one runs in Spark,
+   ``groupBy(bucket).applyInArrow`` over hash buckets of keys (no event reaches the driver),
+   one call per bucket. Both give the same state (counts add up; keys are independent).
 4. On the driver: the bucket models are merged into the persisted model
    (:meth:`cep.predict.Model.merge`; counts add up, so the result is the model of one pass), and
    the machine states the merged model has seen that ``<name>_states`` lacks are listed.
@@ -89,6 +91,12 @@ METADATA_KEY = "cep-predict"
 PROP_SET = "cep.predict.name"
 PROP_TABLE = "cep.predict.table"
 LOOKAHEAD = 1
+LOCAL_ROWS = 1_000_000
+"""A run that reads at most this many new source rows runs them on the driver (one call of
+:func:`process_bucket`), a larger one in Spark (``groupBy(bucket).applyInArrow``). Measured on
+2 cores (docs/predict-jobs.md): 10^6 synthetic events in 1,000 keys take ~2.5 s on the driver
+(collect included) against ~14 s through ``applyInArrow``; above the threshold the driver's
+memory, not speed, is the limit."""
 """The job stores states and counts, not probabilities; the label comes with a 1-step answer."""
 
 EVENT, STATE = 0, 1
@@ -270,38 +278,44 @@ def _interrupted_target(spark: "SparkSession", conf: PredictionConf,
 # ---- reading the source ------------------------------------------------------------------------
 
 def _change_feed(spark: "SparkSession", conf: PredictionConf, first: int, target: int
-                 ) -> tuple["DataFrame", list]:
-    """The change data feed ``first..target`` and its first non-insert change (if any)."""
+                 ) -> tuple["DataFrame", int, tuple | None]:
+    """The change data feed ``first..target``, its number of rows and its first non-insert
+    change ``(type, version)`` (None when it holds inserts only); one scan."""
     from pyspark.sql import functions as F
 
     frame = (spark.read.format("delta").option("readChangeFeed", "true")
              .option("startingVersion", first).option("endingVersion", target)
              .load(str(conf.source.location)))
-    bad = (frame.where(F.col("_change_type") != "insert")
-           .select("_change_type", "_commit_version").limit(1).collect())
-    return frame, bad
+    counts = {r[0]: int(r[1]) for r in frame.groupBy("_change_type").count().collect()}
+    bad = None
+    if set(counts) - {"insert"}:
+        row = (frame.where(F.col("_change_type") != "insert")
+               .select("_change_type", "_commit_version").orderBy("_commit_version").first())
+        bad = (row[0], int(row[1]))
+    return frame, sum(counts.values()), bad
 
 
 def _source_rows(spark: "SparkSession", conf: PredictionConf, done: int, target: int
-                 ) -> tuple["DataFrame", str, tuple[str, ...]]:
+                 ) -> tuple["DataFrame", str, tuple[str, ...], int]:
     """``key, kind, e_ts, e_id, e_commit, e_type, a_0..`` of the source rows after ``done`` up
-    to ``target``, how they were read, and the attribute of each ``a_i`` column (an attribute
+    to ``target``, how they were read, the attribute of each ``a_i`` column (an attribute
     ``ts`` or, with a type column, ``type`` that is not a source column is not one: the events'
-    timestamps and types stand for it)."""
+    timestamps and types stand for it), and the number of rows."""
     from pyspark.sql import functions as F
 
     frame, read = None, "change data feed"
     if done < 0:
         try:
-            frame, bad = _change_feed(spark, conf, 0, target)
+            frame, rows, bad = _change_feed(spark, conf, 0, target)
             read = "commits from version 0"
         except Exception:  # no feed from version 0 (enabled later, vacuumed): the snapshot
-            frame, bad = None, []
+            frame, bad = None, None
         if frame is None or bad:
             frame, read = read_table(spark, conf.source, version=target), "snapshot"
+            rows = frame.count()
     else:
         try:
-            frame, bad = _change_feed(spark, conf, done + 1, target)
+            frame, rows, bad = _change_feed(spark, conf, done + 1, target)
         except Exception as exc:  # AnalysisException / Py4J: CDF off, vacuumed, ...
             raise SourceVersionError(
                 f"prediction set {conf.name}: cannot read the change data feed of "
@@ -309,8 +323,8 @@ def _source_rows(spark: "SparkSession", conf: PredictionConf, done: int, target:
                 f"delta.enableChangeDataFeed on?): {str(exc).splitlines()[0][:300]}") from None
         if bad:
             raise SourceNotAppendOnlyError(
-                f"prediction set {conf.name}: source {conf.source.name} has a {bad[0][0]} change "
-                f"at version {bad[0][1]}; prediction sources are append-only (rebuild the set)")
+                f"prediction set {conf.name}: source {conf.source.name} has a {bad[0]} change "
+                f"at version {bad[1]}; prediction sources are append-only (rebuild the set)")
     have = {c.lower(): c for c in frame.columns if not c.startswith("_")}
     types = {c.lower(): t for c, t in frame.dtypes}
     wanted = [conf.key_col, conf.ts_col] + [c for c in (conf.id_col, conf.type_col) if c]
@@ -348,7 +362,7 @@ def _source_rows(spark: "SparkSession", conf: PredictionConf, done: int, target:
         if types[a.lower()].startswith("decimal"):
             column = column.cast("double")
         cols.append(column.alias(f"a_{i}"))
-    return frame.select(*cols), read, tuple(attrs)
+    return frame.select(*cols), read, tuple(attrs), rows
 
 
 def _state_rows(spark: "SparkSession", conf: PredictionConf, meta: dict[str, Any] | None,
@@ -565,12 +579,17 @@ def _instance_rows(sub: str, result: Any) -> pa.Table:
     return _padded(OUT_INSTANCE, len(states), out)
 
 
+def _spec(conf: PredictionConf, attributes: tuple[str, ...]) -> dict[str, Any]:
+    """What :func:`process_bucket` needs to know of the set (plain values: shipped to workers);
+    ``attributes`` are the columns ``a_0, a_1, ...`` of the work rows (:func:`_source_rows`)."""
+    return {"name": conf.name, "subscriptions": list(conf.subscriptions),
+            "attributes": list(attributes), "has_type": conf.type_col is not None}
+
+
 def make_bucket_function(conf: PredictionConf, attributes: tuple[str, ...]
                          ) -> Callable[[pa.Table], pa.Table]:
-    """The function ``applyInArrow`` runs on the rows of one bucket of keys; ``attributes`` are
-    the columns ``a_0, a_1, ...`` of the work rows (:func:`_source_rows`)."""
-    spec = {"name": conf.name, "subscriptions": list(conf.subscriptions),
-            "attributes": list(attributes), "has_type": conf.type_col is not None}
+    """The function ``applyInArrow`` runs on the rows of one bucket of keys."""
+    spec = _spec(conf, attributes)
 
     def per_bucket(table: pa.Table) -> pa.Table:
         return process_bucket(table, spec)
@@ -660,7 +679,7 @@ def _stored_models(spark: "SparkSession", conf: PredictionConf, meta: dict[str, 
 
 def run_predict(spark: "SparkSession", settings: Settings, conf: PredictionConf | str, *,
                 until_version: int | None = None, quiet: bool = False,
-                crash_after: str | None = None) -> PredictRunResult:
+                crash_after: str | None = None, local_rows: int = LOCAL_ROWS) -> PredictRunResult:
     """Bring the set's state up to the source's current version (or ``until_version``).
 
     Args:
@@ -671,6 +690,8 @@ def run_predict(spark: "SparkSession", settings: Settings, conf: PredictionConf 
         quiet: no progress output.
         crash_after: test hook (default ``$CEP_PREDICT_CRASH_AFTER``), one of
             :data:`CRASH_POINTS`: raise :class:`InjectedCrash` there.
+        local_rows: run on the driver when the run reads at most this many source rows, else
+            in Spark (:data:`LOCAL_ROWS`; the results are the same).
 
     Returns:
         The last run's :class:`PredictRunResult` (``written`` False when nothing was new).
@@ -712,16 +733,17 @@ def run_predict(spark: "SparkSession", settings: Settings, conf: PredictionConf 
     if interrupted is not None and interrupted > done:
         _say(quiet, f"{conf.name}: resuming the run interrupted at source version {interrupted}")
         result = _run_once(spark, conf, meta, done, interrupted, quiet, crash_after, started,
-                           resumed=True)
+                           resumed=True, local_rows=local_rows)
         meta, done, resumed = read_meta(spark, conf), interrupted, True
     if target <= done and result is not None:
         return result
-    return _run_once(spark, conf, meta, done, target, quiet, crash_after, started, resumed=resumed)
+    return _run_once(spark, conf, meta, done, target, quiet, crash_after, started, resumed=resumed,
+                     local_rows=local_rows)
 
 
 def _run_once(spark: "SparkSession", conf: PredictionConf, meta: dict[str, Any] | None,
               done: int, target: int, quiet: bool, crash_after: str | None, started: float, *,
-              resumed: bool) -> PredictRunResult:
+              resumed: bool, local_rows: int) -> PredictRunResult:
     """Process source versions ``done + 1 .. target`` and write the state (meta last)."""
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
@@ -737,9 +759,11 @@ def _run_once(spark: "SparkSession", conf: PredictionConf, meta: dict[str, Any] 
     models = _stored_models(spark, conf, meta, compiled)
     known = {sub: {(int(r[1]), int(r[2])) for r in state_rows(sub, compiled[sub], models[sub])}
              for sub in compiled} if meta is not None else {sub: set() for sub in compiled}
-    events, read, attributes = _source_rows(spark, conf, done, target)
-    _say(quiet, f"{conf.name}: reading {conf.source.name} versions {first}..{target} ({read}); "
-                f"{len(compiled)} subscription(s): {', '.join(compiled)}")
+    events, read, attributes, n_rows = _source_rows(spark, conf, done, target)
+    where = "on the driver" if n_rows <= local_rows else "in Spark (applyInArrow)"
+    _say(quiet, f"{conf.name}: reading {conf.source.name} versions {first}..{target} ({read}): "
+                f"{n_rows:,} rows, run {where}; {len(compiled)} subscription(s): "
+                f"{', '.join(compiled)}")
     work = events
     stored = _state_rows(spark, conf, meta, events)
     if stored is not None:
@@ -748,15 +772,24 @@ def _run_once(spark: "SparkSession", conf: PredictionConf, meta: dict[str, Any] 
         work = (work.withColumn("i_sub", F.lit(None).cast("string"))
                 .withColumn("i_instance", F.lit(None).cast("string"))
                 .withColumn("i_state", F.lit(None).cast("binary")))
-    buckets = max(64, 4 * int(spark.conf.get("spark.sql.shuffle.partitions")))
-    out = (work.withColumn("bucket", F.pmod(F.xxhash64("key"), F.lit(buckets)))
-           .groupBy("bucket").applyInArrow(make_bucket_function(conf, attributes),
-                                           spark_schema(OUT_COLUMNS))
-           .persist(StorageLevel.MEMORY_AND_DISK))
+    if n_rows <= local_rows:
+        # Few rows: one call of the same function on the driver is faster than a shuffle into
+        # Python workers (docs/predict-jobs.md, "Where the events are run").
+        result = process_bucket(work.toArrow(), _spec(conf, attributes))
+        kinds = pa.array([OUT_MODEL, OUT_STATS], pa.int32())
+        small = result.filter(pc.is_in(result.column("out"), value_set=kinds)).to_pylist()
+        out = spark.createDataFrame(result, spark_schema(OUT_COLUMNS))
+    else:
+        buckets = max(64, 4 * int(spark.conf.get("spark.sql.shuffle.partitions")))
+        out = (work.withColumn("bucket", F.pmod(F.xxhash64("key"), F.lit(buckets)))
+               .groupBy("bucket").applyInArrow(make_bucket_function(conf, attributes),
+                                               spark_schema(OUT_COLUMNS))
+               .persist(StorageLevel.MEMORY_AND_DISK))
     try:
         try:
-            small = out.where(F.col("out").isin(OUT_MODEL, OUT_STATS)).select(
-                "out", "sub", "model", *STAT_COLUMNS).collect()
+            if n_rows > local_rows:
+                small = [r.asDict() for r in out.where(F.col("out").isin(OUT_MODEL, OUT_STATS))
+                         .select("out", "sub", "model", *STAT_COLUMNS).collect()]
         except Exception as exc:
             raise _worker_error(exc) from None
         stats = {c: sum(int(r[c]) for r in small if r["out"] == OUT_STATS) for c in STAT_COLUMNS}

@@ -84,6 +84,15 @@ def loaded_temperatures(spark: "object", settings: Settings) -> object:
 
 
 @pytest.fixture(scope="session")
+def predicted_heat(spark: "object", settings: Settings, loaded_temperatures: object) -> object:
+    """The prediction set ``heat`` of ``conf/predictions.toml`` over ``daily_temperatures``,
+    brought up to date once per run by the predict job (docs/predict-jobs.md queries it)."""
+    from jobs.predict import run_predict
+
+    return run_predict(spark, settings, "heat", quiet=True)
+
+
+@pytest.fixture(scope="session")
 def sketched_logs(spark: "object", settings: Settings, loaded_logs: dict[str, object]
                   ) -> dict[str, object]:
     """The sketches the docs query (``app_sketch`` of ``conf/sketches.toml``, over the BPI 2017
