@@ -244,7 +244,8 @@ def state_rows(sub: str, compiled: "Subscription", model: "Model",
     rows = []
     for li, (leaf, trained) in enumerate(zip(compiled.leaves, model.leaves)):
         machine = SequenceMachine.from_sequence(leaf)
-        masks = {machine.start, *trained.counts.from_mask.tolist(), *trained.counts.to_mask.tolist()}
+        counts = trained.counts
+        masks = {machine.start, *counts.from_mask.tolist(), *counts.to_mask.tolist()}
         for mask in sorted(int(m) for m in masks):
             if (li, mask) not in known:
                 rows.append((sub, li, mask, machine.label(mask), machine.progress(mask),
