@@ -23,6 +23,7 @@ from jobs.load_logs import load_log
 from jobs.session import build_session
 from jobs.sensors import load_sensors
 from jobs.stocks import load_stocks
+from jobs.temperatures import load_temperatures
 from sql_ext import register_all
 
 if TYPE_CHECKING:
@@ -273,6 +274,44 @@ def _prob(spark: "SparkSession", settings: Settings) -> None:
     spark.sql(SENSOR_QUERY[1]).show(truncate=False)
 
 
+PREDICT_QUERY = (
+    "SELECT city, state, progress, round(probability, 4) AS p_heatwave_within_5_days, matches, events\n"
+    "FROM predict_match(\n"
+    "  subscription => 'PATTERN H, H, H, H, H DEFINE H AS tmax_c > 30',\n"
+    "  events => TABLE(daily_temperatures), lookahead => 5, key_col => 'city',\n"
+    "  model => (SELECT model FROM heat_models VERSION AS OF {version} WHERE sub = 'heatwave'))\n"
+    "ORDER BY city")
+PREDICT_DAYS = (
+    "SELECT city, CAST(ts AS DATE) AS day, state, round(probability, 3) AS p_within_3_days, matched\n"
+    "FROM predict_match(\n"
+    "  subscription => 'PATTERN H, H, H, H, H DEFINE H AS tmax_c > 30',\n"
+    "  events => TABLE(SELECT * FROM daily_temperatures WHERE city = 'tunis' AND year(ts) = 2001),\n"
+    "  lookahead => 3, threshold => 0.5, output => 'events', key_col => 'city')\n"
+    "ORDER BY ts LIMIT 8")
+
+
+def _predict(spark: "SparkSession", settings: Settings) -> None:
+    """Real daily temperatures, the prediction job, and predict_match with a persisted model."""
+    temps = load_temperatures(spark, settings, quiet=True)
+    print(f"daily_temperatures: {temps.events:,} days, Delta version {temps.version}"
+          f"{'' if temps.written else ' (already loaded)'}")
+    from jobs.predict import run_predict
+
+    result = run_predict(spark, settings, "heat", quiet=True)
+    version = result.versions.get("models")
+    if version is None:
+        from delta_tables.predict_state import load_prediction
+
+        version = current_version(spark, load_prediction(settings, "heat").tables()["models"])
+    print(f"python -m jobs predict --name heat: {result.events_run:,} events run, "
+          f"{'written' if result.written else 'nothing new'}; heat_models at version {version}")
+    query = PREDICT_QUERY.format(version=int(version))
+    print(query)
+    spark.sql(query).show(truncate=False)
+    print(PREDICT_DAYS)
+    spark.sql(PREDICT_DAYS).show(truncate=False)
+
+
 def run_demo(settings: Settings | None = None) -> None:
     """Run every demo step against the configured warehouse, printing results."""
     started = time.monotonic()
@@ -316,6 +355,9 @@ def run_demo(settings: Settings | None = None) -> None:
 
     _banner("Probabilistic streams: match_prob on the paper's example")
     _prob(spark, settings)
+
+    _banner("Prediction: will a heat wave (5 days above 30 C) complete within the next days?")
+    _predict(spark, settings)
 
     _banner("CEP SQL functions")
     spark.sql("SELECT name, status, signature FROM cep_functions()").show(truncate=False)

@@ -24,3 +24,6 @@ def test_demo_runs_and_shows_time_travel(settings, loaded_logs) -> None:
     # Q1 finds all 20 planted kiting rings; Q2 lists rises on the real prices.
     assert "|rings_planted|rings_found|" in out and "|20           |20         |" in out
     assert "rise_pct" in out and "|AMD  |5     |2021-07-27" in out
+    # predict_match with the heat model as of the job's first run, and days of a Tunis heat wave.
+    assert "p_heatwave_within_5_days" in out and "|cordoba  |H1 H2 H3 H4 H5|5" in out
+    assert "|tunis|2001-06-25|H1 H2 H3 H4 H5|0.937" in out

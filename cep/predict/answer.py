@@ -141,6 +141,7 @@ def predict(subscription: str | Subscription, events: Events, *, lookahead: int,
     symbol, sigs = signatures(sub, ev)
     inst_keys = _instance_keys(sub, ev, starts)
     begin = [None if start is None else start.get(k) for k in inst_keys]
+    _check_start(sub, begin, inst_keys, ev, starts)
     machines = [SequenceMachine.from_sequence(leaf) for leaf in sub.leaves]
     ands = and_nodes(sub.root)
     results = []
@@ -177,6 +178,30 @@ def predict(subscription: str | Subscription, events: Events, *, lookahead: int,
                  fired, flags, ands, begin, threshold, output)
     states = _end_states(sub, inst_keys, starts, n, results, fired, flags, ev, begin, ands)
     return Prediction(rows, trained, used, states)
+
+
+def _check_start(sub: Subscription, begin: list[InstanceState | None], inst_keys: list[InstanceKey],
+                 ev: Events, starts: np.ndarray) -> None:
+    """A start state must fit the subscription, and the events must not go back in time."""
+    from cep.predict.errors import ModelFormatError, PredictEventsError
+
+    n_ands = len(and_nodes(sub.root))
+    for g, b in enumerate(begin):
+        if b is None:
+            continue
+        timed = [bool(leaf.times) for leaf in sub.leaves]
+        fits = (len(b.masks) == len(sub.leaves) and len(b.configs) == len(sub.leaves)
+                and len(b.flags) == n_ands
+                and all((c is not None) == t for c, t in zip(b.configs, timed)))
+        if not fits:
+            raise ModelFormatError(f"the instance state of {inst_keys[g]!r} does not fit {sub.text!r} "
+                                   f"({len(b.masks)} machines and {len(b.flags)} '&' nodes, expected "
+                                   f"{len(sub.leaves)} and {n_ands})")
+        first = ev.ts[int(starts[g])].item()
+        if b.last_ts is not None and first < b.last_ts:
+            raise PredictEventsError(f"instance {inst_keys[g]!r}: an event at {first} is older than the "
+                                     f"instance's last event at {b.last_ts}; late events must be set "
+                                     "aside before they reach the machine (docs/predict-jobs.md)")
 
 
 def _instance_keys(sub: Subscription, ev: Events, starts: np.ndarray) -> list[InstanceKey]:

@@ -124,3 +124,18 @@ def test_index_of_refuses_masks_that_are_not_states() -> None:
     assert c.index_of(np.array([3, 1])).tolist() == [1, 0]
     with pytest.raises(ValueError, match=r"\[2, 99\] are not states"):
         c.index_of(np.array([2, 99]))
+
+
+def test_start_states_must_fit_and_events_must_not_go_back() -> None:
+    from cep.predict import PredictEventsError
+
+    ev = Events.from_columns(ts=[1, 2], keys=["k", "k"], types=["A", "B"])
+    states = predict("PATTERN A, B", ev, lookahead=1).states
+    with pytest.raises(ModelFormatError, match="does not fit"):
+        predict("PATTERN (A, B) | C", ev, lookahead=1, start=states)
+    with pytest.raises(PredictEventsError, match="older than the instance's last event at 2"):
+        predict("PATTERN A, B", Events.from_columns(ts=[0], keys=["k"], types=["A"]), lookahead=1,
+                start=states)
+    again = predict("PATTERN A, B", Events.from_columns(ts=[2], keys=["k"], types=["A"]), lookahead=1,
+                    start=states)
+    assert again.states[("k", ())].events == 3
