@@ -137,32 +137,47 @@ class SequenceMachine:
             PredictLimitError: more than ``max_states`` states (``CEP-PRED-020``).
         """
         sig_list = [int(s) for s in np.asarray(sigs, dtype=np.int64)]
-        masks: list[int] = []
-        index: dict[int, int] = {}
+        states = StateNumbers(f"the state machine of {' '.join(self.aliases)!r}", max_states)
+        for mask in (self.start, *(int(e) for e in extra)):
+            states.add(mask)
         rows: list[list[int]] = []
-        todo = [self.start, *(int(e) for e in extra)]
-        for mask in todo:
-            if mask not in index:
-                index[mask] = len(masks)
-                masks.append(mask)
         i = 0
-        while i < len(masks):
-            row = []
-            for sig in sig_list:
-                nxt = self.step(masks[i], sig)
-                j = index.get(nxt)
-                if j is None:
-                    if len(masks) >= max_states:
-                        raise PredictLimitError(f"the state machine of {' '.join(self.aliases)!r} has "
-                                                f"more than {max_states} states")
-                    j = index[nxt] = len(masks)
-                    masks.append(nxt)
-                row.append(j)
-            rows.append(row)
+        while i < len(states.masks):
+            rows.append([states.add(self.step(states.masks[i], sig)) for sig in sig_list])
             i += 1
+        masks, index = states.masks, states.index
         table = np.array(rows, dtype=np.int32).reshape(len(masks), len(sig_list))
         mask_arr = np.array(masks, dtype=np.int64)
         return TransitionTable(mask_arr, table, (mask_arr & self.accept_bit) != 0, index)
+
+
+class StateNumbers:
+    """Numbers state masks in order of discovery, refusing more than ``limit`` of them.
+
+    Example:
+        >>> n = StateNumbers("m", 2)
+        >>> n.add(1), n.add(3), n.add(1), n.masks
+        (0, 1, 0, [1, 3])
+    """
+
+    def __init__(self, what: str, limit: int) -> None:
+        self.what, self.limit = what, limit
+        self.masks: list[int] = []
+        self.index: dict[int, int] = {}
+
+    def add(self, mask: int) -> int:
+        """The number of ``mask``, a new one when it is new.
+
+        Raises:
+            PredictLimitError: more than ``limit`` states (``CEP-PRED-020``).
+        """
+        j = self.index.get(mask)
+        if j is None:
+            if len(self.masks) >= self.limit:
+                raise PredictLimitError(f"{self.what} has more than {self.limit} states")
+            j = self.index[mask] = len(self.masks)
+            self.masks.append(mask)
+        return j
 
 
 @dataclass(frozen=True, eq=False)

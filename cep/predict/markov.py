@@ -39,7 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from cep.predict.errors import PredictLimitError
-from cep.predict.machine import MAX_STATES, SequenceMachine
+from cep.predict.machine import MAX_STATES, SequenceMachine, StateNumbers
 from cep.predict.run import TransitionCounts
 
 
@@ -120,19 +120,8 @@ def build_chain(machine: SequenceMachine, counts: TransitionCounts, freq_sig: np
     for f, t, c in zip(counts.from_mask.tolist(), counts.to_mask.tolist(), counts.count.tolist()):
         row = observed.setdefault(f, {})
         row[t] = row.get(t, 0.0) + c
-    states: list[int] = []
-    index: dict[int, int] = {}
-
-    def add(mask: int) -> int:
-        j = index.get(mask)
-        if j is None:
-            if len(states) >= max_states:
-                raise PredictLimitError(f"the Markov chain of {' '.join(machine.aliases)!r} has more "
-                                        f"than {max_states} states")
-            j = index[mask] = len(states)
-            states.append(mask)
-        return j
-
+    numbers = StateNumbers(f"the Markov chain of {' '.join(machine.aliases)!r}", max_states)
+    states, add = numbers.masks, numbers.add
     for mask in [machine.start, *(int(e) for e in extra), *observed]:
         add(mask)
     src: list[int] = []

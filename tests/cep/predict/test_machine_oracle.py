@@ -63,9 +63,7 @@ def _events(stream: list[tuple[int, int]], keys: list[str] | None = None) -> Eve
                                attrs={"v": np.array([v for v, _ in stream], dtype=np.int64)})
 
 
-@settings(max_examples=150, deadline=None)
-@given(sequences(), streams)
-def test_table_matcher_equals_oracle(text: str, stream: list[tuple[int, int]]) -> None:
+def _check_against_oracle(text: str, stream: list[tuple[int, int]]) -> None:
     sub = compile_subscription(f"{text} {defines(text)}")
     leaf = sub.leaves[0]
     ev = _events(stream)
@@ -73,22 +71,20 @@ def test_table_matcher_equals_oracle(text: str, stream: list[tuple[int, int]]) -
     m = SequenceMachine.from_sequence(leaf)
     r = run_leaf(m, leaf, sym, sigs, ev.ts, ev.key_starts)
     truth = np.stack(primitive_truths(sub, ev), axis=1).tolist() if len(ev) else []
-    assert r.masks.tolist() == live_masks(leaf, truth, ev.ts.tolist())
     assert r.accepted.tolist() == match_ends(leaf, truth, ev.ts.tolist())
+    assert r.masks.tolist() == live_masks(leaf, truth, ev.ts.tolist())
+
+
+@settings(max_examples=150, deadline=None)
+@given(sequences(), streams)
+def test_table_matcher_equals_oracle(text: str, stream: list[tuple[int, int]]) -> None:
+    _check_against_oracle(text, stream)
 
 
 @settings(max_examples=150, deadline=None)
 @given(sequences(timed=True), streams)
 def test_time_list_matcher_equals_oracle(text: str, stream: list[tuple[int, int]]) -> None:
-    sub = compile_subscription(f"{text} {defines(text)}")
-    leaf = sub.leaves[0]
-    ev = _events(stream)
-    sym, sigs = signatures(sub, ev)
-    m = SequenceMachine.from_sequence(leaf)
-    r = run_leaf(m, leaf, sym, sigs, ev.ts, ev.key_starts)
-    truth = np.stack(primitive_truths(sub, ev), axis=1).tolist() if len(ev) else []
-    assert r.accepted.tolist() == match_ends(leaf, truth, ev.ts.tolist())
-    assert r.masks.tolist() == live_masks(leaf, truth, ev.ts.tolist())
+    _check_against_oracle(text, stream)
 
 
 @settings(max_examples=60, deadline=None)
