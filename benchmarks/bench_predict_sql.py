@@ -8,6 +8,9 @@ benchmark measures by how much, in one run:
   (one row per key), each key's chain trained on its own events; results to Spark's ``noop`` sink;
 * ``sql events``: the same with ``output => 'events'`` (one output row per event);
 * ``sql keys+model``: ``output => 'keys'`` with a model blob (one core call per task);
+* ``arrow keys``, ``arrow events``, ``arrow keys+model``: ``predict_match_arrow`` (the Arrow
+  UDTF, positional arguments) in its documented form ``TABLE(t) PARTITION BY pmod(hash(key),
+  64)``, the same three calls;
 * ``core``: :func:`cep.predict.predict` per key on the same events in this process (no Spark),
   which is what the SQL call computes; ``core 1 call``: one call over all keys (one model
   trained on every key: a different answer, the core's best case).
@@ -87,7 +90,7 @@ def main(argv: list[str] | None = None) -> None:
                                         "show_progress": False, "app_name": "bench-predict-sql"})
     spark = build_session(settings)
     register_all(spark)
-    print(f"{'events':>9} {'what':<15} {'seconds':>8} {'events/s':>10} {'vs core':>8}")
+    print(f"{'events':>9} {'what':<17} {'seconds':>8} {'events/s':>10} {'vs core':>8}")
     for n in args.sizes:
         cols = columns(n)
         table = pa.table({"id": cols["id"], "key": cols["key"], "type": cols["type"].astype(str),
@@ -105,7 +108,16 @@ def main(argv: list[str] | None = None) -> None:
             "sql events": f"SELECT * FROM predict_match(output => 'events', {base})",
             "sql keys+model": f"SELECT * FROM predict_match(model => X'{model.to_bytes().hex()}', {base})",
         }
+        blob = f"X'{model.to_bytes().hex()}'"
+        for label, output, given in (("keys", "keys", "NULL"), ("events", "events", "NULL"),
+                                     ("keys+model", "keys", blob)):
+            queries[f"arrow {label}"] = (
+                f"SELECT * FROM predict_match_arrow('{SUBSCRIPTION}', {LOOKAHEAD}, NULL, {given}, "
+                f"'{output}', 'key', TABLE({name}) PARTITION BY pmod(hash(key), 64))")
         assert spark.sql(f"SELECT count(*) FROM predict_match({base})").first()[0] == expected
+        assert spark.sql(f"SELECT count(*) FROM predict_match_arrow('{SUBSCRIPTION}', {LOOKAHEAD}, "
+                         f"NULL, NULL, 'keys', 'key', TABLE({name}) PARTITION BY key)"
+                         ).first()[0] == expected
         results = {"core": core_s, "core 1 call": one_s}
         for what, sql in queries.items():
             spark.sql(sql).write.format("noop").mode("overwrite").save()  # warm-up
@@ -116,7 +128,7 @@ def main(argv: list[str] | None = None) -> None:
                 best = min(best, time.perf_counter() - start)
             results[what] = best
         for what, seconds in results.items():
-            print(f"{n:>9} {what:<15} {seconds:>8.2f} {n / seconds:>10,.0f} "
+            print(f"{n:>9} {what:<17} {seconds:>8.2f} {n / seconds:>10,.0f} "
                   f"{seconds / core_s:>7.1f}x")
     spark.stop()
 

@@ -8,7 +8,7 @@ imports neither pyspark nor ``udfs`` when it is imported.
 
 Example:
     >>> [f.name for f in FUNCTIONS if f.status == "available"]
-    ['cep_functions', 'match_seq', 'match_seq_arrow', 'approx_match_seq', 'approx_match_seq_arrow', 'sketch_stats', 'cet_trends', 'match_prob', 'match_prob_arrow', 'predict_match']
+    ['cep_functions', 'match_seq', 'match_seq_arrow', 'approx_match_seq', 'approx_match_seq_arrow', 'sketch_stats', 'cet_trends', 'match_prob', 'match_prob_arrow', 'predict_match', 'predict_match_arrow']
     >>> function("predict_match").adapter
     'udfs.predict_match:predict_match_udtf'
 """
@@ -127,6 +127,15 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
         "available", "udfs.predict_match:predict_match_udtf",
         "Probability that a subscription matches within the next n events (P-ToPSS Markov "
         "prediction), per key and instance or per event."),
+    FunctionSpec(
+        "predict_match_arrow",
+        "predict_match_arrow(subscription STRING, lookahead INT, threshold DOUBLE, model BINARY, "
+        "output STRING, key_col STRING, events TABLE)",
+        "key STRING, instance STRING, id BIGINT, ts TIMESTAMP, state STRING, progress INT, "
+        "probability DOUBLE, p_exact DOUBLE, matched BOOLEAN, matches BIGINT, events BIGINT, "
+        "last_ts TIMESTAMP (keys: id, ts NULL; events: matches, events, last_ts NULL)",
+        "available", "udfs.predict_match_arrow:predict_match_arrow_udtf",
+        "predict_match over Arrow batches: same answers, cheaper transport on large tables."),
 )
 
 

@@ -194,7 +194,7 @@ def _model(blob: bytes, subscription: str) -> Any:
     return load_model(blob, subscription)
 
 
-def read_attributes(text: str, fields: dict[str, Any]) -> tuple[list[str], bool]:
+def read_attributes(text: str, columns: list[str]) -> tuple[list[str], bool]:
     """The attributes a subscription reads (lower-cased, first mention first) and whether it
     reads the type column (a class without ``DEFINE``, or ``type`` in a condition).
 
@@ -221,11 +221,11 @@ def read_attributes(text: str, fields: dict[str, Any]) -> tuple[list[str], bool]
     for attr, span in wanted.items():
         if attr in ("ts", "type"):
             continue
-        if attr not in fields:
+        if attr not in {c.lower() for c in columns}:
             start, end = span if span is not None else (0, 0)
             raise PatternSemanticError(
                 E_UNKNOWN_ATTRIBUTE, f"unknown attribute '{attr}'; the events table has columns: "
-                f"{', '.join(f.name for f in fields.values())}", text, start, end)
+                f"{', '.join(columns)}", text, start, end)
         out.append(attr)
     return out, needs_type
 
@@ -272,7 +272,7 @@ def analyze_call(subscription: Any, events: Any, lookahead: Any = None, threshol
     id_f = _field(fields, id_name, "id_col") if id_name else fields.get("id")
     key_name = _string(key_col, "key_col")
     key_f = _field(fields, key_name, "key_col") if key_name else None
-    attributes, needs_type = read_attributes(text, fields)
+    attributes, needs_type = read_attributes(text, [f.name for f in fields.values()])
     type_name = _string(type_col, "type_col")
     type_f = _field(fields, type_name, "type_col") if type_name else fields.get("type")
     if needs_type and type_f is None:
@@ -399,68 +399,81 @@ def run_partition(plan: PredictCallPlan, rows: list[Any], blob: Any = None
     """Answer one partition's rows (Spark ``Row`` objects with the selected columns)."""
     import numpy as np
 
-    from cep.predict import Events, predict
-    from cep.predict.errors import PredictEventsError
-
     model = partition_model(plan, blob)
     cols = list(zip(*rows))
     at = 1
-    ts_col = cols[0]
     ids = cols[at] if plan.has_id else None
     at += plan.has_id
     types = cols[at] if plan.has_type else None
     at += plan.has_type
     keys = cols[at] if plan.has_key else None
     at += plan.has_key
-    attrs = {name: cols[at + i] for i, name in enumerate(plan.attributes)}
-    if None in ts_col:
-        i = ts_col.index(None)
-        where = "" if keys is None else f" of key {keys[i]!r}"
-        what = "" if ids is None else f" with id {ids[i]!r}"
-        raise PredictEventsError(f"event{what}{where} has a NULL timestamp; filter such rows out "
-                                 "of the TABLE argument")
-    ts = np.array(ts_col, dtype=np.int64 if plan.ts_kind != "float" else np.float64)
-    codes = None
+    check_timestamps(cols[0], ids, keys)
+    ts = np.array(cols[0], dtype=np.int64 if plan.ts_kind != "float" else np.float64)
+    codes, key_values = None, None
     if keys is not None:
         index: dict[Any, int] = {}
         codes = np.fromiter((index.setdefault(k, len(index)) for k in keys), dtype=np.int64,
                             count=len(keys))
         key_values = list(index)
-    order = _order(ts, None if ids is None else ids, codes)
-    ts = ts[order]
-    id_arr = None if ids is None else _objects(ids)[order]
-    type_arr = None if types is None else _objects(types)[order]
-    attr_arr = {name: _array(values)[order] for name, values in attrs.items()}
-    common = dict(lookahead=plan.lookahead, threshold=plan.threshold, output=plan.output,
-                  combine=plan.combine, smoothing=plan.smoothing)
+    attrs = {name: _array(cols[at + i]) for i, name in enumerate(plan.attributes)}
     to_ts = _to_datetime if plan.ts_kind == "timestamp" else (lambda v: v)
-    if codes is None:
-        ev = Events.from_columns(ts=ts, ids=id_arr, types=type_arr, attrs=attr_arr)
-        yield from _rows(plan, predict(plan.subscription, ev, model=model, **common).rows, None,
-                         to_ts)
+    for found in answer_partition(plan, model, ts, None if ids is None else _objects(ids),
+                                  None if types is None else _objects(types), codes, attrs):
+        yield from _rows(plan, found, key_values, to_ts)
+
+
+def check_timestamps(ts: Any, ids: Any, keys: Any) -> None:
+    """``CEP-PRED-010`` naming the first event with a NULL timestamp by its id and key."""
+    from cep.predict.errors import PredictEventsError
+
+    if None in ts:
+        i = list(ts).index(None)
+        where = "" if keys is None else f" of key {keys[i]!r}"
+        what = "" if ids is None else f" with id {ids[i]!r}"
+        raise PredictEventsError(f"event{what}{where} has a NULL timestamp; filter such rows out "
+                                 "of the TABLE argument")
+
+
+def answer_partition(plan: PredictCallPlan, model: Any, ts: Any, ids: Any, types: Any,
+                     codes: Any, attrs: dict[str, Any]) -> Iterator[dict[str, list[Any]]]:
+    """The core's rows (:attr:`cep.predict.Prediction.rows`) for one partition's columns, one
+    dict per core call, with ``key`` holding each row's key code (None without keys).
+
+    The events are ordered by ``(key, ts, id)``. Without a model each key is its own core call
+    (its chain trained on its own events); with one, one call answers every key.
+    """
+    import numpy as np
+
+    from cep.predict import Events, predict
+
+    order = _order(ts, ids, codes)
+    ts = ts[order]
+    ids = None if ids is None else ids[order]
+    types = None if types is None else types[order]
+    attrs = {name: values[order] for name, values in attrs.items()}
+    common = dict(lookahead=plan.lookahead, threshold=plan.threshold, output=plan.output,
+                  combine=plan.combine, smoothing=plan.smoothing, model=model)
+    if codes is None or model is not None:
+        ev = Events.from_columns(ts=ts, keys=None if codes is None else codes[order], ids=ids,
+                                 types=types, attrs=attrs)
+        yield predict(plan.subscription, ev, **common).rows
         return
     codes = codes[order]
-    if model is not None:  # the chain is fixed: one core call answers every key of the task
-        ev = Events.from_columns(ts=ts, keys=_objects(tuple(key_values))[codes], ids=id_arr,
-                                 types=type_arr, attrs=attr_arr)
-        yield from _rows(plan, predict(plan.subscription, ev, model=model, **common).rows, True,
-                         to_ts)
-        return
     starts = np.flatnonzero(np.diff(codes, prepend=-1)).tolist() + [len(codes)]
     for a, b in zip(starts[:-1], starts[1:]):
-        ev = Events.from_columns(ts=ts[a:b], ids=None if id_arr is None else id_arr[a:b],
-                                 types=None if type_arr is None else type_arr[a:b],
-                                 attrs={k: v[a:b] for k, v in attr_arr.items()})
-        key = key_values[int(codes[a])]
-        for row in _rows(plan, predict(plan.subscription, ev, **common).rows, None, to_ts):
-            yield (key, *row)
+        ev = Events.from_columns(ts=ts[a:b], ids=None if ids is None else ids[a:b],
+                                 types=None if types is None else types[a:b],
+                                 attrs={k: v[a:b] for k, v in attrs.items()})
+        found = predict(plan.subscription, ev, **common).rows
+        found["key"] = [int(codes[a])] * len(found["state"])
+        yield found
 
 
-def _rows(plan: PredictCallPlan, rows: dict[str, list[Any]], with_key: bool | None,
+def _rows(plan: PredictCallPlan, rows: dict[str, list[Any]], key_values: list[Any] | None,
           to_ts: Any) -> Iterator[tuple[Any, ...]]:
-    """The core's row columns as output tuples (``with_key``: the core's key first)."""
+    """The core's row columns as output tuples (the key first when there are keys)."""
     n = len(rows["state"])
-    head = rows["key"] if with_key else None
     if plan.output == "events":
         cols = [rows["instance"], rows["id"], [to_ts(v) for v in rows["ts"]], rows["state"],
                 rows["progress"], rows["probability"], rows["p_exact"], rows["matched"]]
@@ -468,25 +481,25 @@ def _rows(plan: PredictCallPlan, rows: dict[str, list[Any]], with_key: bool | No
         cols = [rows["instance"], rows["state"], rows["progress"], rows["probability"],
                 rows["p_exact"], rows["matched"], rows["matches"], rows["events"],
                 [to_ts(v) for v in rows["last_ts"]]]
-    if head is not None:
-        cols.insert(0, head)
+    if key_values is not None:
+        cols.insert(0, [key_values[c] for c in rows["key"]])
     for i in range(n):
         yield tuple(c[i] for c in cols)
 
 
 def _order(ts: Any, ids: Any, codes: Any) -> Any:
-    """Positions in ``(key, ts, id)`` order; ids that numpy cannot sort keep arrival order."""
+    """Positions in ``(key, ts, id)`` order; without sortable ids ties keep arrival order."""
     import numpy as np
 
-    keys = [ts] if codes is None else [ts, codes]
-    if ids is not None and None not in ids:
-        try:
-            id_arr = np.asarray(ids)
-            if id_arr.dtype.kind in "iufUSb":
-                return np.lexsort([id_arr, *keys])
-        except (TypeError, ValueError):  # pragma: no cover -- mixed objects
-            pass
-    return np.lexsort([np.arange(len(ts)), *keys])
+    tie = np.arange(len(ts))
+    if ids is not None:
+        sortable = ids
+        if ids.dtype == object:
+            values = ids.tolist()
+            sortable = None if any(v is None for v in values) else np.array(values)
+        if sortable is not None and sortable.dtype.kind in "iufUSb" and sortable.ndim == 1:
+            tie = sortable
+    return np.lexsort([tie, ts] if codes is None else [tie, ts, codes])
 
 
 def _objects(values: tuple[Any, ...]) -> Any:
