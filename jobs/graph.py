@@ -19,12 +19,12 @@ One run of :func:`run_graph` for a registered graph (``conf/graphs.toml``,
    window is never half written. ``<name>_meta`` is overwritten LAST.
 
 **Idempotency and crashes.** Every MERGE and the meta write carry ``txnAppId =
-cep-graph-<name>-<table>`` and ``txnVersion`` = the target source version: Delta skips a
-repeated write of the same run. A rerun after a crash (meta not advanced) recomputes the same
-windows from the same source and MERGEs them again; since a MERGE replaces whole window rows by
-key, applying it twice leaves the same state, and windows already written by the crashed run are
-simply rewritten with the same rows. So state after any sequence of runs over any split of the
-source equals a from-scratch build over the same source version (tested).
+cep-graph-<name>-<table>`` and ``txnVersion`` = the target source version (:mod:`jobs.txn`):
+Delta skips a repeated write of the same run. A rerun after a crash (meta not advanced)
+recomputes the same windows from the same source and MERGEs them again; since a MERGE replaces
+whole window rows by key, applying it twice leaves the same state, and windows already written
+by the crashed run are simply rewritten with the same rows. So state after any sequence of runs
+over any split of the source equals a from-scratch build over the same source version (tested).
 
 Example:
     >>> from jobs.session import build_session                             # doctest: +SKIP
@@ -35,7 +35,6 @@ Example:
 from __future__ import annotations
 
 import datetime as _dt
-import sys
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
@@ -44,17 +43,18 @@ import numpy as np
 import pyarrow as pa
 
 from cep.errors import CepError
-from delta_tables.catalog import current_version, is_delta_table, read_table, register_table
+from delta_tables.catalog import current_version, is_delta_table, read_table
 from delta_tables.graph_state import (COLUMNS, KIND, MERGE_KEYS, OUT_DDL, OUT_SCHEMA, GraphConf,
                                       load_graph, window_rows)
 from delta_tables.settings import Settings
 from delta_tables.sketch_state import spark_schema
+# The TXN_* conf names are defined in jobs.txn and re-exported here.
+from jobs.txn import (TXN_APP_CONF, TXN_VERSION_CONF, ensure_table, merge,  # noqa: F401
+                      register_existing, save, say)
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-TXN_APP_CONF = "spark.databricks.delta.write.txnAppId"
-TXN_VERSION_CONF = "spark.databricks.delta.write.txnVersion"
 PROP_GRAPH = "cep.graph.name"
 NO_WINDOW = 0
 """``window_start`` of the one window of a query without ``WITHIN``."""
@@ -78,11 +78,6 @@ class GraphRunResult:
     seconds: float
 
 
-def _say(quiet: bool, message: str) -> None:
-    if not quiet:
-        print(message, file=sys.stderr, flush=True)
-
-
 def read_meta(spark: "SparkSession", conf: GraphConf) -> dict[str, Any] | None:
     """The meta row as a dict, or None before the first complete run."""
     table = conf.tables()["meta"]
@@ -93,14 +88,8 @@ def read_meta(spark: "SparkSession", conf: GraphConf) -> dict[str, Any] | None:
 
 
 def _ensure_tables(spark: "SparkSession", conf: GraphConf) -> None:
-    from delta.tables import DeltaTable
-
     for suffix, table in conf.tables().items():
-        if not is_delta_table(spark, table):
-            (DeltaTable.createIfNotExists(spark).location(str(table.location))
-             .addColumns(spark_schema(COLUMNS[suffix])).property(PROP_GRAPH, conf.name)
-             .execute())
-        register_table(spark, table)
+        ensure_table(spark, table, COLUMNS[suffix], {PROP_GRAPH: conf.name})
 
 
 def _source_rows(spark: "SparkSession", conf: GraphConf, version: int, since: int | None,
@@ -202,19 +191,9 @@ def _values(column: Any) -> np.ndarray:
 
 def _merge(spark: "SparkSession", conf: GraphConf, suffix: str, source: "DataFrame",
            version: int) -> None:
-    from delta.tables import DeltaTable
-
-    keys = MERGE_KEYS[suffix]
-    condition = " AND ".join(f"t.{k} = s.{k}" for k in keys)
-    spark.conf.set(TXN_APP_CONF, f"cep-graph-{conf.name}-{suffix}")
-    spark.conf.set(TXN_VERSION_CONF, str(version))
-    try:
-        (DeltaTable.forPath(spark, str(conf.tables()[suffix].location)).alias("t")
-         .merge(source.alias("s"), condition)
-         .whenMatchedUpdateAll().whenNotMatchedInsertAll().execute())
-    finally:
-        spark.conf.unset(TXN_APP_CONF)
-        spark.conf.unset(TXN_VERSION_CONF)
+    """MERGE ``source`` into the state table ``suffix`` on its keys (no ``userMetadata``)."""
+    merge(spark, conf.tables()[suffix], source, MERGE_KEYS[suffix],
+          f"cep-graph-{conf.name}-{suffix}", version)
 
 
 def run_graph(spark: "SparkSession", settings: Settings, conf: GraphConf | str, *,
@@ -250,16 +229,14 @@ def run_graph(spark: "SparkSession", settings: Settings, conf: GraphConf | str, 
     meta = read_meta(spark, conf)
     done = -1 if meta is None else int(meta["source_version"])
     if target <= done:
-        _say(quiet, f"{conf.name}: nothing new in {conf.source.name} (source version {target}, "
-                    f"graph at {done}); nothing written")
-        for table in conf.tables().values():
-            if is_delta_table(spark, table):
-                register_table(spark, table)
+        say(quiet, f"{conf.name}: nothing new in {conf.source.name} (source version {target}, "
+                   f"graph at {done}); nothing written")
+        register_existing(spark, conf.tables().values())
         return GraphRunResult(conf.name, False, done, 0, time.monotonic() - started)
     query = conf.query
     attributes = tuple(a for a in query.attributes if a.lower() != "ts")
     _ensure_tables(spark, conf)
-    _say(quiet, f"{conf.name}: reading {conf.source.name} versions {done + 1}..{target}")
+    say(quiet, f"{conf.name}: reading {conf.source.name} versions {done + 1}..{target}")
     new = _with_windows(_source_rows(spark, conf, target, None if done < 0 else done,
                                      attributes), query)
     affected = new.select("key", "window_start").distinct()
@@ -270,7 +247,7 @@ def run_graph(spark: "SparkSession", settings: Settings, conf: GraphConf | str, 
         make_window_function(conf, attributes), OUT_DDL).persist(StorageLevel.MEMORY_AND_DISK)
     try:
         windows = out.where(F.col("kind") == KIND["event_vertices"]).count()
-        _say(quiet, f"{conf.name}: {windows} window(s) rebuilt; writing")
+        say(quiet, f"{conf.name}: {windows} window(s) rebuilt; writing")
         for suffix, kind in KIND.items():
             names = [name for name, _ in COLUMNS[suffix]]
             _merge(spark, conf, suffix, out.where(F.col("kind") == kind).select(*names), target)
@@ -283,9 +260,8 @@ def run_graph(spark: "SparkSession", settings: Settings, conf: GraphConf | str, 
         out.unpersist()
     meta_row = [(conf.name, conf.source.name, conf.pattern, conf.key_col, target, total, events,
                  _dt.datetime.now(_dt.timezone.utc))]
-    (spark.createDataFrame(meta_row, spark_schema(COLUMNS["meta"])).write.format("delta")
-     .mode("overwrite").option("txnAppId", f"cep-graph-{conf.name}-meta")
-     .option("txnVersion", target).save(str(conf.tables()["meta"].location)))
-    _say(quiet, f"{conf.name}: state complete up to source version {target} ({total} windows, "
-                f"{events} event vertices) in {time.monotonic() - started:.1f} s")
+    save(spark.createDataFrame(meta_row, spark_schema(COLUMNS["meta"])), conf.tables()["meta"],
+         "overwrite", f"cep-graph-{conf.name}-meta", target)
+    say(quiet, f"{conf.name}: state complete up to source version {target} ({total} windows, "
+               f"{events} event vertices) in {time.monotonic() - started:.1f} s")
     return GraphRunResult(conf.name, True, target, int(windows), time.monotonic() - started)

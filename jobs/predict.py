@@ -38,10 +38,11 @@ runs.
 
 **Idempotency.** Every write carries ``txnAppId = cep-predict-<name>-<table>`` and ``txnVersion``
 = the source version the run processes up to (never the clock), and records the run in its
-commit's ``userMetadata``. Delta skips a write whose ``txnVersion`` it has already recorded for
-that ``txnAppId``. A rerun after a crash finds writes newer than the meta table, resumes that run
-at its source version (same inputs: the state as of the meta's versions and the same source
-rows, so the same rows come out; the writes that were committed are skipped), then continues.
+commit's ``userMetadata`` (the writes are :mod:`jobs.txn`'s). Delta skips a write whose
+``txnVersion`` it has already recorded for that ``txnAppId``. A rerun after a crash finds writes
+newer than the meta table, resumes that run at its source version (same inputs: the state as
+of the meta's versions and the same source rows, so the same rows come out; the writes that
+were committed are skipped), then continues.
 
 Example:
     >>> from jobs.session import build_session                              # doctest: +SKIP
@@ -54,8 +55,6 @@ from __future__ import annotations
 import functools
 import json
 import os
-import re
-import sys
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
@@ -65,12 +64,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cep.errors import CepError
-from delta_tables.catalog import is_delta_table, read_table, register_table
+from delta_tables.catalog import read_table
 from delta_tables.predict_state import (COLUMNS, MERGE_KEYS, PredictionConf, PredictStateError,
                                         empty_model, instance_text, instance_values,
                                         load_prediction, state_rows, subscription_rows)
 from delta_tables.settings import Settings, TableConf
 from delta_tables.sketch_state import spark_schema
+# The TXN_* conf names are defined in jobs.txn and re-exported here.
+from jobs.txn import (TXN_APP_CONF, TXN_VERSION_CONF, USER_METADATA_CONF,  # noqa: F401
+                      crash_point, ensure_table, merge, read_meta_row, register_existing, save,
+                      say, worker_error)
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -84,9 +87,6 @@ CRASH_POINTS = ("instances-files", "instances", "models", "states", "late")
 """Test hook points: ``instances-files`` writes the instance rows' data files into the
 instances table's folder WITHOUT a Delta commit (what a process killed inside the MERGE leaves)
 and stops; the others stop right after that table's commit (before the meta table)."""
-TXN_APP_CONF = "spark.databricks.delta.write.txnAppId"
-TXN_VERSION_CONF = "spark.databricks.delta.write.txnVersion"
-USER_METADATA_CONF = "spark.databricks.delta.commitInfo.userMetadata"
 METADATA_KEY = "cep-predict"
 PROP_SET = "cep.predict.name"
 PROP_TABLE = "cep.predict.table"
@@ -178,33 +178,16 @@ class PredictRunResult:
     seconds: float = 0.0
 
 
-def _say(quiet: bool, message: str) -> None:
-    if not quiet:
-        print(message, file=sys.stderr, flush=True)
-
-
 # ---- meta and settings -------------------------------------------------------------------------
 
 def read_meta(spark: "SparkSession", conf: PredictionConf) -> dict[str, Any] | None:
     """The meta row of ``conf`` as a dict, or None before the first complete run."""
-    table = conf.tables()["meta"]
-    if not is_delta_table(spark, table):
-        return None
-    rows = read_table(spark, table).collect()
-    if len(rows) > 1:
-        raise PredictStateError(f"{table.name}: {len(rows)} rows, expected one")
-    return rows[0].asDict(recursive=True) if rows else None
+    return read_meta_row(spark, conf.tables()["meta"], PredictStateError)
 
 
 def _ensure_tables(spark: "SparkSession", conf: PredictionConf) -> None:
-    from delta.tables import DeltaTable
-
     for suffix, table in conf.tables().items():
-        if not is_delta_table(spark, table):
-            (DeltaTable.createIfNotExists(spark).location(str(table.location))
-             .addColumns(spark_schema(COLUMNS[suffix]))
-             .property(PROP_SET, conf.name).property(PROP_TABLE, suffix).execute())
-        register_table(spark, table)
+        ensure_table(spark, table, COLUMNS[suffix], {PROP_SET: conf.name, PROP_TABLE: suffix})
 
 
 def _check_settings(spark: "SparkSession", conf: PredictionConf, meta: dict[str, Any]) -> None:
@@ -602,41 +585,15 @@ def make_bucket_function(conf: PredictionConf, attributes: tuple[str, ...]
 
 # ---- writes ------------------------------------------------------------------------------------
 
-_WORKER_CODE = re.compile(r"(CEP-[A-Z]+-\d{3}): ([^\n]*)")
-
-
 def _worker_error(exc: Exception) -> Exception:
-    """A typed error raised in a Python worker, rebuilt on the driver from Spark's message."""
-    if isinstance(exc, CepError):
-        return exc
-    found = _WORKER_CODE.search(str(exc))
-    if found is None:
-        return exc
+    """A typed error raised in a Python worker, rebuilt on the driver from Spark's message
+    (:func:`jobs.txn.worker_error`; another code becomes a :class:`PredictJobError`)."""
     from cep.predict import ModelFormatError, PredictEventsError, PredictLimitError
 
-    classes: dict[str, type[CepError]] = {
+    return worker_error(exc, {
         ModelFormatError.code: ModelFormatError, PredictEventsError.code: PredictEventsError,
-        PredictLimitError.code: PredictLimitError, PredictStateError.code: PredictStateError}
-    code, message = found.group(1), found.group(2).strip()
-    if code in classes:
-        return classes[code](message)
-    return PredictJobError(f"{code}: {message}")
-
-
-class _TxnConfs:
-    """Sets the idempotent-write session confs (and the commit's userMetadata) around a MERGE."""
-
-    def __init__(self, spark: "SparkSession", app_id: str, version: int, metadata: str) -> None:
-        self.spark, self.values = spark, {TXN_APP_CONF: app_id, TXN_VERSION_CONF: str(version),
-                                          USER_METADATA_CONF: metadata}
-
-    def __enter__(self) -> None:
-        for key, value in self.values.items():
-            self.spark.conf.set(key, value)
-
-    def __exit__(self, *exc: object) -> None:
-        for key in self.values:
-            self.spark.conf.unset(key)
+        PredictLimitError.code: PredictLimitError, PredictStateError.code: PredictStateError},
+        PredictJobError)
 
 
 def _merge(spark: "SparkSession", table: TableConf, source: "DataFrame", keys: list[str],
@@ -645,25 +602,14 @@ def _merge(spark: "SparkSession", table: TableConf, source: "DataFrame", keys: l
     version 0 (created empty by :func:`_ensure_tables`) the MERGE would insert every row: that
     is an append, which Delta does without the MERGE's join (measured 2-4 s less per table on
     a first run), with the same ``txnAppId`` / ``txnVersion``."""
-    from delta.tables import DeltaTable
-
     if _version(table) == 0:
-        (source.write.format("delta").mode("append").option("txnAppId", app_id)
-         .option("txnVersion", version).option("userMetadata", metadata)
-         .save(str(table.location)))
+        save(source, table, "append", app_id, version, metadata)
         return
-    condition = " AND ".join(f"t.{key} = s.{key}" for key in keys)
-    with _TxnConfs(spark, app_id, version, metadata):
-        merge = (DeltaTable.forPath(spark, str(table.location)).alias("t")
-                 .merge(source.alias("s"), condition))
-        if update:
-            merge = merge.whenMatchedUpdateAll()
-        merge.whenNotMatchedInsertAll().execute()
+    merge(spark, table, source, keys, app_id, version, metadata, update=update)
 
 
 def _crash_point(where: str, crash_after: str | None) -> None:
-    if crash_after == where:
-        raise InjectedCrash(f"injected crash after the {where} write ({CRASH_ENV}={where})")
+    crash_point(where, crash_after, InjectedCrash, CRASH_ENV)
 
 
 def _stored_models(spark: "SparkSession", conf: PredictionConf, meta: dict[str, Any] | None,
@@ -732,18 +678,16 @@ def run_predict(spark: "SparkSession", settings: Settings, conf: PredictionConf 
     if meta is not None:
         _check_settings(spark, conf, meta)
     if target <= done:
-        _say(quiet, f"{conf.name}: nothing new in {conf.source.name} (source version {target}, "
-                    f"state at {done}); nothing written")
-        for table in conf.tables().values():
-            if is_delta_table(spark, table):
-                register_table(spark, table)
+        say(quiet, f"{conf.name}: nothing new in {conf.source.name} (source version {target}, "
+                   f"state at {done}); nothing written")
+        register_existing(spark, conf.tables().values())
         return PredictRunResult(conf.name, False, "", None, done,
                                 seconds=time.monotonic() - started)
     interrupted = _interrupted_target(spark, conf, meta)
     resumed = False
     result: PredictRunResult | None = None
     if interrupted is not None and interrupted > done:
-        _say(quiet, f"{conf.name}: resuming the run interrupted at source version {interrupted}")
+        say(quiet, f"{conf.name}: resuming the run interrupted at source version {interrupted}")
         result = _run_once(spark, conf, meta, done, interrupted, quiet, crash_after, started,
                            resumed=True, local_rows=local_rows)
         meta, done, resumed = read_meta(spark, conf), interrupted, True
@@ -773,9 +717,9 @@ def _run_once(spark: "SparkSession", conf: PredictionConf, meta: dict[str, Any] 
              for sub in compiled} if meta is not None else {sub: set() for sub in compiled}
     events, read, attributes, n_rows = _source_rows(spark, conf, done, target)
     where = "on the driver" if n_rows <= local_rows else "in Spark (applyInArrow)"
-    _say(quiet, f"{conf.name}: reading {conf.source.name} versions {first}..{target} ({read}): "
-                f"{n_rows:,} rows, run {where}; {len(compiled)} subscription(s): "
-                f"{', '.join(compiled)}")
+    say(quiet, f"{conf.name}: reading {conf.source.name} versions {first}..{target} ({read}): "
+               f"{n_rows:,} rows, run {where}; {len(compiled)} subscription(s): "
+               f"{', '.join(compiled)}")
     work = events
     stored = _state_rows(spark, conf, meta, events)
     if stored is not None:
@@ -808,9 +752,9 @@ def _run_once(spark: "SparkSession", conf: PredictionConf, meta: dict[str, Any] 
         n_read, n_run, n_keys = stats["n_read"], stats["n_run"], stats["n_keys"]
         instance_rows = stats["n_instances"]
         late, incomplete = stats["n_late"], stats["n_incomplete"]
-        _say(quiet, f"{conf.name}: {n_read:,} events read: {n_run:,} run in {n_keys:,} keys, "
-                    f"{late:,} late, {incomplete:,} incomplete; {instance_rows:,} instance rows "
-                    f"({time.monotonic() - started:.1f}s)")
+        say(quiet, f"{conf.name}: {n_read:,} events read: {n_run:,} run in {n_keys:,} keys, "
+                   f"{late:,} late, {incomplete:,} incomplete; {instance_rows:,} instance rows "
+                   f"({time.monotonic() - started:.1f}s)")
 
         # Models: the persisted ones plus every bucket's counts (order does not matter).
         from cep.predict import load_model
@@ -847,7 +791,7 @@ def _run_once(spark: "SparkSession", conf: PredictionConf, meta: dict[str, Any] 
             _crash_point("instances-files", crash_after)
         if instance_rows:
             write("instances", instance_frame)
-        _say(quiet, f"{conf.name}: instances merged ({time.monotonic() - started:.1f}s)")
+        say(quiet, f"{conf.name}: instances merged ({time.monotonic() - started:.1f}s)")
         _crash_point("instances", crash_after)
         if n_run:
             model_rows = [(sub, m.to_bytes(), m.events,
@@ -860,13 +804,11 @@ def _run_once(spark: "SparkSession", conf: PredictionConf, meta: dict[str, Any] 
                   update=False)
         _crash_point("states", crash_after)
         if late + incomplete:
-            (out.where(F.col("out") == OUT_LATE)
-             .select(F.lit(run_id).alias("run_id"), F.col("l_version").alias("source_version"),
-                     "key", F.col("l_ts").alias("ts"), F.col("l_id").alias("id"),
-                     F.col("l_reason").alias("reason"), F.col("l_last_ts").alias("last_ts"))
-             .write.format("delta").mode("append")
-             .option("txnAppId", app("late")).option("txnVersion", target)
-             .option("userMetadata", metadata).save(str(tables["late"].location)))
+            save(out.where(F.col("out") == OUT_LATE)
+                 .select(F.lit(run_id).alias("run_id"), F.col("l_version").alias("source_version"),
+                         "key", F.col("l_ts").alias("ts"), F.col("l_id").alias("id"),
+                         F.col("l_reason").alias("reason"), F.col("l_last_ts").alias("last_ts")),
+                 tables["late"], "append", app("late"), target, metadata)
         _crash_point("late", crash_after)
     finally:
         out.unpersist()
@@ -878,15 +820,13 @@ def _run_once(spark: "SparkSession", conf: PredictionConf, meta: dict[str, Any] 
         **{f"{suffix}_version": v for suffix, v in versions.items()},
         "events_total": (int(meta["events_total"]) if meta else 0) + n_run,
         "late_total": (int(meta["late_total"]) if meta else 0) + late + incomplete}
-    (spark.createDataFrame([tuple(meta_row[name] for name, _ in COLUMNS["meta"])],
-                           spark_schema(COLUMNS["meta"]))
-     .write.format("delta").mode("overwrite")
-     .option("txnAppId", app("meta")).option("txnVersion", target)
-     .option("userMetadata", metadata).save(str(tables["meta"].location)))
+    save(spark.createDataFrame([tuple(meta_row[name] for name, _ in COLUMNS["meta"])],
+                               spark_schema(COLUMNS["meta"])),
+         tables["meta"], "overwrite", app("meta"), target, metadata)
     versions["meta"] = _version(tables["meta"])
     seconds = time.monotonic() - started
-    _say(quiet, f"{conf.name}: source version {target} done in {seconds:.1f}s; versions "
-                + ", ".join(f"{k}={v}" for k, v in versions.items()))
+    say(quiet, f"{conf.name}: source version {target} done in {seconds:.1f}s; versions "
+               + ", ".join(f"{k}={v}" for k, v in versions.items()))
     return PredictRunResult(conf.name, True, run_id, first, target, read, n_read, n_run, late,
                             incomplete, n_keys, instance_rows, len(new_states),
                             {sub: m.events for sub, m in models.items()}, versions, resumed,

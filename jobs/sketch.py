@@ -21,12 +21,13 @@ One run of :func:`run_sketch` for a registered sketch (``conf/sketches.toml``):
 **Idempotency.** Every write carries Delta's idempotent-write identity: ``txnAppId =
 cep-sketch-<name>-<table>`` and ``txnVersion`` = the source version the run processes up to
 (DataFrameWriter options for the append and the overwrite; the session confs
-``spark.databricks.delta.write.txnAppId`` / ``txnVersion`` around each MERGE). Delta skips a
-write whose ``txnVersion`` is not above the last one recorded for its ``txnAppId``. Each write
-also records the run in its commit's ``userMetadata``. A rerun after a crash between the writes
-finds that record newer than the meta table, resumes the interrupted run at its source version
-(even if the source has grown since), recomputes the same rows from the same state versions,
-and Delta skips the writes already applied; then it continues to the newest version.
+``spark.databricks.delta.write.txnAppId`` / ``txnVersion`` around each MERGE; both in
+:mod:`jobs.txn`). Delta skips a write whose ``txnVersion`` is not above the last one recorded
+for its ``txnAppId``. Each write also records the run in its commit's ``userMetadata``. A
+rerun after a crash between the writes finds that record newer than the meta table, resumes
+the interrupted run at its source version (even if the source has grown since), recomputes
+the same rows from the same state versions, and Delta skips the writes already applied; then
+it continues to the newest version.
 
 Example:
     >>> from jobs.session import build_session                           # doctest: +SKIP
@@ -39,8 +40,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -52,8 +51,8 @@ import pyarrow.compute as pc
 
 from cep.errors import CepError
 from cep.sketch.config import SketchConfig
-from delta_tables.catalog import current_version, is_delta_table, read_table, register_table
-from delta_tables.settings import Settings, TableConf, load_settings
+from delta_tables.catalog import current_version, is_delta_table, read_table
+from delta_tables.settings import Settings, load_settings
 from delta_tables.sketch_conf import SketchConf, load_sketch
 from delta_tables.sketch_state import (
     LATE_COLUMNS,
@@ -71,6 +70,10 @@ from delta_tables.sketch_state import (
     restore_frontier,
     spark_schema,
 )
+# The TXN_* conf names are defined in jobs.txn and re-exported here.
+from jobs.txn import (TXN_APP_CONF, TXN_VERSION_CONF, USER_METADATA_CONF,  # noqa: F401
+                      crash_point, ensure_table, merge, read_meta_row, register_existing, save,
+                      say, worker_error)
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -82,9 +85,6 @@ __all__ = ["SketchJobError", "SourceNotAppendOnlyError", "SourceVersionError",
 CRASH_ENV = "CEP_SKETCH_CRASH_AFTER"
 """Test hook: ``nodes``, ``open`` or ``late`` makes a run raise :class:`InjectedCrash` right
 after that write (before the next one)."""
-TXN_APP_CONF = "spark.databricks.delta.write.txnAppId"
-TXN_VERSION_CONF = "spark.databricks.delta.write.txnVersion"
-USER_METADATA_CONF = "spark.databricks.delta.commitInfo.userMetadata"
 METADATA_KEY = "cep-sketch"
 PROP_SKETCH = "cep.sketch.name"
 PROP_TABLE = "cep.sketch.table"
@@ -162,32 +162,11 @@ class SketchRunResult:
     seconds: float = 0.0
 
 
-def _say(quiet: bool, message: str) -> None:
-    if not quiet:
-        print(message, file=sys.stderr, flush=True)
-
-
 # ---- meta and state tables ---------------------------------------------------------------------
 
 def read_meta(spark: "SparkSession", conf: SketchConf) -> dict[str, Any] | None:
     """The meta row of ``conf`` as a dict, or None before the first complete run."""
-    if not is_delta_table(spark, conf.meta):
-        return None
-    rows = read_table(spark, conf.meta).collect()
-    if len(rows) > 1:
-        raise SketchStateError(f"{conf.meta.name}: {len(rows)} rows, expected one")
-    return rows[0].asDict(recursive=True) if rows else None
-
-
-def _ensure_table(spark: "SparkSession", conf: SketchConf, table: TableConf,
-                  columns: tuple[tuple[str, str], ...], suffix: str) -> None:
-    if not is_delta_table(spark, table):
-        from delta.tables import DeltaTable
-
-        (DeltaTable.createIfNotExists(spark).location(str(table.location))
-         .addColumns(spark_schema(columns))
-         .property(PROP_SKETCH, conf.name).property(PROP_TABLE, suffix).execute())
-    register_table(spark, table)
+    return read_meta_row(spark, conf.meta, SketchStateError)
 
 
 def _check_settings(conf: SketchConf, meta: dict[str, Any]) -> SketchConfig:
@@ -558,9 +537,6 @@ def _check_settings_columns(nodes: pa.Table, config: SketchConfig) -> None:
 
 # ---- writes ------------------------------------------------------------------------------------
 
-_WORKER_CODE = re.compile(r"(CEP-[A-Z]+-\d{3}): ([^\n]*)")
-
-
 def _worker_error(exc: Exception) -> Exception:
     """A typed error raised in a Python worker, rebuilt on the driver from Spark's message.
 
@@ -569,52 +545,15 @@ def _worker_error(exc: Exception) -> Exception:
     any other code becomes a :class:`SketchJobError` carrying the original message. An error
     without a code is returned unchanged.
     """
-    if isinstance(exc, CepError):
-        return exc
-    found = _WORKER_CODE.search(str(exc))
-    if found is None:
-        return exc
     from cep.sketch.errors import CorruptSketchError, SketchInputError
 
-    classes: dict[str, type[CepError]] = {
+    return worker_error(exc, {
         CorruptSketchError.code: CorruptSketchError, SketchInputError.code: SketchInputError,
-        SketchStateError.code: SketchStateError}
-    code, message = found.group(1), found.group(2).strip()
-    if code in classes:
-        return classes[code](message)
-    return SketchJobError(f"{code}: {message}")
-
-
-class _TxnConfs:
-    """Sets the idempotent-write session confs (and the commit's userMetadata) around a MERGE."""
-
-    def __init__(self, spark: "SparkSession", app_id: str, version: int, metadata: str) -> None:
-        self.spark, self.values = spark, {TXN_APP_CONF: app_id, TXN_VERSION_CONF: str(version),
-                                          USER_METADATA_CONF: metadata}
-
-    def __enter__(self) -> None:
-        for key, value in self.values.items():
-            self.spark.conf.set(key, value)
-
-    def __exit__(self, *exc: object) -> None:
-        for key in self.values:
-            self.spark.conf.unset(key)
-
-
-def _merge(spark: "SparkSession", table: TableConf, source: "DataFrame", keys: list[str],
-           app_id: str, version: int, metadata: str) -> None:
-    from delta.tables import DeltaTable
-
-    condition = " AND ".join(f"t.{key} = s.{key}" for key in keys)
-    with _TxnConfs(spark, app_id, version, metadata):
-        (DeltaTable.forPath(spark, str(table.location)).alias("t")
-         .merge(source.alias("s"), condition)
-         .whenMatchedUpdateAll().whenNotMatchedInsertAll().execute())
+        SketchStateError.code: SketchStateError}, SketchJobError)
 
 
 def _crash_point(where: str, crash_after: str | None) -> None:
-    if crash_after == where:
-        raise InjectedCrash(f"injected crash after the {where} write ({CRASH_ENV}={where})")
+    crash_point(where, crash_after, InjectedCrash, CRASH_ENV)
 
 
 # ---- the run -----------------------------------------------------------------------------------
@@ -657,13 +596,11 @@ def run_sketch(spark: "SparkSession", settings: Settings, conf: SketchConf | str
     meta = read_meta(spark, conf)
     done = -1 if meta is None else int(meta["source_version"])
     if target <= done:
-        _say(quiet, f"{conf.name}: nothing new in {conf.source.name} (source version {target}, "
-                    f"sketch at {done}); nothing written")
+        say(quiet, f"{conf.name}: nothing new in {conf.source.name} (source version {target}, "
+                   f"sketch at {done}); nothing written")
         # Another process (the demo, a scheduler) may have built the state: make its tables
         # queryable by name in this session too. Registration writes nothing to Delta.
-        for table in conf.state_tables().values():
-            if is_delta_table(spark, table):
-                register_table(spark, table)
+        register_existing(spark, conf.state_tables().values())
         return SketchRunResult(conf.name, False, "", None, done,
                                config=config_from_meta(meta) if meta else None,
                                seconds=time.monotonic() - started)
@@ -671,7 +608,7 @@ def run_sketch(spark: "SparkSession", settings: Settings, conf: SketchConf | str
     resumed = False
     result: SketchRunResult | None = None
     if interrupted is not None and interrupted > done:
-        _say(quiet, f"{conf.name}: resuming the run interrupted at source version {interrupted}")
+        say(quiet, f"{conf.name}: resuming the run interrupted at source version {interrupted}")
         result = _run_once(spark, conf, meta, done, interrupted, quiet, crash_after, started,
                            resumed=True)
         meta, done, resumed = read_meta(spark, conf), interrupted, True
@@ -693,12 +630,12 @@ def _run_once(spark: "SparkSession", conf: SketchConf, meta: dict[str, Any] | No
                                    (conf.open, OPEN_COLUMNS, "open"),
                                    (conf.late, LATE_COLUMNS, "late"),
                                    (conf.meta, META_COLUMNS, "meta")):
-        _ensure_table(spark, conf, table, columns, suffix)
+        ensure_table(spark, table, columns, {PROP_SKETCH: conf.name, PROP_TABLE: suffix})
     first = done + 1
     run_id = f"{conf.name}:{first}-{target}"
-    _say(quiet, f"{conf.name}: reading {conf.source.name} versions {first}..{target} "
-                f"({'snapshot' if done < 0 else 'change data feed'}); m={config.m} k={config.k} "
-                f"C={config.C} fanout={config.fanout}")
+    say(quiet, f"{conf.name}: reading {conf.source.name} versions {first}..{target} "
+               f"({'snapshot' if done < 0 else 'change data feed'}); m={config.m} k={config.k} "
+               f"C={config.C} fanout={config.fanout}")
     events = _new_events(spark, conf, done, target)
     work = events
     for part in _state(spark, conf, meta, events):
@@ -719,9 +656,9 @@ def _run_once(spark: "SparkSession", conf: SketchConf, meta: dict[str, Any] | No
         streams = int(stats[OUT_OPEN]["rows"]) if OUT_OPEN in stats else 0
         accepted = int(stats[OUT_OPEN]["accepted"]) if OUT_OPEN in stats else 0
         late = int(stats[OUT_LATE]["rows"]) if OUT_LATE in stats else 0
-        _say(quiet, f"{conf.name}: {accepted + late:,} events read in {streams:,} streams: "
-                    f"{accepted:,} accepted, {late:,} late; {node_rows:,} node rows to merge "
-                    f"({time.monotonic() - started:.1f}s)")
+        say(quiet, f"{conf.name}: {accepted + late:,} events read in {streams:,} streams: "
+                   f"{accepted:,} accepted, {late:,} late; {node_rows:,} node rows to merge "
+                   f"({time.monotonic() - started:.1f}s)")
         metadata = json.dumps({METADATA_KEY: conf.name, "run_id": run_id,
                                "source_version": target})
 
@@ -729,27 +666,25 @@ def _run_once(spark: "SparkSession", conf: SketchConf, meta: dict[str, Any] | No
             return f"cep-sketch-{conf.name}-{suffix}"
 
         if node_rows:
-            _merge(spark, conf.nodes, out.where(F.col("out") == OUT_NODE)
-                   .select([name for name, _ in NODES_COLUMNS]),
-                   ["stream", "node_id"], app("nodes"), target, metadata)
-        _say(quiet, f"{conf.name}: nodes merged ({time.monotonic() - started:.1f}s)")
+            merge(spark, conf.nodes, out.where(F.col("out") == OUT_NODE)
+                  .select([name for name, _ in NODES_COLUMNS]),
+                  ["stream", "node_id"], app("nodes"), target, metadata)
+        say(quiet, f"{conf.name}: nodes merged ({time.monotonic() - started:.1f}s)")
         _crash_point("nodes", crash_after)
         if streams:
-            _merge(spark, conf.open, out.where(F.col("out") == OUT_OPEN)
-                   .select(F.col("stream"), *[F.col(f"o_{name}").alias(name)
-                                              for name, _ in OPEN_COLUMNS if name != "stream"]),
-                   ["stream"], app("open"), target, metadata)
-        _say(quiet, f"{conf.name}: open leaves merged ({time.monotonic() - started:.1f}s)")
+            merge(spark, conf.open, out.where(F.col("out") == OUT_OPEN)
+                  .select(F.col("stream"), *[F.col(f"o_{name}").alias(name)
+                                             for name, _ in OPEN_COLUMNS if name != "stream"]),
+                  ["stream"], app("open"), target, metadata)
+        say(quiet, f"{conf.name}: open leaves merged ({time.monotonic() - started:.1f}s)")
         _crash_point("open", crash_after)
         if late:
-            (out.where(F.col("out") == OUT_LATE)
-             .select(F.lit(run_id).alias("run_id"), F.col("l_version").alias("source_version"),
-                     "stream", F.col("l_type").alias("type"), F.col("l_ts").alias("ts"),
-                     F.col("l_id").alias("id"), F.col("l_reason").alias("reason"),
-                     F.col("l_last_ts").alias("last_ts"), F.col("l_last_id").alias("last_id"))
-             .write.format("delta").mode("append")
-             .option("txnAppId", app("late")).option("txnVersion", target)
-             .option("userMetadata", metadata).save(str(conf.late.location)))
+            save(out.where(F.col("out") == OUT_LATE)
+                 .select(F.lit(run_id).alias("run_id"), F.col("l_version").alias("source_version"),
+                         "stream", F.col("l_type").alias("type"), F.col("l_ts").alias("ts"),
+                         F.col("l_id").alias("id"), F.col("l_reason").alias("reason"),
+                         F.col("l_last_ts").alias("last_ts"), F.col("l_last_id").alias("last_id")),
+                 conf.late, "append", app("late"), target, metadata)
         _crash_point("late", crash_after)
     finally:
         out.unpersist()
@@ -766,14 +701,12 @@ def _run_once(spark: "SparkSession", conf: SketchConf, meta: dict[str, Any] | No
         "late_version": versions["late"], "run_id": run_id,
         "events_total": (int(meta["events_total"]) if meta else 0) + accepted,
         "late_total": (int(meta["late_total"]) if meta else 0) + late}
-    (spark.createDataFrame([tuple(meta_row[name] for name, _ in META_COLUMNS)],
-                           spark_schema(META_COLUMNS))
-     .write.format("delta").mode("overwrite")
-     .option("txnAppId", f"cep-sketch-{conf.name}-meta").option("txnVersion", target)
-     .option("userMetadata", metadata).save(str(conf.meta.location)))
+    save(spark.createDataFrame([tuple(meta_row[name] for name, _ in META_COLUMNS)],
+                               spark_schema(META_COLUMNS)),
+         conf.meta, "overwrite", f"cep-sketch-{conf.name}-meta", target, metadata)
     versions["meta"] = current_version(spark, conf.meta)
     seconds = time.monotonic() - started
-    _say(quiet, f"{conf.name}: source version {target} done in {seconds:.1f}s; versions "
-                + ", ".join(f"{k}={v}" for k, v in versions.items()))
+    say(quiet, f"{conf.name}: source version {target} done in {seconds:.1f}s; versions "
+               + ", ".join(f"{k}={v}" for k, v in versions.items()))
     return SketchRunResult(conf.name, True, run_id, first, target, accepted + late, accepted,
                            late, streams, node_rows, versions, config, resumed, seconds)
