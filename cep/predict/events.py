@@ -26,6 +26,8 @@ Example:
 
 from __future__ import annotations
 
+import datetime
+import decimal
 import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence as Seq
@@ -135,10 +137,21 @@ def _timestamps(ts: Any) -> np.ndarray:
     for i, v in enumerate(values):
         if v is None or (isinstance(v, float) and math.isnan(v)):
             raise PredictEventsError(f"timestamp is NULL at row {i}")
-    try:
-        return _timestamps(np.array(values))
-    except (TypeError, ValueError):  # pragma: no cover -- mixed objects
-        raise PredictEventsError("timestamps must be numbers or TIMESTAMP values") from None
+    if values and all(isinstance(v, datetime.datetime) for v in values):
+        return _timestamps(np.array(values, dtype="datetime64[us]"))
+    if all(isinstance(v, (int, float, decimal.Decimal)) and not isinstance(v, bool) for v in values):
+        if all(isinstance(v, int) for v in values):
+            return _timestamps(np.array(values, dtype=np.int64))
+        return _timestamps(np.array([float(v) for v in values], dtype=np.float64))
+    # Mixed or non-temporal values: name the first offender rather than guessing a conversion.
+    temporal = isinstance(values[0], datetime.datetime)
+    for i, v in enumerate(values):
+        number = isinstance(v, (int, float, decimal.Decimal)) and not isinstance(v, bool)
+        if not (isinstance(v, datetime.datetime) if temporal else number):
+            raise PredictEventsError(
+                f"timestamps must be numbers or TIMESTAMP values of one kind, found {type(v).__name__} "
+                f"{v!r} at row {i}")
+    raise PredictEventsError("timestamps must be numbers or TIMESTAMP values")  # pragma: no cover
 
 
 def _objects(values: Any, name: str, n: int) -> np.ndarray:

@@ -108,3 +108,23 @@ def test_bad_arguments_name_what_was_expected() -> None:
         predict("PATTERN A", ev, lookahead=1, threshold=1.5)
     with pytest.raises(PredictArgumentError, match="output"):
         predict("PATTERN A", ev, lookahead=1, output="rows")
+
+
+@pytest.mark.parametrize("ts, found", [
+    (["2010-06-01", "2010-06-02"], "str '2010-06-01' at row 0"),
+    ([1, "x"], "str 'x' at row 1"),
+    ([True, False], "bool True at row 0"),
+    ([np.datetime64("2010-06-01T00:00", "us").item(), 3], "int 3 at row 1"),
+])
+def test_timestamps_of_the_wrong_kind_are_a_typed_error(ts: list, found: str) -> None:
+    from cep.predict import PredictEventsError
+    with pytest.raises(PredictEventsError, match=f"CEP-PRED-010: .*found {found}"):
+        Events.from_columns(ts=np.array(ts, dtype=object), keys=["k"] * len(ts))
+
+
+def test_decimal_and_integer_objects_are_timestamps() -> None:
+    from decimal import Decimal
+    ev = Events.from_columns(ts=np.array([Decimal("2.5"), 1], dtype=object), keys=["k", "k"])
+    assert ev.ts.tolist() == [1.0, 2.5]
+    ev = Events.from_columns(ts=np.array([3, 1], dtype=object), keys=["k", "k"])
+    assert ev.ts.dtype == np.int64 and ev.ts.tolist() == [1, 3]
