@@ -1,0 +1,145 @@
+"""The registry of state jobs: every sketch, graph and prediction set the ``conf/`` files name.
+
+A state job is a ``(kind, name)`` pair: ``kind`` is ``sketch`` (``conf/sketches.toml``),
+``graph`` (``conf/graphs.toml``) or ``predict`` (``conf/predictions.toml``). The registry is
+the one place that knows, for each kind, how to load a job's settings, which Delta tables hold
+its state (by suffix, the meta table among them), which source table it reads and which
+function runs it. :mod:`jobs.runner` runs jobs through it and the maintenance job reads the
+list of registered state tables from it, so a table outside the registry is never touched.
+
+Example:
+    >>> from delta_tables.settings import load_settings
+    >>> settings = load_settings(overrides={"data_dir": "/tmp/cep-doc"})
+    >>> job = load_job(settings, "predict", "heat")
+    >>> job.key, job.source.name, sorted(job.tables)[:3]
+    ('predict/heat', 'daily_temperatures', ['instances', 'late', 'meta'])
+    >>> job.tables["meta"].name
+    'heat_meta'
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable
+
+from cep.errors import ConfigError
+from delta_tables.settings import Settings, TableConf
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = ["KINDS", "StateJob", "load_job", "registered_jobs", "state_tables", "parse_key"]
+
+KINDS = ("sketch", "graph", "predict")
+"""The kinds of state job, in the order ``run-all`` runs them by default."""
+
+_FILES = {"sketch": ("sketches.toml", "sketches"), "graph": ("graphs.toml", "graphs"),
+          "predict": ("predictions.toml", "predictions")}
+
+
+@dataclass(frozen=True)
+class StateJob:
+    """One registered state job.
+
+    Attributes:
+        kind: ``sketch``, ``graph`` or ``predict``.
+        name: Its name in the kind's conf file.
+        conf: The kind's own settings object (SketchConf, GraphConf or PredictionConf).
+        source: The source Delta table it reads.
+        tables: Its state tables by suffix; ``meta`` is written last by every run and records
+            the source version the state is complete up to.
+    """
+
+    kind: str
+    name: str
+    conf: Any
+    source: TableConf
+    tables: dict[str, TableConf]
+
+    @property
+    def key(self) -> str:
+        """``kind/name``: how the command line and ``conf/jobs.toml`` name the job."""
+        return f"{self.kind}/{self.name}"
+
+    def run(self, spark: "SparkSession", settings: Settings, *, until_version: int | None = None,
+            quiet: bool = False) -> Any:
+        """Run the job once (its own module's run function); returns that function's result."""
+        return _runner(self.kind)(spark, settings, self.conf, until_version=until_version,
+                                  quiet=quiet)
+
+    def read_meta(self, spark: "SparkSession") -> dict[str, Any] | None:
+        """The meta row of the last complete run, or None before the first one."""
+        return _meta_reader(self.kind)(spark, self.conf)
+
+
+def _runner(kind: str) -> Callable[..., Any]:
+    if kind == "sketch":
+        from jobs.sketch import run_sketch
+        return run_sketch
+    if kind == "graph":
+        from jobs.graph import run_graph
+        return run_graph
+    from jobs.predict import run_predict
+    return run_predict
+
+
+def _meta_reader(kind: str) -> Callable[..., Any]:
+    if kind == "sketch":
+        from jobs.sketch import read_meta
+        return read_meta
+    if kind == "graph":
+        from jobs.graph import read_meta as read_graph_meta
+        return read_graph_meta
+    from jobs.predict import read_meta as read_predict_meta
+    return read_predict_meta
+
+
+def parse_key(key: str) -> tuple[str, str]:
+    """``"sketch/app_sketch"`` -> ``("sketch", "app_sketch")``, with a ConfigError otherwise."""
+    kind, sep, name = key.partition("/")
+    if not sep or kind not in KINDS or not name:
+        raise ConfigError(f"job {key!r}: expected KIND/NAME with KIND one of {', '.join(KINDS)}")
+    return kind, name
+
+
+def load_job(settings: Settings, kind: str, name: str) -> StateJob:
+    """The registered job ``kind/name``; ConfigError if the kind or the name is unknown."""
+    if kind not in KINDS:
+        raise ConfigError(f"unknown job kind {kind!r}; expected one of {', '.join(KINDS)}")
+    if kind == "sketch":
+        from delta_tables.sketch_conf import load_sketch
+        conf = load_sketch(settings, name)
+        return StateJob(kind, name, conf, conf.source, dict(conf.state_tables()))
+    if kind == "graph":
+        from delta_tables.graph_state import load_graph
+        conf = load_graph(settings, name)
+    else:
+        from delta_tables.predict_state import load_prediction
+        conf = load_prediction(settings, name)
+    return StateJob(kind, name, conf, conf.source, dict(conf.tables()))
+
+
+def _names(settings: Settings, kind: str) -> list[str]:
+    filename, section = _FILES[kind]
+    path = settings.conf_dir / filename
+    if not path.exists():
+        return []
+    try:
+        entries = tomllib.loads(path.read_text(encoding="utf-8")).get(section, {})
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"cannot read {path}: {exc}") from None
+    if not isinstance(entries, dict):
+        raise ConfigError(f"{path}: [{section}] must be a table of named entries")
+    return list(entries)
+
+
+def registered_jobs(settings: Settings) -> list[StateJob]:
+    """Every job of the three conf files, in :data:`KINDS` order then file order."""
+    return [load_job(settings, kind, name) for kind in KINDS for name in _names(settings, kind)]
+
+
+def state_tables(settings: Settings) -> dict[str, TableConf]:
+    """Every registered state table by its SQL name (the only tables maintenance may touch)."""
+    return {table.name: table for job in registered_jobs(settings)
+            for table in job.tables.values()}
