@@ -147,6 +147,9 @@ def spark_schema(columns: Sequence[tuple[str, str]]) -> "StructType":
     def kind_of(kind: str) -> Any:
         if kind.startswith("ARRAY<"):
             return T.ArrayType(simple[kind[6:-1]], True)
+        if kind.startswith("MAP<"):
+            key, value = (part.strip() for part in kind[4:-1].split(","))
+            return T.MapType(simple[key], simple[value], True)
         return simple[kind]
 
     return T.StructType([T.StructField(name, kind_of(kind), True) for name, kind in columns])

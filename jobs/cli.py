@@ -7,8 +7,13 @@ sdist once and extract the logs; the skfolio wheel once and take the stock price
 ``load-temperatures`` (daily city temperatures into Delta, for heat-wave prediction),
 ``generate`` (synthetic stream into Delta), ``generate-checks`` (checks with kiting rings into
 Delta), ``sketch`` (bring a registered sketch's Delta state up to date), ``graph`` (the same
-for a trend graph), ``predict`` (the same for a prediction set), ``demo``
+for a trend graph), ``predict`` (the same for a prediction set), ``run-all`` (every job of
+``conf/jobs.toml``, each recorded in the run manifest), ``runs`` (the manifest's runs of a
+job), ``maintain`` (OPTIMIZE and VACUUM of the registered state tables), ``demo``
 (the README demo), ``sql`` (run one SQL statement and show it).
+
+The three state jobs run through :func:`jobs.runner.run_job` (retries on Delta concurrency
+conflicts, then a run-manifest row).
 
 Example:
     >>> main(["--help"])  # doctest: +SKIP
@@ -18,7 +23,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Sequence
+from typing import Any, Sequence
 
 from cep.errors import CepError
 
@@ -77,6 +82,19 @@ def _parser() -> argparse.ArgumentParser:
     predict.add_argument("--name", required=True, help="the set's name in conf/predictions.toml")
     predict.add_argument("--until-version", type=int, default=None,
                          help="process the source only up to this Delta version")
+    run_all = sub.add_parser("run-all", help="run the state jobs of conf/jobs.toml [run_all] in "
+                             "order, each recorded in the run manifest; exit 1 if any failed")
+    run_all.add_argument("--job", action="append", metavar="KIND/NAME",
+                         help="run only this job (repeatable), e.g. predict/heat")
+    runs = sub.add_parser("runs", help="list the run manifest's runs of a job")
+    runs.add_argument("--job", required=True, metavar="KIND/NAME")
+    maintain = sub.add_parser("maintain", help="OPTIMIZE and VACUUM the registered state tables "
+                              "(never below conf/jobs.toml [maintenance] time_travel_hours)")
+    maintain.add_argument("--table", action="append", help="only this state table (repeatable)")
+    maintain.add_argument("--retention-hours", type=int, default=None,
+                          help="VACUUM retention; refused below the time-travel window")
+    maintain.add_argument("--dry-run", action="store_true",
+                          help="show what VACUUM would delete; change nothing")
     sub.add_parser("demo", help="the README demo")
     sql = sub.add_parser("sql", help="run one SQL statement against the warehouse and show it")
     sql.add_argument("statement")
@@ -155,43 +173,39 @@ def main(argv: Sequence[str] | None = None) -> int:
             result = write_checks(spark, settings, spec, args.table, force=args.force)
             print(f"{result.table}: {result.events:,} checks at version {result.version}"
                   f"{'' if result.written else ' (already there; nothing written)'}")
-        elif args.command == "sketch":
-            from jobs.sketch import run_sketch
+        elif args.command in ("sketch", "graph", "predict"):
+            from jobs.runner import run_job
 
-            result = run_sketch(spark, settings, args.name, until_version=args.until_version)
-            if result.written:
-                print(f"{result.sketch}: source versions {result.source_from}.."
-                      f"{result.source_version}: {result.events_read:,} events read, "
-                      f"{result.events_accepted:,} accepted, {result.late:,} late, "
-                      f"{result.streams:,} streams, {result.node_rows:,} node rows merged; "
-                      + ", ".join(f"{k} v{v}" for k, v in result.versions.items())
-                      + f"; {result.seconds:.1f}s")
-            else:
-                print(f"{result.sketch}: nothing new (source version {result.source_version}); "
-                      "nothing written")
-        elif args.command == "graph":
-            from jobs.graph import run_graph
+            summary = run_job(spark, settings, f"{args.command}/{args.name}",
+                              until_version=args.until_version)
+            print(_result_line(args.command, summary.result))
+            if summary.run is not None:
+                print(f"recorded run {summary.run.run_id} ({summary.run.status}) in the manifest")
+        elif args.command == "run-all":
+            from jobs.runner import run_all
 
-            done = run_graph(spark, settings, args.name, until_version=args.until_version)
-            print(f"{done.graph}: {'%d window(s) rebuilt' % done.windows if done.written else 'nothing new'}"
-                  f"; state complete up to source version {done.source_version} "
-                  f"({done.seconds:.1f}s)")
-        elif args.command == "predict":
-            from jobs.predict import run_predict
+            report = run_all(spark, settings, args.job)
+            for summary in report.summaries:
+                print(summary.line())
+            for key, exc in report.failures.items():
+                print(f"{key}: FAILED: {str(exc).splitlines()[0]}")
+            return 0 if report.ok else 1
+        elif args.command == "runs":
+            from delta_tables.manifest import read_runs
+            from jobs.registry import parse_key
+            from jobs.run_conf import load_run_conf
 
-            done = run_predict(spark, settings, args.name, until_version=args.until_version)
-            if done.written:
-                print(f"{done.prediction}: source versions {done.source_from}.."
-                      f"{done.source_version} ({done.read}): {done.events_read:,} events read, "
-                      f"{done.events_run:,} run in {done.keys:,} keys, {done.late:,} late, "
-                      f"{done.incomplete:,} incomplete; {done.instance_rows:,} instance rows, "
-                      f"{done.state_rows:,} new states merged; model events "
-                      + ", ".join(f"{k}={v:,}" for k, v in done.model_events.items()) + "; "
-                      + ", ".join(f"{k} v{v}" for k, v in done.versions.items())
-                      + f"; {done.seconds:.1f}s")
-            else:
-                print(f"{done.prediction}: nothing new (source version {done.source_version}); "
-                      "nothing written")
+            parse_key(args.job)
+            for run in read_runs(spark, load_run_conf(settings).manifest, args.job):
+                versions = ", ".join(f"{t} v{v}" for t, v in sorted(run.state_versions.items()))
+                print(f"{run.run_id}  {run.status:<9} source {run.source_table} "
+                      f"v{run.source_version}  {versions}")
+        elif args.command == "maintain":
+            from jobs.maintenance import maintain
+
+            done = maintain(spark, settings, tables=args.table,
+                            retention_hours=args.retention_hours, dry_run=args.dry_run)
+            print(done)
         elif args.command == "sql":
             from sql_ext import register_all
 
@@ -201,3 +215,35 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CepError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+
+
+def _result_line(kind: str, r: Any) -> str:
+    """The job's own one-line account of what it read and wrote."""
+    if not r.written:
+        return (f"{kind} {_name(r)}: nothing new (source version {r.source_version}); "
+                "nothing written")
+    if kind == "graph":
+        return (f"{_name(r)}: {r.windows} window(s) rebuilt; state complete up to "
+                f"source version {r.source_version} ({r.seconds:.1f}s)")
+    versions = ", ".join(f"{k} v{v}" for k, v in r.versions.items())
+    if kind == "sketch":
+        return (f"{_name(r)}: source versions {r.source_from}.."
+                f"{r.source_version}: {r.events_read:,} events read, "
+                f"{r.events_accepted:,} accepted, {r.late:,} late, "
+                f"{r.streams:,} streams, {r.node_rows:,} node rows "
+                f"merged; {versions}; {r.seconds:.1f}s")
+    model_events = ", ".join(f"{k}={v:,}" for k, v in r.model_events.items())
+    return (f"{_name(r)}: source versions {r.source_from}.."
+            f"{r.source_version} ({r.read}): "
+            f"{r.events_read:,} events read, {r.events_run:,} run in "
+            f"{r.keys:,} keys, {r.late:,} late, "
+            f"{r.incomplete:,} incomplete; {r.instance_rows:,} instance "
+            f"rows, {r.state_rows:,} new states merged; model events {model_events}; "
+            f"{versions}; {r.seconds:.1f}s")
+
+
+def _name(result: object) -> str:
+    for field in ("sketch", "graph", "prediction"):
+        if hasattr(result, field):
+            return str(getattr(result, field))
+    return "?"

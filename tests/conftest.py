@@ -86,10 +86,11 @@ def loaded_temperatures(spark: "object", settings: Settings) -> object:
 @pytest.fixture(scope="session")
 def predicted_heat(spark: "object", settings: Settings, loaded_temperatures: object) -> object:
     """The prediction set ``heat`` of ``conf/predictions.toml`` over ``daily_temperatures``,
-    brought up to date once per run by the predict job (docs/predict-jobs.md queries it)."""
-    from jobs.predict import run_predict
+    brought up to date once per run by the predict job through the job framework, so the run
+    manifest ``cep_runs`` records it (docs/predict-jobs.md and docs/jobs.md query both)."""
+    from jobs.runner import run_job
 
-    return run_predict(spark, settings, "heat", quiet=True)
+    return run_job(spark, settings, "predict/heat", quiet=True)
 
 
 @pytest.fixture(scope="session")

@@ -69,11 +69,15 @@ def demo_models(spark, settings, loaded_logs) -> None:
 def test_python_example_runs(spark, settings, request, where: str, code: str) -> None:
     if "bpi2017_" in code:  # a block that reads the real logs
         request.getfixturevalue("loaded_logs")
+    if "predict/heat" in code:  # a block that reads the heat set's runs (docs/jobs.md)
+        request.getfixturevalue("predicted_heat")
     exec(compile(code, where, "exec"), {"spark": spark, "settings": settings})
 
 
 @pytest.mark.parametrize("where, command", shell_commands(), ids=[c for _, c in shell_commands()])
-def test_shell_example_runs(settings, loaded_logs, where: str, command: str) -> None:
+def test_shell_example_runs(settings, loaded_logs, request, where: str, command: str) -> None:
+    if "heat" in command:  # the heat prediction set and its source (docs/jobs.md)
+        request.getfixturevalue("predicted_heat")
     argv = shlex.split(command)
     assert argv[0] == ".venv/bin/python" and argv[1:3] == ["-m", "jobs"], \
         f"{where}: only `.venv/bin/python -m jobs ...` commands are expected in docs, found {command!r}"
