@@ -290,21 +290,29 @@ PREDICT_DAYS = (
     "ORDER BY ts LIMIT 8")
 
 
+MANIFEST_QUERY = (
+    "SELECT run_id, status, source_version, state_versions['heat_models'] AS models_version\n"
+    "FROM cep_runs WHERE job = 'predict/heat' ORDER BY source_version")
+
+
 def _predict(spark: "SparkSession", settings: Settings) -> None:
     """Real daily temperatures, the prediction job, and predict_match with a persisted model."""
     temps = load_temperatures(spark, settings, quiet=True)
     print(f"daily_temperatures: {temps.events:,} days, Delta version {temps.version}"
           f"{'' if temps.written else ' (already loaded)'}")
-    from jobs.predict import run_predict
+    from delta_tables.manifest import find_run
+    from jobs.run_conf import load_run_conf
+    from jobs.runner import run_job
 
-    result = run_predict(spark, settings, "heat", quiet=True)
-    version = result.versions.get("models")
-    if version is None:
-        from delta_tables.predict_state import load_prediction
-
-        version = current_version(spark, load_prediction(settings, "heat").tables()["models"])
+    # Through the job framework, so the run manifest cep_runs records the run.
+    result = run_job(spark, settings, "predict/heat", quiet=True).result
+    run = find_run(spark, load_run_conf(settings).manifest, "predict/heat")
+    version = run.version_of("heat_models")
     print(f"python -m jobs predict --name heat: {result.events_run:,} events run, "
-          f"{'written' if result.written else 'nothing new'}; heat_models at version {version}")
+          f"{'written' if result.written else 'nothing new'}; manifest run {run.run_id}: "
+          f"heat_models at version {version}")
+    print(MANIFEST_QUERY)
+    spark.sql(MANIFEST_QUERY).show(truncate=False)
     query = PREDICT_QUERY.format(version=int(version))
     print(query)
     spark.sql(query).show(truncate=False)

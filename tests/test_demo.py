@@ -27,3 +27,5 @@ def test_demo_runs_and_shows_time_travel(settings, loaded_logs) -> None:
     # predict_match with the heat model as of the job's first run, and days of a Tunis heat wave.
     assert "p_heatwave_within_5_days" in out and "|cordoba  |H1 H2 H3 H4 H5|5" in out
     assert "|tunis|2001-06-25|H1 H2 H3 H4 H5|0.937" in out
+    # The run manifest records the heat job's run (docs/jobs.md).
+    assert "manifest run predict/heat/g1/v" in out and "|predict/heat/g1/v" in out
