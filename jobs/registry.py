@@ -19,9 +19,10 @@ Example:
 
 from __future__ import annotations
 
+import importlib
 import tomllib
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from cep.errors import ConfigError
 from delta_tables.settings import Settings, TableConf
@@ -65,34 +66,18 @@ class StateJob:
     def run(self, spark: "SparkSession", settings: Settings, *, until_version: int | None = None,
             quiet: bool = False) -> Any:
         """Run the job once (its own module's run function); returns that function's result."""
-        return _runner(self.kind)(spark, settings, self.conf, until_version=until_version,
-                                  quiet=quiet)
+        run = getattr(_module(self.kind), f"run_{self.kind}")
+        return run(spark, settings, self.conf, until_version=until_version, quiet=quiet)
 
     def read_meta(self, spark: "SparkSession") -> dict[str, Any] | None:
         """The meta row of the last complete run, or None before the first one."""
-        return _meta_reader(self.kind)(spark, self.conf)
+        return _module(self.kind).read_meta(spark, self.conf)
 
 
-def _runner(kind: str) -> Callable[..., Any]:
-    if kind == "sketch":
-        from jobs.sketch import run_sketch
-        return run_sketch
-    if kind == "graph":
-        from jobs.graph import run_graph
-        return run_graph
-    from jobs.predict import run_predict
-    return run_predict
-
-
-def _meta_reader(kind: str) -> Callable[..., Any]:
-    if kind == "sketch":
-        from jobs.sketch import read_meta
-        return read_meta
-    if kind == "graph":
-        from jobs.graph import read_meta as read_graph_meta
-        return read_graph_meta
-    from jobs.predict import read_meta as read_predict_meta
-    return read_predict_meta
+def _module(kind: str) -> Any:
+    """The job's module (``jobs.sketch``, ``jobs.graph``, ``jobs.predict``), imported on use so
+    the registry costs nothing to import."""
+    return importlib.import_module(f"jobs.{kind}")
 
 
 def parse_key(key: str) -> tuple[str, str]:
