@@ -126,7 +126,10 @@ def session_conf(settings: Settings, jars: list[Path]) -> dict[str, str]:
         "spark.driver.extraJavaOptions": java_opts,
         "spark.executor.extraJavaOptions": java_opts,
         "spark.sql.shuffle.partitions": str(settings.shuffle_partitions),
-        "spark.ui.showConsoleProgress": "true" if settings.show_progress else "false",
+        # Progress bars redraw one line with carriage returns: useful in a terminal, noise in a
+        # cron log or a scheduler's captured output.
+        "spark.ui.showConsoleProgress": "true" if settings.show_progress and _interactive()
+                                        else "false",
         "spark.executorEnv.PYSPARK_PYTHON": sys.executable,
     }
     conf.update(settings.spark_extra)
@@ -179,3 +182,11 @@ def _check_delta_loaded(spark: "SparkSession", settings: Settings) -> None:
     except Exception as exc:  # the JVM class is missing: py4j raises a generic error
         raise DeltaJarsUnavailable(_jars_help(
             settings, f"the jars are listed but Delta classes do not load: {exc}"[:600])) from None
+
+
+def _interactive() -> bool:
+    """Whether stderr is a terminal (where Spark's progress bar belongs)."""
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):  # a closed or replaced stream
+        return False
