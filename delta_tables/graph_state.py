@@ -14,21 +14,36 @@ the window (``(ts, id)`` order):
   vertex ARRAY<BIGINT>`` (the attribute vertex holding each event's value);
 * ``<name>_to_edges``: ``key, window_start, predicate, event, lo, hi`` (range form: event
   ``event[i]`` links to the events whose vertex is in ``[lo[i], hi[i])``, later in time);
-* ``<name>_meta``: one row, the source version the state is complete up to and what it holds.
+* ``<name>_late`` (:data:`LATE`): source events the job did not apply (``late``: older than
+  the watermark; ``incomplete``: NULL key, timestamp or id), with the run and the commit they
+  arrived in; never dropped silently;
+* ``<name>_meta`` (:data:`META`): one row, written LAST: the source version the state is
+  complete up to, the run, the version it left in every other table, the watermark, counts.
 
 ``window_start`` is 0 for a query without ``WITHIN`` (one window per key). Keys are STRING.
+
+The optional ``lateness`` of a graph (``"30 DAYS"``; a number or ``"N UNITS"`` for a numeric
+``ts_col``; :func:`parse_lateness`) turns the watermark on (docs/watermarks.md): an event older
+than the newest event of the earlier source commits minus ``lateness`` is late. Without it
+nothing is late.
 
 Example:
     >>> from delta_tables.settings import load_settings
     >>> s = load_settings(overrides={"data_dir": "/tmp/cep-doc"})
     >>> conf = GraphConf.from_mapping(s, "g", {"source": "checks", "pattern":
     ...     "PATTERN check+ c[] WHERE c[i].src = c[i-1].dest WITHIN 1 DAY", "key_col": "bank"})
-    >>> conf.tables()["to_edges"].name, conf.query.within
-    ('g_to_edges', 86400000000)
+    >>> conf.tables()["to_edges"].name, conf.query.within, conf.lateness
+    ('g_to_edges', 86400000000, None)
+    >>> str(parse_lateness("30 days")), parse_lateness("1 hour").microseconds()
+    ('30 DAYS', 3600000000)
+    >>> str(parse_lateness(500)), parse_lateness("500 units").kind
+    ('500 UNITS', 'UNITS')
 """
 
 from __future__ import annotations
 
+import math
+import re
 import tomllib
 from dataclasses import dataclass
 from typing import Any, Mapping
@@ -37,10 +52,17 @@ import numpy as np
 import pyarrow as pa
 
 from cep.errors import ConfigError
+from cep.lang.ast import TIME_UNITS, UNITS, Span
+from cep.lang.conditions import unit_of
 from delta_tables.settings import Settings, TableConf, check_identifier
 
-SUFFIXES = ("event_vertices", "attribute_vertices", "from_edges", "to_edges", "meta")
-_KNOWN = {"source", "pattern", "key_col", "ts_col", "id_col", "type_col", "description"}
+SUFFIXES = ("event_vertices", "attribute_vertices", "from_edges", "to_edges", "late", "meta")
+"""The state tables of a graph, ``<name>_<suffix>``; ``meta`` is written last."""
+STATE_SUFFIXES = SUFFIXES[:-1]
+"""The tables whose version the meta row records (``<suffix>_version``)."""
+_KNOWN = {"source", "pattern", "key_col", "ts_col", "id_col", "type_col", "description",
+          "lateness"}
+_DURATION = re.compile(r"\s*([0-9]+(?:\.[0-9]*)?)\s+([A-Za-z]+)\s*")
 
 EVENT_VERTICES = (("key", "STRING"), ("window_start", "BIGINT"), ("window_end", "BIGINT"),
                   ("event_id", "ARRAY<BIGINT>"), ("ts", "ARRAY<BIGINT>"))
@@ -54,11 +76,29 @@ FROM_EDGES = (("key", "STRING"), ("window_start", "BIGINT"), ("predicate", "INT"
               ("event", "ARRAY<BIGINT>"), ("vertex", "ARRAY<BIGINT>"))
 TO_EDGES = (("key", "STRING"), ("window_start", "BIGINT"), ("predicate", "INT"),
             ("event", "ARRAY<BIGINT>"), ("lo", "ARRAY<BIGINT>"), ("hi", "ARRAY<BIGINT>"))
+LATE = (("run_id", "STRING"), ("source_version", "BIGINT"), ("key", "STRING"), ("ts", "BIGINT"),
+        ("id", "BIGINT"), ("reason", "STRING"), ("watermark", "BIGINT"))
+"""``<name>_late``: one row per source event not applied. ``source_version`` is the commit it
+arrived in, ``ts`` its timestamp in the state's units (microseconds, or raw units), ``reason``
+``late`` (``ts`` below ``watermark``, the bound of its commit) or ``incomplete`` (NULL key,
+timestamp or id; ``watermark`` NULL)."""
 META = (("graph", "STRING"), ("source", "STRING"), ("pattern", "STRING"), ("key_col", "STRING"),
         ("source_version", "BIGINT"), ("windows", "BIGINT"), ("events", "BIGINT"),
-        ("updated_at", "TIMESTAMP"))
+        ("updated_at", "TIMESTAMP"), ("source_from", "BIGINT"), ("run_id", "STRING"),
+        *((f"{suffix}_version", "BIGINT") for suffix in STATE_SUFFIXES),
+        ("lateness", "STRING"), ("max_ts", "BIGINT"), ("watermark", "BIGINT"),
+        ("events_read_total", "BIGINT"), ("late_total", "BIGINT"))
+"""``<name>_meta``, one row: ``source_version`` is the last source version fully processed,
+``source_from`` the first one the last run read, ``run_id`` that run (``<name>:<from>-<to>``);
+each ``<suffix>_version`` the version of that state table as the run left it (NULL: never
+written); ``windows`` / ``events`` the windows and event vertices held; ``lateness`` the setting
+the run used, ``max_ts`` the newest timestamp of a complete source row read so far and
+``watermark`` = ``max_ts - lateness``, the bound the next commit's events are held to (NULL
+without a lateness); ``events_read_total`` the source rows read so far, ``late_total`` those set
+aside (late or incomplete: the rows of ``<name>_late``). ``updated_at`` (wall clock) is
+informational only; nothing is derived from it."""
 COLUMNS = {"event_vertices": EVENT_VERTICES, "attribute_vertices": ATTRIBUTE_VERTICES,
-           "from_edges": FROM_EDGES, "to_edges": TO_EDGES, "meta": META}
+           "from_edges": FROM_EDGES, "to_edges": TO_EDGES, "late": LATE, "meta": META}
 MERGE_KEYS = {"event_vertices": ["key", "window_start"],
               "attribute_vertices": ["key", "window_start", "predicate"],
               "from_edges": ["key", "window_start", "predicate"],
@@ -99,6 +139,9 @@ class GraphConf:
             timestamp, BIGINT tie-break.
         type_col: the type column, or None (then every source row is an event of the class,
             as in ``cet_trends`` without ``type_col``).
+        settings: the settings the tables resolve under.
+        lateness: how far behind the newest earlier event an event may be and still be
+            applied (:func:`parse_lateness`), or None: no watermark, nothing is ever late.
     """
 
     name: str
@@ -109,6 +152,7 @@ class GraphConf:
     id_col: str
     type_col: str | None
     settings: Settings
+    lateness: Span | None = None
 
     @property
     def query(self) -> Any:
@@ -143,10 +187,75 @@ class GraphConf:
         type_col = entry.get("type_col")
         if type_col is not None:
             check_identifier(type_col, what="type_col")
+        lateness = None
+        if "lateness" in entry:
+            try:
+                lateness = parse_lateness(entry["lateness"])
+            except ConfigError as err:
+                raise ConfigError(f"graph {name}: {err.message}") from None
         conf = GraphConf(name, source, entry["pattern"], cols["key_col"], cols["ts_col"],
-                         cols["id_col"], type_col, settings)
-        conf.query  # compile now: a bad pattern is a config error with code and caret
+                         cols["id_col"], type_col, settings, lateness)
+        query = conf.query  # compile now: a bad pattern is a config error with code and caret
+        if lateness is not None and query.within is not None and query.unit != lateness.kind:
+            # WITHIN in time units means a TIMESTAMP ts_col, in UNITS a numeric one: the
+            # lateness is measured on the same column, so in the same kind of unit.
+            raise ConfigError(f"graph {name}: lateness {lateness} is in {lateness.kind} but the "
+                              f"pattern's WITHIN is in {query.unit}; use the same kind of unit")
         return conf
+
+    def lateness_amount(self, numeric_ts: bool) -> int | None:
+        """``lateness`` in the units of the state's timestamps, or None without a lateness.
+
+        Args:
+            numeric_ts: whether ``ts_col`` is numeric (raw units) rather than a TIMESTAMP
+                (microseconds).
+
+        Raises:
+            ConfigError: a time lateness for a numeric ``ts_col``, or UNITS for a TIMESTAMP.
+        """
+        if self.lateness is None:
+            return None
+        if numeric_ts != (self.lateness.kind == UNITS):
+            wanted = "a number (or 'N UNITS')" if numeric_ts else "a time such as '30 DAYS'"
+            raise ConfigError(f"graph {self.name}: lateness {self.lateness} does not fit the "
+                              f"{'numeric' if numeric_ts else 'TIMESTAMP'} column "
+                              f"{self.ts_col}; use {wanted}")
+        if numeric_ts:
+            return int(self.lateness.value)
+        return int(self.lateness.microseconds() or 0)
+
+
+def parse_lateness(value: Any) -> Span:
+    """The ``lateness`` of a ``conf/graphs.toml`` entry as a :class:`cep.lang.ast.Span`.
+
+    A string is a number and a unit as after ``WITHIN`` (``"30 DAYS"``, ``"1 hour"``, ``"500
+    UNITS"``; the unit words of the pattern language, :func:`cep.lang.conditions.unit_of`); a
+    bare non-negative whole number means raw units of a numeric ``ts_col``.
+
+    Args:
+        value: the TOML value.
+
+    Raises:
+        ConfigError: anything else: ``EVENTS``, an unknown unit, a negative or fractional
+            number of UNITS, a boolean, a span beyond 2**62 microseconds.
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise ConfigError(f'lateness must be a duration such as "30 DAYS" or a number, '
+                          f"not {value!r}")
+    if isinstance(value, str):
+        found = _DURATION.fullmatch(value)
+        unit = unit_of(found.group(2)) if found else None
+        if found is None or (unit not in TIME_UNITS and unit != UNITS):
+            raise ConfigError(f'lateness {value!r}: expected a number and a unit of time '
+                              f'(MICROSECONDS .. WEEKS) or UNITS, such as "30 DAYS"')
+        span = Span(float(found.group(1)), unit)
+    else:
+        span = Span(float(value), UNITS)
+    if not math.isfinite(span.value) or span.value < 0 or span.magnitude() > 2 ** 62:
+        raise ConfigError(f"lateness {value!r} is out of range")
+    if span.kind == UNITS and not float(span.value).is_integer():
+        raise ConfigError(f"lateness {value!r}: a number of UNITS must be whole")
+    return span
 
 
 def load_graph(settings: Settings, name: str) -> GraphConf:
