@@ -71,6 +71,8 @@ from delta_tables.predict_state import (COLUMNS, MERGE_KEYS, PredictionConf, Pre
 from delta_tables.settings import Settings, TableConf
 from delta_tables.sketch_state import spark_schema
 # The TXN_* conf names are defined in jobs.txn and re-exported here.
+from jobs.txn import commit_records as _run_records
+from jobs.txn import log_version as _version
 from jobs.txn import (TXN_APP_CONF, TXN_VERSION_CONF, USER_METADATA_CONF,  # noqa: F401
                       crash_point, ensure_table, merge, read_meta_row, register_existing, save,
                       say, worker_error)
@@ -208,37 +210,6 @@ def _check_settings(spark: "SparkSession", conf: PredictionConf, meta: dict[str,
             f"prediction set {conf.name}: predictions.toml registers "
             f"{sorted(dict(conf.subscriptions).items())}, the state was built for "
             f"{sorted(have.items())}; register the changed subscriptions under a new set name")
-
-
-def _version(table: TableConf) -> int | None:
-    """The latest committed version of ``table`` (None: no table), from a listing of its
-    ``_delta_log`` folder: the answer of :func:`delta_tables.catalog.current_version` on the
-    local warehouse without a Spark job (a run asks for it about ten times)."""
-    log = table.location / "_delta_log"
-    versions = [int(p.stem) for p in log.glob("*.json") if p.stem.isdigit()] if log.is_dir() else []
-    return max(versions) if versions else None
-
-
-def _run_records(table: TableConf, after: int | None) -> list[dict[str, Any]]:
-    """The ``userMetadata`` records (parsed JSON objects) of ``table``'s commits after version
-    ``after`` (all commits when None), read from the commit files of its ``_delta_log``."""
-    log = table.location / "_delta_log"
-    found = []
-    for path in sorted(log.glob("*.json")) if log.is_dir() else []:
-        if not path.stem.isdigit() or (after is not None and int(path.stem) <= int(after)):
-            continue
-        with path.open(encoding="utf-8") as handle:
-            for line in handle:
-                action = json.loads(line)
-                if "commitInfo" in action:
-                    try:
-                        record = json.loads(action["commitInfo"].get("userMetadata") or "null")
-                    except ValueError:
-                        record = None
-                    if isinstance(record, dict):
-                        found.append(record)
-                    break
-    return found
 
 
 def _interrupted_target(spark: "SparkSession", conf: PredictionConf,

@@ -1,4 +1,4 @@
-"""How state jobs run, read from ``conf/jobs.toml``: the run-all list, retries, manifest, maintenance.
+"""How state jobs run, read from ``conf/jobs.toml``: run-all list, retries, manifest, maintenance.
 
 Every key has a default, so a missing file or section means the defaults; an unknown key, a
 wrong type or a bad value is a :class:`cep.errors.ConfigError` that names the file, the key,
