@@ -84,7 +84,21 @@ def loaded_temperatures(spark: "object", settings: Settings) -> object:
 
 
 @pytest.fixture(scope="session")
-def predicted_heat(spark: "object", settings: Settings, loaded_temperatures: object) -> object:
+def forced_temperatures(spark: "object", settings: Settings, loaded_temperatures: object
+                        ) -> tuple[object, object]:
+    """``daily_temperatures`` loaded again (a no-op) and then forced (a rewrite), once per run.
+
+    The rewrite happens before any state is built from the table: a rewrite is not an append,
+    so state built before it could not be brought up to date (CEP-PRED-041). Every fixture that
+    builds state from ``daily_temperatures`` depends on this one, whatever the test order."""
+    from jobs.temperatures import load_temperatures
+
+    again = load_temperatures(spark, settings, quiet=True)
+    return again, load_temperatures(spark, settings, force=True, quiet=True)
+
+
+@pytest.fixture(scope="session")
+def predicted_heat(spark: "object", settings: Settings, forced_temperatures: object) -> object:
     """The prediction set ``heat`` of ``conf/predictions.toml`` over ``daily_temperatures``,
     brought up to date once per run by the predict job through the job framework, so the run
     manifest ``cep_runs`` records it (docs/predict-jobs.md and docs/jobs.md query both)."""

@@ -211,7 +211,8 @@ def test_the_real_files_and_their_heat_waves(settings) -> None:
 
 
 @pytest.mark.spark
-def test_load_writes_the_table_once(spark, settings, loaded_temperatures) -> None:
+def test_load_writes_the_table_once(spark, settings, loaded_temperatures,
+                                    forced_temperatures) -> None:
     assert loaded_temperatures.events == ROWS
     schema = spark.table("daily_temperatures").schema
     assert [(f.name, f.dataType.simpleString()) for f in schema.fields] == \
@@ -244,9 +245,8 @@ def test_load_writes_the_table_once(spark, settings, loaded_temperatures) -> Non
     assert (props[PROP_LOADER], props[PROP_CITIES]) == ("1", "hyderabad,tunis,cordoba,champion,brussels")
     assert props[PROP_SOURCE].startswith("aquacrop-3.1.0-py3-none-any.whl!aquacrop/data/hyderabad_")
     assert props["delta.enableChangeDataFeed"] == "true"
-    again = load_temperatures(spark, settings, quiet=True)
+    again, forced = forced_temperatures  # the fixture forces the rewrite before any state is built
     assert not again.written and again.version == loaded_temperatures.version and again.events == ROWS
-    forced = load_temperatures(spark, settings, force=True, quiet=True)
     assert forced.written and forced.version == again.version + 1 and forced.events == ROWS
     assert current_version(spark, settings.table("daily_temperatures")) == forced.version
     assert spark.table("daily_temperatures").count() == ROWS
