@@ -104,6 +104,9 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; returns the process exit code (2 for a typed error)."""
+    from jobs.crash import arm
+
+    arm()  # test hook (jobs/crash.py): does nothing unless CEP_KILL/PAUSE_BEFORE_COMMIT is set
     args = _parser().parse_args(argv)
     from delta_tables.settings import load_settings
 
@@ -198,8 +201,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             parse_key(args.job)
             for run in read_runs(spark, load_run_conf(settings).manifest, args.job):
                 versions = ", ".join(f"{t} v{v}" for t, v in sorted(run.state_versions.items()))
+                done = ("" if run.finished_at is None
+                        else f" at {run.finished_at:%Y-%m-%d %H:%M:%S}Z")
+                read = ("" if run.rows_read is None
+                        else f", {run.rows_read:,} rows read, {run.late or 0:,} late")
                 print(f"{run.run_id}  {run.status:<9} source {run.source_table} "
-                      f"v{run.source_version}  {versions}")
+                      f"v{run.source_version}{read}{done}  {versions}")
         elif args.command == "maintain":
             from jobs.maintenance import maintain
 
@@ -222,10 +229,11 @@ def _result_line(kind: str, r: Any) -> str:
     if not r.written:
         return (f"{kind} {_name(r)}: nothing new (source version {r.source_version}); "
                 "nothing written")
-    if kind == "graph":
-        return (f"{_name(r)}: {r.windows} window(s) rebuilt; state complete up to "
-                f"source version {r.source_version} ({r.seconds:.1f}s)")
     versions = ", ".join(f"{k} v{v}" for k, v in r.versions.items())
+    if kind == "graph":
+        return (f"{_name(r)}: source versions {r.source_from}..{r.source_version}: "
+                f"{r.events_read:,} events read, {r.late:,} late, {r.incomplete:,} incomplete; "
+                f"{r.windows:,} window(s) rebuilt; {versions}; {r.seconds:.1f}s")
     if kind == "sketch":
         return (f"{_name(r)}: source versions {r.source_from}.."
                 f"{r.source_version}: {r.events_read:,} events read, "

@@ -16,9 +16,11 @@ run-all``) goes through :func:`run_job`:
 3. **Record** the run in the manifest (:mod:`delta_tables.manifest`), after the meta table:
    the versions the meta row names, the meta table's own version, their commit timestamps.
    The row's write is idempotent too (``txnAppId = cep-manifest-<kind>-<name>-g<generation>``,
-   ``txnVersion`` = the source version), so two runs of the same work record it once. A rerun
-   that finds nothing new still records a complete run whose manifest row is missing (a crash
-   between the meta table and the manifest), and writes nothing else.
+   ``txnVersion`` = the source version), so two runs of the same work record it once. Every
+   complete run whose row is missing is recorded too, oldest first, also when the source has
+   grown since: a run killed between the meta table and the manifest, and a run killed between
+   two state tables that the next run finished (:func:`record_run`). A rerun that finds
+   nothing new writes such rows and nothing else.
 
 Example:
     >>> is_concurrency_conflict(RuntimeError("[DELTA_CONCURRENT_APPEND] ConcurrentAppendException: "
@@ -214,28 +216,59 @@ def _commit_timestamps(spark: "SparkSession", tables: dict[str, TableConf],
 def record_run(spark: "SparkSession", job: StateJob, manifest: TableConf, *, result: Any = None,
                attempts: int | None = None, started_at: _dt.datetime | None = None,
                quiet: bool = True) -> ManifestRun | None:
-    """Append the manifest row of the job's last complete run, unless it is there already.
+    """Append the manifest rows of the job's complete runs that the manifest lacks.
 
-    The row describes the state the job's meta table describes: its ``source_version``, the
-    ``<suffix>_version`` of each other state table, and the meta table's own version, read
-    together (the meta row is read as of that version).
+    Every version of the job's meta table is one complete run (the meta table is overwritten
+    once, last, by each run). Normally only the newest is unrecorded: the run just made. After
+    a crash there can be more, and each is recorded, oldest first, even when the source has
+    grown since:
+
+    - a run killed between its meta table and its manifest row;
+    - a run killed between two state tables and finished by the next run, which then writes
+      the meta table twice (the finished run's, then its own).
+
+    So the versions after the last one the manifest records for the job's current state are
+    recorded; a state no row records yet (built before the manifest existed, or rebuilt) gets
+    the row of its newest version only. A row describes the state its meta version
+    describes: its ``source_version``, the ``<suffix>_version`` of each other state table, and
+    the meta table's own version.
 
     Returns:
-        The row written, or None when the manifest already holds it (or the job has no
-        complete run yet).
+        The last row written, or None when the manifest already holds them all (or the job has
+        no complete run yet).
     """
     meta_table = job.tables["meta"]
-    meta_version = current_version(spark, meta_table)
-    if meta_version is None:
+    latest = current_version(spark, meta_table)
+    if latest is None:
         return None
+    state_id = _state_id(spark, meta_table)
+    runs = read_runs(spark, manifest, job.key)
+    generation = _generation(runs, state_id)
+    recorded = [r.state_versions.get(meta_table.name) for r in runs if r.generation == generation]
+    recorded = [int(v) for v in recorded if v is not None]
+    written = None
+    for meta_version in range(max(recorded) + 1 if recorded else latest, latest + 1):
+        run = _record_version(spark, job, manifest, meta_version, state_id, generation, runs,
+                              result=result, attempts=attempts, started_at=started_at,
+                              quiet=quiet)
+        if run is not None:
+            runs.append(run)
+            written = run
+    return written
+
+
+def _record_version(spark: "SparkSession", job: StateJob, manifest: TableConf, meta_version: int,
+                    state_id: str, generation: int, runs: list[ManifestRun], *, result: Any,
+                    attempts: int | None, started_at: _dt.datetime | None,
+                    quiet: bool) -> ManifestRun | None:
+    """Append the row of the run that left ``meta_version`` in the meta table, unless it has
+    one (or the version holds no row: the table's creation)."""
+    meta_table = job.tables["meta"]
     rows = read_table(spark, meta_table, version=meta_version).collect()
     if not rows:
         return None
     meta = rows[0].asDict()
     source_version = int(meta["source_version"])
-    state_id = _state_id(spark, meta_table)
-    runs = read_runs(spark, manifest, job.key)
-    generation = _generation(runs, state_id)
     if any(r.generation == generation and r.source_version >= source_version for r in runs):
         return None
     by_name = {table.name: table for table in job.tables.values()}

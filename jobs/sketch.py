@@ -5,7 +5,8 @@ One run of :func:`run_sketch` for a registered sketch (``conf/sketches.toml``):
 1. Read ``<name>_meta``. If the source's version (or ``--until-version``) equals the recorded
    ``source_version``, print that nothing is new and write nothing.
 2. Read only the new source rows: the change data feed from ``source_version + 1`` to the target
-   version (a first run reads the table as of the target version). An update or delete in that
+   version (a first run reads the feed from version 0 when it holds inserts only, else the
+   table as of the target version). An update or delete in that
    range is a :class:`SourceNotAppendOnlyError` (sketch sources are append-only).
 3. Per stream, in Spark (``groupBy(bucket).applyInArrow`` over hash buckets of streams; no event
    reaches the driver): the new events are joined with the stream's **frontier** (its top-level node rows and its open-leaf
@@ -229,14 +230,41 @@ def _interrupted_target(spark: "SparkSession", conf: SketchConf,
 
 # ---- reading the source ------------------------------------------------------------------------
 
+def _first_commits(spark: "SparkSession", conf: SketchConf, target: int) -> "DataFrame | None":
+    """The change data feed ``0..target`` when it holds inserts only, else None.
+
+    A first run reads it rather than the snapshot so that each event keeps the commit it
+    arrived in (``<name>_late.source_version``): a build from scratch then records the same
+    late rows as a job that ran commit by commit. A feed that cannot be read from version 0
+    (enabled later, vacuumed) or that holds updates or deletes (the table was rewritten) gives
+    None: the snapshot as of ``target`` is the first run's input, every event at ``target``.
+    """
+    from pyspark.sql import functions as F
+
+    try:
+        frame = (spark.read.format("delta").option("readChangeFeed", "true")
+                 .option("startingVersion", 0).option("endingVersion", target)
+                 .load(str(conf.source.location)))
+        rewritten = frame.where(F.col("_change_type") != "insert").limit(1).count()
+    except Exception as exc:  # AnalysisException / Py4J: no feed from version 0
+        if isinstance(exc, CepError):
+            raise
+        return None
+    return None if rewritten else frame
+
+
 def _new_events(spark: "SparkSession", conf: SketchConf, done: int, target: int) -> "DataFrame":
     """``stream, type, ts, id, version`` of the source rows after ``done`` up to ``target``."""
     from pyspark.sql import functions as F
 
     path = str(conf.source.location)
     if done < 0:
-        frame = read_table(spark, conf.source, version=target)
-        version = F.lit(target).cast("bigint")
+        frame = _first_commits(spark, conf, target)
+        if frame is None:
+            frame = read_table(spark, conf.source, version=target)
+            version = F.lit(target).cast("bigint")
+        else:
+            version = F.col("_commit_version").cast("bigint")
     else:
         try:
             frame = (spark.read.format("delta").option("readChangeFeed", "true")
