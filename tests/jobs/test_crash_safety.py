@@ -23,10 +23,11 @@ once over the source as of the same version. What must hold:
   (:func:`delta_tables.manifest.find_run` / :func:`~delta_tables.manifest.read_state`) equals
   the from-scratch build as of its source version.
 
-Killed tables: every table of the sketch (nodes, open, late, meta), the models table of the
-prediction set (after its instances committed), the run manifest (after the prediction set's
-meta table), the from-edges table of the graph (after its two vertex tables). The other tables
-of predict and graph are crashed in process by their jobs' own tests (``crash_after``).
+Killed tables: every table an incremental run writes: the sketch's nodes, open, late and meta;
+the prediction set's instances, models, late and meta; the graph's event and attribute
+vertices, from and to edges, late and meta; the run manifest (after the prediction set's meta
+table). The prediction set's subscriptions (first run only) and states (new machine states
+only) are crashed in process by its job's own tests (``crash_after``).
 
 Each child costs a JVM start, so this process works while children start: it builds the
 from-scratch state of the child's commit and makes the jobs later tests need, and a kill test
@@ -673,13 +674,25 @@ def start_next_child(request: pytest.FixtureRequest, worlds: Worlds, kind: str) 
 KILL_TEST = "test_killed_before_a_commit_then_rerun_equals_a_from_scratch_build"
 PAUSE_TEST = "test_two_overlapping_runs_apply_once"
 KILLS = [  # (kind, table, tables the killed run must have committed, grow the source first)
-    # The kinds take turns, so each test can start the next one's child early.
+    # Every table an incremental run writes (the prediction set's subscriptions are written by
+    # its first run only, its states when a run meets a new machine state). The kinds take
+    # turns, so each test can start the next one's child early.
     ("sketch", "nodes", set(), False),
+    ("predict", "instances", set(), False),
+    ("graph", "event_vertices", set(), False),
     ("predict", "models", {"instances"}, False),
     ("sketch", "open", {"nodes"}, False),
+    ("graph", "attribute_vertices", {"event_vertices"}, False),
+    ("predict", "late", {"instances", "models"}, False),
     ("graph", "from_edges", {"event_vertices", "attribute_vertices"}, False),
     ("sketch", "meta", {"nodes", "open"}, True),
+    ("graph", "to_edges", {"event_vertices", "attribute_vertices", "from_edges"}, False),
+    ("predict", "meta", {"instances", "models", "late"}, False),
+    ("graph", "late", {"event_vertices", "attribute_vertices", "from_edges", "to_edges"},
+     False),
     ("predict", "manifest", {"instances", "models", "late", "meta"}, True),
+    ("graph", "meta", {"event_vertices", "attribute_vertices", "from_edges", "to_edges",
+                       "late"}, True),
     # Last of the sketch's commits: its late rows (see sketch_rows).
     ("sketch", "late", {"nodes", "open"}, False),
 ]
