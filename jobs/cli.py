@@ -10,7 +10,11 @@ Delta), ``sketch`` (bring a registered sketch's Delta state up to date), ``graph
 for a trend graph), ``predict`` (the same for a prediction set), ``run-all`` (every job of
 ``conf/jobs.toml``, each recorded in the run manifest), ``runs`` (the manifest's runs of a
 job), ``maintain`` (OPTIMIZE and VACUUM of the registered state tables), ``demo``
-(the README demo), ``sql`` (run one SQL statement and show it).
+(the README demo), ``sql`` (run one SQL statement and show it), ``connect-server`` (a Spark
+Connect server over the warehouse, in the foreground until SIGTERM or Ctrl-C).
+
+``serve`` runs the SQL server for BI tools (Spark's Thrift JDBC/ODBC server sharing the
+session that holds the CEP functions; docs/bi.md) in the foreground until SIGTERM or Ctrl-C.
 
 The three state jobs run through :func:`jobs.runner.run_job` (retries on Delta concurrency
 conflicts, then a run-manifest row).
@@ -95,7 +99,18 @@ def _parser() -> argparse.ArgumentParser:
                           help="VACUUM retention; refused below the time-travel window")
     maintain.add_argument("--dry-run", action="store_true",
                           help="show what VACUUM would delete; change nothing")
+    serve = sub.add_parser("serve", help="serve the warehouse and the CEP functions to JDBC/ODBC "
+                           "clients (BI tools, beeline) until SIGTERM or Ctrl-C "
+                           "(conf/server.toml [server])")
+    # Strings, not type=int: a bad value is a typed CEP-JOB-060 error like a bad conf value.
+    serve.add_argument("--host", help="address to bind (default 127.0.0.1: loopback only)")
+    serve.add_argument("--port", help="port (default 10000; 0: any free port, printed)")
     sub.add_parser("demo", help="the README demo")
+    connect = sub.add_parser("connect-server", help="serve the warehouse to Spark Connect "
+                             "clients until SIGTERM or Ctrl-C (conf/connect.toml [connect])")
+    # Strings, not type=int: a bad value is a typed CEP-JOB-070 error like a bad conf value.
+    connect.add_argument("--host", help="address to bind (default 127.0.0.1: loopback only)")
+    connect.add_argument("--port", help="port (default 15002; 0: any free port, printed)")
     sql = sub.add_parser("sql", help="run one SQL statement against the warehouse and show it")
     sql.add_argument("statement")
     sql.add_argument("--rows", type=int, default=50)
@@ -128,6 +143,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             print(f"stock_prices: {fetch_prices(settings)}")
             return 0
+        if args.command == "connect-server":
+            from jobs.connect_server import load_connect_conf, serve
+
+            return serve(settings, load_connect_conf(settings, host=args.host, port=args.port))
+        if args.command == "serve":
+            from jobs.server import load_server_conf, serve
+
+            return serve(settings, load_server_conf(settings, host=args.host, port=args.port))
         if args.command == "demo":
             from jobs.demo import run_demo
 

@@ -1,0 +1,269 @@
+"""Spark Connect server over the project's warehouse: ``python -m jobs connect-server``.
+
+The server is the project's own Spark session (:func:`jobs.session.build_session`: Delta
+configured, the warehouse's Delta tables registered by name) with Spark's Connect gRPC service
+started in its JVM (``spark-connect_2.13-4.2.0.jar`` ships in the pyspark wheel). Every Connect
+client gets its own session on this JVM: it shares the catalog (the registered tables) and
+the SQL settings of ``conf/spark.toml``, but registers the CEP functions itself with
+``sql_ext.register_all(spark)`` (functions are per session; docs/connect.md).
+
+Where it listens comes from ``conf/connect.toml`` ``[connect]`` (``host``, ``port``), then the
+``--host``/``--port`` flags; loopback (``127.0.0.1``) and port 15002 by default. The command
+prints one line with the ``sc://host:port`` URL, serves until SIGTERM or SIGINT (Ctrl-C), then
+stops the service and the session and exits 0.
+
+Example:
+    >>> conf = ConnectConf("127.0.0.1", 15002)
+    >>> conf.url, conf.is_loopback
+    ('sc://127.0.0.1:15002', True)
+    >>> ConnectConf("::1", 15002).url
+    'sc://[::1]:15002'
+    >>> try:
+    ...     check_port("70000", "--port")
+    ... except ConnectConfError as exc:
+    ...     print(exc)
+    CEP-JOB-070: --port: expected a port number from 0 to 65535, found '70000'
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TextIO
+
+from cep.errors import CepError, ConfigError
+from delta_tables.settings import Settings
+from jobs import listener
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = ["ConnectConf", "ConnectConfError", "ConnectServer", "ConnectServerError",
+           "DEFAULT_HOST", "DEFAULT_PORT", "check_host", "check_port", "load_connect_conf",
+           "serve", "start_server"]
+
+DEFAULT_HOST = "127.0.0.1"
+"""Loopback: only programs on this machine can connect (the service has no authentication)."""
+DEFAULT_PORT = 15002
+"""Spark Connect's own default port, so ``sc://localhost`` finds it."""
+CONF_FILE = "connect.toml"
+
+BINDING_ADDRESS = "spark.connect.grpc.binding.address"
+BINDING_PORT = "spark.connect.grpc.binding.port"
+PORT_RETRIES = "spark.connect.grpc.port.maxRetries"
+SERVICE = "org.apache.spark.sql.connect.service.SparkConnectService"
+
+JVM_EXIT_GRACE_SECONDS = 60.0
+"""How long a failed stop waits for a JVM that is shutting down on the same signal."""
+
+class ConnectConfError(ConfigError):
+    """A bad ``[connect]`` setting or ``--host``/``--port`` flag of ``connect-server``."""
+
+    code = "CEP-JOB-070"
+
+
+class ConnectServerError(CepError):
+    """The Spark Connect service could not start (the port is taken, the address is not
+    this machine's), or its JVM died while serving."""
+
+    code = "CEP-JOB-071"
+
+
+@dataclass(frozen=True)
+class ConnectConf:
+    """Where the Connect service listens.
+
+    Attributes:
+        host: The address the gRPC service binds to (an IP address or a host name).
+        port: The TCP port; 0 lets the system choose a free one (printed at start).
+    """
+
+    host: str
+    port: int
+
+    @property
+    def url(self) -> str:
+        """The ``sc://host:port`` connection string of this address (IPv6 in brackets)."""
+        return connect_url(self.host, self.port)
+
+    @property
+    def is_loopback(self) -> bool:
+        """Whether only this machine can reach the address."""
+        return listener.is_loopback(self.host)
+
+
+def connect_url(host: str, port: int) -> str:
+    """``sc://host:port``, with an IPv6 address in brackets as URLs require."""
+    return f"sc://[{host}]:{port}" if ":" in host else f"sc://{host}:{port}"
+
+
+def check_host(value: Any, where: str) -> str:
+    """``value`` if it is an IP address or a host name, else :class:`ConnectConfError`."""
+    return listener.check_host(value, where, ConnectConfError)
+
+
+def check_port(value: Any, where: str) -> int:
+    """``value`` as a port number 0..65535 (a TOML integer or a flag's digits), else
+    :class:`ConnectConfError`."""
+    return listener.check_port(value, where, ConnectConfError)
+
+
+def load_connect_conf(
+    settings: Settings, *, host: str | None = None, port: str | int | None = None
+) -> ConnectConf:
+    """``[connect]`` of ``<conf_dir>/connect.toml``, then the flags that were given.
+
+    Args:
+        settings: Project settings; their ``conf_dir`` holds ``connect.toml`` (a missing file
+            means the defaults, ``127.0.0.1`` and 15002).
+        host: ``--host``, when given: wins over the file.
+        port: ``--port``, when given: wins over the file.
+
+    Raises:
+        ConnectConfError: unreadable file, unknown section or key, bad host or port.
+    """
+    return ConnectConf(*listener.load_address(settings, CONF_FILE, "connect",
+                                              (DEFAULT_HOST, DEFAULT_PORT), ConnectConfError,
+                                              host=host, port=port))
+
+
+def binding_conf(conf: ConnectConf) -> dict[str, str]:
+    """The Spark settings that make the Connect service listen at ``conf``.
+
+    They are static settings: they must be in the session's configuration when its JVM
+    starts, so they go through ``build_session`` rather than ``spark.conf.set``.
+    """
+    # No retries: a taken port must fail, not silently move the server to the next port.
+    return {BINDING_ADDRESS: conf.host, BINDING_PORT: str(conf.port), PORT_RETRIES: "0"}
+
+
+@dataclass
+class ConnectServer:
+    """A running Connect service and the session it serves from.
+
+    Attributes:
+        spark: The project session in whose JVM the service runs.
+        host: The bound address.
+        port: The bound port (the system's choice when 0 was asked for).
+        tables: The Delta tables the session registered by name, which clients see.
+    """
+
+    spark: "SparkSession"
+    host: str
+    port: int
+    tables: tuple[str, ...]
+    stopped: bool = False
+
+    @property
+    def url(self) -> str:
+        """The ``sc://host:port`` connection string clients use."""
+        return connect_url(self.host, self.port)
+
+    def jvm_exit_code(self) -> int | None:
+        """The JVM's exit code once it has exited; None while it runs (or when unknown)."""
+        proc = self._jvm_process()
+        return None if proc is None else proc.poll()
+
+    def _jvm_process(self) -> "subprocess.Popen[bytes] | None":
+        # pyspark keeps the JVM's Popen on the gateway it launched; a session attached to a
+        # JVM started elsewhere has none, and is then taken to be alive.
+        return getattr(self.spark.sparkContext._gateway, "proc", None)
+
+    def stop(self) -> None:
+        """Stop the Connect service (the port is released), then the session; idempotent.
+
+        A SIGTERM sent to the whole process group (a service manager, ``timeout``) reaches
+        the JVM as well, which then shuts down by itself: a JVM that is gone, or going, has
+        nothing left to release.
+        """
+        if self.stopped:
+            return
+        self.stopped = True
+        if self.jvm_exit_code() is not None:
+            return
+        try:
+            service = getattr(self.spark.sparkContext._jvm, SERVICE)
+            service.stop(getattr(service, "stop$default$1")(), getattr(service, "stop$default$2")())
+            self.spark.stop()
+        except Exception:  # py4j's errors when the JVM exits meanwhile (py4j is not importable
+            # from this layer); anything else with a live JVM is a real failure
+            proc = self._jvm_process()
+            if proc is None:
+                raise
+            try:
+                proc.wait(timeout=JVM_EXIT_GRACE_SECONDS)
+            except subprocess.TimeoutExpired:
+                raise ConnectServerError("the Connect service did not stop and its JVM still "
+                                         f"runs (pid {proc.pid})") from None
+
+
+def _probe_port(conf: ConnectConf) -> None:
+    """Fail fast, before a JVM starts, when ``conf``'s port cannot be listened on."""
+    listener.probe_port(conf.host, conf.port, ConnectServerError,
+                        f"[connect] port in conf/{CONF_FILE}")
+
+
+def start_server(settings: Settings, conf: ConnectConf) -> ConnectServer:
+    """Build the project session with the Connect binding and start the service in its JVM.
+
+    Args:
+        settings: Project settings (warehouse, jars, Spark settings).
+        conf: Where to listen (:func:`load_connect_conf`).
+
+    Returns:
+        The running server; :meth:`ConnectServer.stop` stops it.
+
+    Raises:
+        ConnectServerError: the port is taken, the address cannot be bound, or a Spark session
+            with other settings already runs in this process.
+        DeltaJarsUnavailable: the Delta jars cannot be loaded.
+    """
+    _probe_port(conf)
+    from delta_tables.catalog import discover_tables
+    from jobs.session import build_session
+
+    with_binding = dataclasses.replace(
+        settings, spark_extra={**settings.spark_extra, **binding_conf(conf)})
+    spark = build_session(with_binding)
+    # build_session returns a session that already runs in this process unchanged; its JVM
+    # would then listen wherever that session's settings say, not at ``conf``.
+    live = spark.sparkContext.getConf()
+    if (live.get(BINDING_ADDRESS), live.get(BINDING_PORT)) != (conf.host, str(conf.port)):
+        raise ConnectServerError(
+            "a Spark session with other Connect settings already runs in this process; start "
+            "the server in a process of its own (python -m jobs connect-server)")
+    jvm = spark.sparkContext._jvm
+    try:
+        getattr(jvm, SERVICE).start(spark.sparkContext._jsc.sc())
+        port = int(getattr(getattr(jvm, SERVICE + "$"), "MODULE$").localPort())
+    except Exception as exc:  # a Py4JJavaError carrying the JVM's bind failure
+        spark.stop()
+        first = next((ln for ln in str(exc).splitlines() if ln.strip()), repr(exc))
+        raise ConnectServerError(
+            f"the Spark Connect service did not start on {conf.host}:{conf.port}: {first}"
+        ) from None
+    registered = tuple(t.name for t in discover_tables(settings)
+                       if spark.catalog.tableExists(t.name))
+    return ConnectServer(spark, conf.host, port, registered)
+
+
+def serve(settings: Settings, conf: ConnectConf, *, out: TextIO | None = None) -> int:
+    """Run the server in the foreground until SIGTERM or SIGINT; returns the exit code 0.
+
+    Prints one line with the ``sc://`` URL once clients can connect, and one when stopped.
+
+    Raises:
+        ConnectConfError, ConnectServerError: see :func:`start_server`.
+    """
+    where = ("loopback only" if conf.is_loopback
+             else "reachable from other hosts, without authentication")
+    return listener.run_until_signal(
+        lambda: start_server(settings, conf),
+        lambda server: (f"Spark Connect server at {server.url} ({where}; {len(server.tables)} "
+                        f"Delta tables of {settings.warehouse_dir}; stop with Ctrl-C or "
+                        "SIGTERM)"),
+        lambda server: f"Spark Connect server at {server.url} stopped",
+        lambda server, code: ConnectServerError(f"the Spark JVM exited with code {code} while "
+                                                f"serving {server.url}"),
+        out)

@@ -1,0 +1,348 @@
+"""Spark Connect (issue 9): the CEP functions registered and run from a Connect client session.
+
+One real server per module: ``python -m jobs connect-server --port 0`` in a child process over
+the test warehouse (the port is the system's choice, read from the URL line the server
+prints). Before it starts, this process writes a small Delta table in two commits, so the
+server registers it by name like every other warehouse table. A Connect client session in
+this process (made by the Connect builder itself, beside the classic ``spark`` fixture) calls
+``sql_ext.register_all`` and runs ``match_seq`` (now and ``VERSION AS OF 0``),
+``match_seq_arrow``, ``cet_trends`` and ``cep_functions()``; every answer must equal the same
+SQL in the classic in-process session. A second client in a fresh interpreter takes the path
+docs/connect.md shows (``SparkSession.builder.remote(url).getOrCreate()``, which puts the
+process in Connect mode). A malformed pattern must fail with its CEP code in the client's
+exception text; a taken port and bad settings are typed errors; SIGTERM stops the server with
+exit 0 and frees the port.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import ipaddress
+import json
+import os
+import queue
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from delta_tables.catalog import register_table
+from delta_tables.settings import Settings, TableConf
+from jobs.connect_server import (ConnectConf, ConnectConfError, ConnectServerError,
+                                 load_connect_conf, start_server)
+
+ROOT = Path(__file__).resolve().parents[2]
+TABLE = "connect_events"
+T0 = datetime(2024, 3, 1, 8, 0, tzinfo=timezone.utc)
+START_TIMEOUT = 900  # seconds; only a guard against a hung child (a JVM start takes 10-30 s)
+
+MATCH_SEQ = f"""
+SELECT key, match_id, start_ts, end_ts, event_ids, variables, n_events
+FROM match_seq(pattern => 'PATTERN a; b+; c WHERE c.price > a.price WITHIN 30 MINUTES',
+               key_col => 'key', events => TABLE({{source}}))
+"""
+NOW = MATCH_SEQ.format(source=TABLE)
+AS_OF_0 = MATCH_SEQ.format(source=f"SELECT * FROM {TABLE} VERSION AS OF 0")
+MATCH_SEQ_ARROW = f"""
+SELECT * FROM match_seq_arrow('PATTERN a; b+; c WITHIN 30 MINUTES', NULL, 'key',
+                              TABLE({TABLE}) PARTITION BY key ORDER BY ts)
+"""
+CET_TRENDS = f"""
+SELECT * FROM cet_trends(pattern => 'PATTERN up+ u[] WHERE u[i].price > u[i-1].price
+                                     WITHIN 40 MINUTES SLIDE 20 MINUTES',
+                         key_col => 'key', events => TABLE(SELECT id, key, ts, price FROM {TABLE}))
+"""
+# The time stamps become strings on the server (session time zone UTC), so the answer of a
+# client in another process does not depend on either process's local time zone.
+AS_TEXT = f"""
+SELECT key, match_id, CAST(start_ts AS STRING) AS start_ts, CAST(end_ts AS STRING) AS end_ts,
+       event_ids, variables
+FROM match_seq(pattern => 'PATTERN a; b+; c WITHIN 30 MINUTES', key_col => 'key',
+               events => TABLE({TABLE}))
+"""
+FUNCTIONS_SQL = "SELECT name, signature, status FROM cep_functions()"
+QUERIES = {"functions": FUNCTIONS_SQL, "now": NOW, "as_of_0": AS_OF_0, "arrow": MATCH_SEQ_ARROW,
+           "trends": CET_TRENDS, "as_text": AS_TEXT}
+"""Every query a client runs, by name; the classic session's answers are the expected ones."""
+# The client of docs/connect.md, in a fresh interpreter: URL and SQL in, rows out as JSON.
+CLIENT = """
+import json, sys
+from pyspark.sql import SparkSession
+from sql_ext import register_all
+
+spark = SparkSession.builder.remote(sys.argv[1]).getOrCreate()
+names = register_all(spark)
+rows = [r.asDict() for r in spark.sql(sys.argv[2]).collect()]
+print(json.dumps({"type": type(spark).__module__, "names": names, "rows": rows}))
+spark.stop()
+"""
+
+
+def events(commit: int) -> list[tuple[int, str, str, datetime, float]]:
+    """The rows of one commit: four keys, a few minutes apart, types cycling with a twist.
+
+    The second commit continues every key later in time, so a match over both commits exists
+    that version 0 does not have.
+    """
+    rows = []
+    for k in range(4):
+        t = T0 + timedelta(minutes=90 * commit + k)
+        for i in range(6 if commit == 0 else 4):
+            n = 10 * commit + i
+            kind = "abbc"[(n + k) % 4] if (n * 7 + k) % 5 else "d"
+            rows.append((100 * commit + 10 * k + i, f"k{k}", kind, t, float((n * 3 + k) % 7)))
+            t += timedelta(minutes=2 + (n + k) % 3)
+    return rows
+
+
+def sorted_rows(rows: list[Any]) -> list[tuple]:
+    """Rows as tuples in a fixed order (a query's row order is not part of its answer)."""
+    return sorted((tuple(r) for r in rows), key=repr)
+
+
+@dataclass
+class Server:
+    """The child running ``python -m jobs connect-server`` and what it printed."""
+
+    proc: subprocess.Popen[str]
+    url: str
+    port: int
+    first_line: str
+    env: dict[str, str]
+    stderr: Path
+    expected: dict[str, list[tuple]]  # the classic session's answer to each of QUERIES
+    lines: queue.Queue[str]  # stdout after the first line, filled by ``reader``
+    reader: threading.Thread
+
+    def log(self) -> str:
+        """The end of the server's stderr, for failure messages."""
+        return self.stderr.read_text(errors="replace")[-4000:]
+
+
+@pytest.fixture(scope="module")
+def table(spark: Any, settings: Settings) -> TableConf:
+    """``connect_events`` in the test warehouse: version 0 and version 1 (an append)."""
+    conf = TableConf(TABLE, settings.warehouse_dir / TABLE)
+    schema = "id BIGINT, key STRING, type STRING, ts TIMESTAMP, price DOUBLE"
+    for commit in (0, 1):
+        (spark.createDataFrame(events(commit), schema).write.format("delta").mode("append")
+         .save(str(conf.location)))
+    assert register_table(spark, conf)
+    versions = spark.sql(f"DESCRIBE HISTORY {TABLE}").select("version").collect()
+    assert sorted(r.version for r in versions) == [0, 1]
+    return conf
+
+
+@pytest.fixture(scope="module")
+def server(spark: Any, settings: Settings, table: TableConf,
+           tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """The Connect server over the test warehouse, started after ``table`` is written; while
+    its JVM starts, this process computes the classic answers to compare with."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("CEP_", "PYSPARK_SUBMIT", "SPARK_CONNECT", "SPARK_REMOTE"))}
+    env.update(CEP_WAREHOUSE=str(settings.warehouse_dir), CEP_CONF_DIR=str(settings.conf_dir),
+               CEP_DATA_DIR=str(settings.data_dir), PYTHONUNBUFFERED="1",
+               # C1 alone starts the server's JVM faster (as in tests/jobs/test_crash_safety.py);
+               # the queries here are small, what they compute is the same.
+               JAVA_TOOL_OPTIONS="-XX:TieredStopAtLevel=1")
+    stderr = tmp_path_factory.mktemp("connect") / "server.err"
+    with stderr.open("w") as err:
+        proc = subprocess.Popen([sys.executable, "-m", "jobs", "connect-server", "--port", "0"],
+                                cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=err, text=True)
+    lines: queue.Queue[str] = queue.Queue()
+    # A thread reads stdout, so a server that hangs before its first line fails the fixture
+    # after START_TIMEOUT instead of blocking the run.
+    reader = threading.Thread(target=lambda: [lines.put(ln) for ln in proc.stdout], daemon=True)
+    reader.start()
+    try:
+        expected = {name: sorted_rows(spark.sql(query).collect())
+                    for name, query in QUERIES.items()}
+        try:
+            first = lines.get(timeout=START_TIMEOUT)
+        except queue.Empty:
+            first = ""
+        found = re.search(r"sc://127\.0\.0\.1:(\d+)", first)
+        if not found:
+            proc.kill()
+            proc.wait()
+            pytest.fail(f"no URL from connect-server (exit {proc.returncode}): {first!r}\n"
+                        f"{stderr.read_text(errors='replace')[-4000:]}")
+        yield Server(proc, found.group(0), int(found.group(1)), first, env, stderr, expected,
+                     lines, reader)
+    finally:
+        if proc.poll() is None:  # a failure left it running (the last test stops it)
+            proc.kill()
+            proc.wait()
+
+
+@pytest.fixture(scope="module")
+def remote(server: Server) -> Iterator[Any]:
+    """A Connect client session in this process, next to the classic ``spark`` session.
+
+    Made by the Connect builder itself: ``pyspark.sql.SparkSession.builder.remote`` would put
+    the whole test process in Connect mode (``SPARK_CONNECT_MODE_ENABLED``), and every later
+    classic test would then build Connect objects.
+    """
+    from pyspark.sql.connect.session import SparkSession as RemoteSession
+
+    session = RemoteSession.builder.remote(server.url).create()
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="module")
+def registered(remote: Any) -> list[str]:
+    """``register_all`` on the Connect session."""
+    from sql_ext import register_all
+
+    return register_all(remote)
+
+
+def test_server_prints_its_loopback_url(server: Server) -> None:
+    assert server.first_line.startswith(f"Spark Connect server at {server.url} (loopback only;")
+    assert server.proc.poll() is None
+
+
+def test_server_is_not_reachable_from_other_hosts(server: Server) -> None:
+    # This machine's own non-loopback address stands for "another host": the service is bound
+    # to 127.0.0.1 only, so nothing listens there.
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect(("192.0.2.1", 9))  # no packet is sent: this only picks a route
+            address = probe.getsockname()[0]
+        except OSError:
+            address = "127.0.0.1"
+    if ipaddress.ip_address(address).is_loopback:
+        pytest.skip("this machine has no non-loopback IPv4 address to connect from")
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection((address, server.port), timeout=30).close()
+
+
+def test_register_all_registers_every_function_over_connect(
+        server: Server, remote: Any, registered: list[str]) -> None:
+    from sql_ext import FUNCTIONS
+
+    assert registered == [f.name for f in FUNCTIONS if f.status == "available"]
+    assert type(remote).__module__ == "pyspark.sql.connect.session"
+    assert sorted_rows(remote.sql(FUNCTIONS_SQL).collect()) == server.expected["functions"]
+
+
+def test_match_seq_over_connect_equals_classic(server: Server, remote: Any,
+                                               registered: list[str]) -> None:
+    # The table was registered by the server at its start: the client names it, no path.
+    got = sorted_rows(remote.sql(NOW).collect())
+    assert got and got == server.expected["now"]
+
+
+def test_time_travel_over_connect_equals_classic(server: Server, remote: Any,
+                                                 registered: list[str]) -> None:
+    got = sorted_rows(remote.sql(AS_OF_0).collect())
+    assert got and got == server.expected["as_of_0"]
+    # Version 1 appended later events that complete further matches: the versions differ.
+    assert got != sorted_rows(remote.sql(NOW).collect())
+    history = remote.sql(f"DESCRIBE HISTORY {TABLE}").select("version").collect()
+    assert sorted(r.version for r in history) == [0, 1]
+
+
+@pytest.mark.parametrize("name", ["arrow", "trends"])
+def test_more_cep_functions_over_connect_equal_classic(server: Server, remote: Any,
+                                                       registered: list[str], name: str) -> None:
+    # match_seq_arrow is an Arrow UDTF, cet_trends a row UDTF with analyze, like match_seq.
+    got = sorted_rows(remote.sql(QUERIES[name]).collect())
+    assert got and got == server.expected[name]
+
+
+def test_malformed_pattern_reaches_the_client_with_its_code(remote: Any,
+                                                            registered: list[str]) -> None:
+    from pyspark.errors import AnalysisException
+
+    bad = f"SELECT * FROM match_seq('PATTERN a; ;', TABLE({TABLE}) PARTITION BY key ORDER BY ts)"
+    with pytest.raises(AnalysisException) as caught:
+        remote.sql(bad).collect()
+    text = str(caught.value)
+    assert "CEP-PAT-106: line 1, column 12:" in text, text[:2000]
+    assert "PATTERN a; ;" in text  # the caret snippet comes along
+
+
+def test_client_in_connect_mode_process(server: Server) -> None:
+    # The docs' way: pyspark.sql.SparkSession.builder.remote(...).getOrCreate() in a process
+    # of its own, where pyspark builds Connect UDTF objects from the start.
+    proc = subprocess.run([sys.executable, "-c", CLIENT, server.url, AS_TEXT], cwd=ROOT,
+                          env=server.env, capture_output=True, text=True, timeout=START_TIMEOUT)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    answer = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert answer["type"] == "pyspark.sql.connect.session"
+    assert "match_seq" in answer["names"] and "cet_trends" in answer["names"]
+    got = sorted_rows([list(row.values()) for row in answer["rows"]])
+    assert got and got == server.expected["as_text"]
+
+
+def test_a_taken_port_is_a_typed_error(server: Server) -> None:
+    proc = subprocess.run([sys.executable, "-m", "jobs", "connect-server", "--port",
+                           str(server.port)], cwd=ROOT, env=server.env, capture_output=True,
+                          text=True, timeout=START_TIMEOUT)
+    assert proc.returncode == 2
+    assert f"CEP-JOB-071: cannot listen on 127.0.0.1:{server.port}" in proc.stderr
+
+
+def test_server_in_a_process_with_another_session_is_refused(spark: Any,
+                                                             settings: Settings) -> None:
+    # This process already runs the classic session, whose JVM was started without the
+    # Connect binding; building "the server's" session would return it unchanged.
+    with pytest.raises(ConnectServerError, match="already runs in this process"):
+        start_server(settings, ConnectConf("127.0.0.1", 0))
+
+
+@pytest.mark.parametrize("text, flags, message", [
+    ("[connect]\nport = 70000\n", {}, "connect.port: expected a port number from 0 to 65535"),
+    ("[connect]\nport = true\n", {}, "connect.port: expected a port number"),
+    ("[connect]\nhost = 'not a host'\n", {}, "connect.host: expected an IP address or a host"),
+    ("[connect]\nhots = '127.0.0.1'\n", {}, "unknown key connect.hots"),
+    ("[server]\nport = 1\n", {}, "unknown section [server]"),
+    ("[connect\n", {}, "cannot read"),
+    ("", {"port": "-1"}, "--port: expected a port number"),
+    ("", {"host": "a/b"}, "--host: expected an IP address or a host name"),
+])
+def test_bad_connect_settings_are_typed_errors(settings: Settings, tmp_path: Path, text: str,
+                                               flags: dict[str, str], message: str) -> None:
+    (tmp_path / "connect.toml").write_text(text, encoding="utf-8")
+    local = dataclasses.replace(settings, conf_dir=tmp_path)
+    with pytest.raises(ConnectConfError) as caught:
+        load_connect_conf(local, **flags)
+    assert caught.value.code == "CEP-JOB-070" and message in str(caught.value)
+
+
+def test_connect_settings_defaults_file_and_flags(settings: Settings, tmp_path: Path) -> None:
+    local = dataclasses.replace(settings, conf_dir=tmp_path)
+    assert load_connect_conf(local).url == "sc://127.0.0.1:15002"  # no file: the defaults
+    (tmp_path / "connect.toml").write_text("[connect]\nhost = 'localhost'\nport = 16000\n")
+    conf = load_connect_conf(local)
+    assert (conf.url, conf.is_loopback) == ("sc://localhost:16000", True)
+    conf = load_connect_conf(local, host="::1", port="0")
+    assert (conf.url, conf.is_loopback) == ("sc://[::1]:0", True)
+    assert not load_connect_conf(local, host="0.0.0.0").is_loopback
+    assert load_connect_conf(settings).port == 15002  # the project's conf/connect.toml
+
+
+def test_sigterm_stops_the_server_and_frees_the_port(server: Server, remote: Any) -> None:
+    # Last test of the module: it ends the server the others used.
+    remote.stop()  # the client first: a session closed by its client needs no retries
+    server.proc.send_signal(signal.SIGTERM)
+    assert server.proc.wait(timeout=START_TIMEOUT) == 0, server.log()
+    server.reader.join(timeout=START_TIMEOUT)  # stdout's end: the JVM has let go of it too
+    rest = [server.lines.get_nowait() for _ in range(server.lines.qsize())]
+    assert [ln.strip() for ln in rest] == [f"Spark Connect server at {server.url} stopped"]
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection(("127.0.0.1", server.port), timeout=30).close()
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as again:
+        again.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        again.bind(("127.0.0.1", server.port))  # a new server could listen there now

@@ -1,0 +1,394 @@
+"""The SQL server for BI tools (``python -m jobs serve``, docs/bi.md) with real clients.
+
+One server per module: ``python -m jobs serve --port 0`` in a child process over the test
+session's warehouse, after this module has written a small Delta table there in three commits
+(``bi_clicks``: 36 clicks of six users). Then:
+
+- beeline (shipped in the pyspark wheel) and PyHive (a DB-API client from PyPI) each run a
+  ``match_seq`` query and a ``VERSION AS OF`` query, and get exactly the rows the same SQL
+  gives in this process's session;
+- a malformed pattern reaches the DB-API client with the CEP error code the in-process call
+  raises;
+- Delta keeps working after a synchronous (PyHive) client disconnected;
+- the server listens on loopback only: a TCP connection to the machine's other address is
+  refused, one to 127.0.0.1 is accepted;
+- SIGTERM stops it: exit code 0, the port is free afterwards.
+
+Bad settings (``conf/server.toml``, ``--host``, ``--port``, a taken port) are typed
+``CEP-JOB-060``/``CEP-JOB-061`` errors, checked without starting a JVM.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import ipaddress
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pyspark
+import pytest
+
+from delta_tables.catalog import current_version, register_table
+from delta_tables.settings import Settings, TableConf, load_settings
+from jobs.cli import main
+from jobs.server import (ServerConf, ServerConfError, ServerStartError, load_server_conf,
+                         start_server)
+
+ROOT = Path(__file__).resolve().parents[2]
+BEELINE = Path(pyspark.__file__).parent / "bin" / "beeline"
+TABLE = "bi_clicks"
+START = datetime(2024, 3, 1, 9, 0, tzinfo=timezone.utc)
+# Bounds for a child that hangs, never timings under test: a JVM start takes 10-30 s here,
+# several times that on a loaded machine.
+START_TIMEOUT = 600
+CLIENT_TIMEOUT = 300
+STOP_TIMEOUT = 120
+
+# Six users, six clicks each, committed two clicks per user at a time (three commits).
+CLICKS = {
+    "u1": ["login", "view", "view", "buy", "logout", "login"],
+    "u2": ["login", "buy", "view", "buy", "logout", "view"],
+    "u3": ["view", "login", "view", "view", "buy", "logout"],
+    "u4": ["login", "logout", "login", "view", "buy", "buy"],
+    "u5": ["login", "view", "buy", "login", "view", "buy"],
+    "u6": ["buy", "view", "login", "view", "logout", "buy"],
+}
+PATTERN = "PATTERN SEQ(login, view+, buy) WITHIN 1 HOUR"
+# Distinct column names: beeline's output of the two statements is split at their headers.
+MATCHES = ("SELECT user_id, match_id, CAST(start_ts AS STRING) AS start_ts, "
+           "CAST(end_ts AS STRING) AS end_ts, "
+           "array_join(transform(event_ids, i -> CAST(i AS STRING)), ' ') AS event_ids, "
+           "array_join(variables, ' ') AS variables "
+           f"FROM match_seq(pattern => '{PATTERN}', key_col => 'user_id', "
+           f"events => TABLE({TABLE})) ORDER BY user_id, match_id")
+AS_OF = ("SELECT user_id AS as_of_user, count(*) AS as_of_clicks, "
+         f"CAST(max(ts) AS STRING) AS as_of_last FROM {TABLE} VERSION AS OF {{version}} "
+         "GROUP BY user_id ORDER BY user_id")
+BAD_PATTERN = ("SELECT * FROM match_seq(pattern => 'PATTERN SEQ(login, view+', "
+               f"key_col => 'user_id', events => TABLE({TABLE}))")
+CODE = re.compile(r"CEP-[A-Z]+-\d{3}")
+READY = re.compile(r"listening on host (\S+) port (\d+): JDBC URL (\S+)")
+
+
+@dataclass(frozen=True)
+class BiTable:
+    """The clicks table, by the Delta version of its first commit (three in all)."""
+
+    first: int
+
+    def queries(self) -> dict[str, str]:
+        """The statements every client runs, by name (the second version is the past one)."""
+        return {"matches": MATCHES, "as_of": AS_OF.format(version=self.first + 1)}
+
+
+@dataclass(frozen=True)
+class Result:
+    """What the in-process session returns for one statement, every value as text."""
+
+    columns: tuple[str, ...]
+    rows: list[tuple[str, ...]]
+
+
+@dataclass
+class Server:
+    """The ``python -m jobs serve`` child and where it listens."""
+
+    proc: subprocess.Popen[bytes]
+    port: int
+    url: str
+    out: Path
+    err: Path
+
+    def log(self) -> str:
+        """The end of the child's output, for failure messages."""
+        return f"{self.out.read_text()[-2000:]}\n{self.err.read_text()[-3000:]}"
+
+
+def click_rows(commit: int) -> list[tuple[int, str, str, datetime]]:
+    """The clicks of ``commit`` (0..2): two per user, ten minutes apart per user."""
+    rows = []
+    for u, (user, types) in enumerate(CLICKS.items()):
+        for k in (2 * commit, 2 * commit + 1):
+            rows.append((100 * u + k, user, types[k], START + timedelta(minutes=10 * k + u)))
+    return rows
+
+
+@pytest.fixture(scope="module")
+def bi_table(spark, settings: Settings) -> BiTable:
+    """``bi_clicks`` written in three commits under the test warehouse, registered here."""
+    location = settings.warehouse_dir / TABLE
+    shutil.rmtree(location, ignore_errors=True)
+    for commit in range(3):
+        frame = spark.createDataFrame(
+            click_rows(commit), "id BIGINT, user_id STRING, type STRING, ts TIMESTAMP")
+        frame.write.format("delta").mode("append").save(str(location))
+    conf = TableConf(TABLE, location)
+    register_table(spark, conf)
+    latest = current_version(spark, conf)
+    assert latest is not None
+    return BiTable(latest - 2)
+
+
+def in_process(spark, sql: str) -> Result:
+    """``sql`` run in this process's session."""
+    frame = spark.sql(sql)
+    return Result(tuple(frame.columns), [tuple(str(v) for v in row) for row in frame.collect()])
+
+
+@pytest.fixture(scope="module")
+def expected(spark, bi_table: BiTable) -> dict[str, Result]:
+    """Every client statement run in this process, by name."""
+    return {name: in_process(spark, sql) for name, sql in bi_table.queries().items()}
+
+
+def child_env(settings: Settings) -> dict[str, str]:
+    """This run's warehouse, settings and caches for a child process."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CEP_", "PYSPARK_SUBMIT"))}
+    env.update(CEP_WAREHOUSE=str(settings.warehouse_dir), CEP_CONF_DIR=str(settings.conf_dir),
+               CEP_DATA_DIR=str(settings.data_dir), PYTHONUNBUFFERED="1",
+               # Short-lived test JVMs start faster with the C1 compiler alone (the crash
+               # tests measured 11 s -> 7 s); what they compute is the same.
+               JAVA_TOOL_OPTIONS="-XX:TieredStopAtLevel=1")
+    return env
+
+
+def stop_group(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM to the child, then SIGKILL to its process group if it does not exit."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(STOP_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(STOP_TIMEOUT)
+
+
+@pytest.fixture(scope="module")
+def server(request: pytest.FixtureRequest, settings: Settings, bi_table: BiTable,
+           tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """``python -m jobs serve --port 0`` over the test warehouse, until the module ends."""
+    logs = tmp_path_factory.mktemp("serve")
+    out, err = logs / "serve.out", logs / "serve.err"
+    with out.open("wb") as stdout, err.open("wb") as stderr:
+        # A session of its own: a Ctrl-C on pytest is not also a stop request to the server.
+        proc = subprocess.Popen([sys.executable, "-m", "jobs", "serve", "--port", "0"], cwd=ROOT,
+                                env=child_env(settings), stdout=stdout, stderr=stderr,
+                                start_new_session=True)
+    try:
+        # The in-process answers are computed while the server's JVM starts.
+        request.getfixturevalue("expected")
+        deadline = time.monotonic() + START_TIMEOUT
+        while not (ready := READY.search(out.read_text())):
+            assert proc.poll() is None, f"serve exited with {proc.returncode}:\n" \
+                                        f"{out.read_text()}\n{err.read_text()[-3000:]}"
+            assert time.monotonic() < deadline, f"serve not ready:\n{err.read_text()[-3000:]}"
+            time.sleep(0.5)
+        assert ready.group(1) == "127.0.0.1"
+        yield Server(proc, int(ready.group(2)), ready.group(3), out, err)
+    finally:
+        stop_group(proc)
+
+
+def beeline(server: Server, statements: list[str], home: Path) -> subprocess.CompletedProcess:
+    """Run ``statements`` in one beeline call (CSV output with headers)."""
+    # beeline keeps its history under the JVM's user.home (not $HOME); the C1 compiler: see
+    # child_env.
+    env = dict(os.environ, JAVA_TOOL_OPTIONS=f"-XX:TieredStopAtLevel=1 -Duser.home={home}")
+    return subprocess.run(
+        [str(BEELINE), "-u", server.url, "-n", "analyst", "--outputformat=csv2",
+         "--showHeader=true", "--silent=true", "-e", "; ".join(statements)],
+        env=env, capture_output=True, text=True, timeout=CLIENT_TIMEOUT, check=False)
+
+
+def split_results(stdout: str, headers: dict[str, tuple[str, ...]]
+                  ) -> dict[str, list[tuple[str, ...]]]:
+    """beeline's CSV output of several statements, split at their header lines."""
+    by_header = {header: name for name, header in headers.items()}
+    results: dict[str, list[tuple[str, ...]]] = {}
+    current = None
+    for row in csv.reader(io.StringIO(stdout)):
+        if not row:
+            continue
+        # beeline prints its prompt in front of the first line it writes
+        row[0] = re.sub(r"^\d+: jdbc:hive2://\S*> ", "", row[0])
+        if tuple(row) in by_header:
+            current = by_header[tuple(row)]
+            results[current] = []
+        elif current is not None:
+            results[current].append(tuple(row))
+    return results
+
+
+def test_beeline_gets_the_in_process_rows(server: Server, bi_table: BiTable,
+                                          expected: dict[str, Result], tmp_path: Path) -> None:
+    assert expected["matches"].rows, "the pattern must match something in bi_clicks"
+    # As of the second commit every user has 4 of the 6 clicks the latest version has.
+    assert {row[1] for row in expected["as_of"].rows} == {"4"}, expected["as_of"]
+
+    proc = beeline(server, list(bi_table.queries().values()), tmp_path)
+
+    assert proc.returncode == 0, f"{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
+    got = split_results(proc.stdout, {name: r.columns for name, r in expected.items()})
+    assert got == {name: r.rows for name, r in expected.items()}, proc.stdout
+
+
+def test_dbapi_client_gets_the_in_process_rows(server: Server, bi_table: BiTable,
+                                               expected: dict[str, Result]) -> None:
+    from pyhive import hive
+
+    with hive.connect(host="127.0.0.1", port=server.port, username="analyst",
+                      auth="NONE") as conn:
+        cursor = conn.cursor()
+        for name, sql in bi_table.queries().items():
+            cursor.execute(sql)
+            rows = [tuple(str(v) for v in row) for row in cursor.fetchall()]
+            assert rows == expected[name].rows, name
+            assert tuple(d[0] for d in cursor.description) == expected[name].columns, name
+
+
+def test_bad_pattern_reaches_the_client_with_its_code(spark, server: Server) -> None:
+    from pyhive import exc, hive
+
+    with pytest.raises(Exception) as here:
+        spark.sql(BAD_PATTERN).collect()
+    code = CODE.search(str(here.value))
+    assert code is not None and code.group().startswith("CEP-PAT-"), str(here.value)
+    with hive.connect(host="127.0.0.1", port=server.port, username="analyst",
+                      auth="NONE") as conn:
+        cursor = conn.cursor()
+        with pytest.raises(exc.OperationalError) as there:
+            cursor.execute(BAD_PATTERN)
+        # The connection stays usable after a failed statement.
+        cursor.execute("SELECT 1")
+        assert cursor.fetchall() == [(1,)]
+    assert code.group() in str(there.value)
+
+
+def test_delta_still_loads_after_a_synchronous_client_left(spark, server: Server) -> None:
+    # PyHive runs statements synchronously; when such a session closes, Hive's session code
+    # closes the class loader of spark.jars. DESCRIBE HISTORY needs Delta classes that
+    # nothing has loaded before (NoClassDefFoundError when the server does not also put the
+    # Delta jars on the JVM's class path).
+    from pyhive import hive
+
+    with hive.connect(host="127.0.0.1", port=server.port, username="analyst",
+                      auth="NONE") as conn:
+        conn.cursor().execute("SELECT 1")
+    with hive.connect(host="127.0.0.1", port=server.port, username="analyst",
+                      auth="NONE") as conn:
+        cursor = conn.cursor()
+        cursor.execute(f"DESCRIBE HISTORY {TABLE}")
+        versions = sorted(int(row[0]) for row in cursor.fetchall())
+    assert versions == sorted(row[0] for row in spark.sql(f"DESCRIBE HISTORY {TABLE}").collect())
+
+
+def non_loopback_address() -> str | None:
+    """An address of this machine that is not loopback, or None (IPv4 first)."""
+    found: list[str] = []
+    try:
+        found += subprocess.run(["hostname", "-I"], capture_output=True, text=True,
+                                timeout=30, check=False).stdout.split()
+    except OSError:  # no hostname command
+        pass
+    try:
+        # Connecting a UDP socket sends nothing; it picks the interface of the default route.
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+            probe.connect(("192.0.2.1", 9))
+            found.append(probe.getsockname()[0])
+    except OSError:  # no route
+        pass
+    usable = [ipaddress.ip_address(a) for a in found if "%" not in a]
+    usable = [a for a in usable if not (a.is_loopback or a.is_link_local or a.is_unspecified)]
+    usable.sort(key=lambda a: a.version)
+    return str(usable[0]) if usable else None
+
+
+def test_other_hosts_are_refused_loopback_is_accepted(server: Server) -> None:
+    address = non_loopback_address()
+    if address is None:
+        pytest.skip("this machine has no non-loopback address to connect to")
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection((address, server.port), timeout=30).close()
+    socket.create_connection(("127.0.0.1", server.port), timeout=30).close()
+
+
+def test_taken_port_is_a_typed_error_before_any_jvm(server: Server, settings: Settings) -> None:
+    with pytest.raises(ServerStartError, match=rf"CEP-JOB-061: cannot listen on "
+                                               rf"127\.0\.0\.1:{server.port}: "):
+        start_server(settings, ServerConf("127.0.0.1", server.port))
+
+
+def test_sigterm_stops_cleanly_and_frees_the_port(server: Server) -> None:
+    # Last test of the module: it stops the module's server.
+    server.proc.send_signal(signal.SIGTERM)
+    code = server.proc.wait(STOP_TIMEOUT)
+
+    assert code == 0, server.log()
+    assert f"SQL server on 127.0.0.1:{server.port} stopped" in server.out.read_text()
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection(("127.0.0.1", server.port), timeout=30).close()
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as again:
+        again.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        again.bind(("127.0.0.1", server.port))
+
+
+# ---- settings: typed errors, no JVM --------------------------------------------------------
+
+
+def conf_dir_with(tmp_path: Path, server_toml: str | None) -> Settings:
+    """Settings whose conf folder is the project's plus the given ``server.toml``."""
+    conf = tmp_path / "conf"
+    shutil.copytree(ROOT / "conf", conf)
+    (conf / "server.toml").unlink()
+    if server_toml is not None:
+        (conf / "server.toml").write_text(server_toml, encoding="utf-8")
+    return load_settings(conf)
+
+
+def test_defaults_file_and_flags(tmp_path: Path) -> None:
+    assert load_server_conf(load_settings()) == ServerConf("127.0.0.1", 10000)
+    assert load_server_conf(conf_dir_with(tmp_path / "a", None)) == ServerConf("127.0.0.1", 10000)
+    settings = conf_dir_with(tmp_path / "b", '[server]\nhost = "localhost"\nport = 10001\n')
+    conf = load_server_conf(settings)
+    assert (conf, conf.is_loopback, conf.jdbc_url) == (
+        ServerConf("localhost", 10001), True, "jdbc:hive2://localhost:10001/")
+    flagged = load_server_conf(settings, host="0.0.0.0", port="0")
+    assert flagged == ServerConf("0.0.0.0", 0) and not flagged.is_loopback
+
+
+@pytest.mark.parametrize("toml, message", [
+    ('[server]\nport = "ten"\n', "server.toml: server.port: expected a port number from 0 to "
+                                 "65535, found 'ten'"),
+    ('[server]\nport = 70000\n', "server.port: expected a port number from 0 to 65535, found "
+                                 "70000"),
+    ('[server]\nhost = "127.0.0.1; rm -rf /"\n', "server.host: expected an IP address or a "
+                                                 "host name"),
+    ('[server]\nhosts = "127.0.0.1"\n', "unknown key server.hosts; expected host, port"),
+    ('[serve]\nhost = "127.0.0.1"\n', "unknown section [serve]; expected [server]"),
+    ('[server\n', "cannot read"),
+])
+def test_bad_file_is_a_typed_error(tmp_path: Path, toml: str, message: str) -> None:
+    with pytest.raises(ServerConfError, match=re.escape(message)) as caught:
+        load_server_conf(conf_dir_with(tmp_path, toml))
+    assert str(caught.value).startswith("CEP-JOB-060: ")
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--port", "-1"], "CEP-JOB-060: --port: expected a port number from 0 to 65535, found '-1'"),
+    (["--host", "not a host"], "CEP-JOB-060: --host: expected an IP address or a host name"),
+])
+def test_bad_flag_exits_2_with_the_code(capsys: pytest.CaptureFixture[str], flags: list[str],
+                                        message: str) -> None:
+    assert main(["serve", *flags]) == 2
+    assert message in capsys.readouterr().err
