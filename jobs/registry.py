@@ -30,7 +30,8 @@ from delta_tables.settings import Settings, TableConf
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["KINDS", "StateJob", "load_job", "registered_jobs", "state_tables", "parse_key"]
+__all__ = ["KINDS", "StateJob", "job_from_mapping", "load_job", "registered_jobs", "state_tables",
+           "parse_key"]
 
 KINDS = ("sketch", "graph", "predict")
 """The kinds of state job, in the order ``run-all`` runs them by default."""
@@ -102,6 +103,33 @@ def load_job(settings: Settings, kind: str, name: str) -> StateJob:
     else:
         from delta_tables.predict_state import load_prediction
         conf = load_prediction(settings, name)
+    return StateJob(kind, name, conf, conf.source, dict(conf.tables()))
+
+
+def job_from_mapping(settings: Settings, kind: str, name: str, entry: dict[str, Any]) -> StateJob:
+    """The job ``kind/name`` registered with ``entry`` (what its conf file section would hold),
+    without a conf file: from-scratch builds in tests and benchmarks under names of their own.
+
+    Example:
+        >>> from delta_tables.settings import load_settings
+        >>> job = job_from_mapping(load_settings(), "sketch", "s1", {
+        ...     "source": "events", "stream_col": "k", "type_col": "t", "ts_col": "ts",
+        ...     "id_col": "id", "m": 64, "k": 2, "C": 3})
+        >>> job.key, sorted(job.tables)
+        ('sketch/s1', ['late', 'meta', 'nodes', 'open'])
+    """
+    if kind not in KINDS:
+        raise ConfigError(f"unknown job kind {kind!r}; expected one of {', '.join(KINDS)}")
+    if kind == "sketch":
+        from delta_tables.sketch_conf import sketch_from_mapping
+        conf = sketch_from_mapping(settings, name, entry)
+        return StateJob(kind, name, conf, conf.source, dict(conf.state_tables()))
+    if kind == "graph":
+        from delta_tables.graph_state import GraphConf
+        conf = GraphConf.from_mapping(settings, name, entry)
+    else:
+        from delta_tables.predict_state import PredictionConf
+        conf = PredictionConf.from_mapping(settings, name, entry)
     return StateJob(kind, name, conf, conf.source, dict(conf.tables()))
 
 

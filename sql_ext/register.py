@@ -9,9 +9,9 @@ Usage (needs a Spark session, so not a doctest)::
     #     'cet_trends', 'match_prob']
     spark.sql("SELECT name, status FROM cep_functions()").show()
 
-The same call works on a Spark Connect client session (``SparkSession.builder.remote(url)``,
-docs/connect.md): the UDTF objects are sent to the server, whose Python workers import the
-same ``udfs`` modules.
+The same call works on a Spark Connect client session (one made with ``.remote(url)`` on
+the session builder, docs/connect.md): the UDTF objects are sent to the server, whose Python
+workers import the same ``udfs`` modules.
 """
 
 from __future__ import annotations
@@ -64,10 +64,10 @@ def for_session(udtf: Any, *, remote: bool) -> Any:
     """``udtf`` as the UDTF kind a Connect (``remote``) or classic session registers.
 
     pyspark's ``udtf``/``arrow_udtf`` build a Connect UDTF only once the process is in Connect
-    mode (``SPARK_CONNECT_MODE_ENABLED``, set by ``SparkSession.builder.remote(...)``), and a
+    mode (``SPARK_CONNECT_MODE_ENABLED``, set by the session builder's ``remote(...)``), and a
     classic one otherwise; each session kind refuses the other's. A process can hold both
-    kinds, or a Connect session made by ``pyspark.sql.connect.session.SparkSession.builder``
-    (which leaves the mode unset), so the object is rebuilt from the same handler class,
+    kinds, or a Connect session made by the builder of
+    ``pyspark.sql.connect.session.SparkSession`` (which leaves the mode unset), so the object is rebuilt from the same handler class,
     return type, evaluation type and determinism when its kind is not the session's.
     An object of the right kind (always the case in a classic-only process) is returned as is.
     """

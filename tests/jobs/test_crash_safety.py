@@ -57,7 +57,7 @@ from delta_tables.catalog import read_table
 from delta_tables.manifest import ManifestRun, find_run, read_runs, read_state
 from delta_tables.settings import Settings, TableConf, load_settings
 from jobs.crash import KILL_ENV, MARKER_ENV, PAUSE_ENV, TAG, committed_files, orphan_files
-from jobs.registry import StateJob, load_job
+from jobs.registry import StateJob, job_from_mapping, load_job
 from jobs.run_conf import RunConf, load_run_conf
 from jobs.runner import run_job
 
@@ -229,20 +229,7 @@ def toml_entries(section: str, entries: dict[str, dict[str, Any]]) -> str:
 def make_job(settings: Settings, kind: str, name: str, entry: dict[str, Any]) -> StateJob:
     """The job ``kind/name`` registered with ``entry`` (what jobs.registry.load_job builds from
     a conf file), for from-scratch builds that need no conf entry."""
-    if kind == "sketch":
-        from delta_tables.sketch_conf import sketch_from_mapping
-
-        conf = sketch_from_mapping(settings, name, entry)
-        return StateJob(kind, name, conf, conf.source, dict(conf.state_tables()))
-    if kind == "graph":
-        from delta_tables.graph_state import GraphConf
-
-        conf = GraphConf.from_mapping(settings, name, entry)
-    else:
-        from delta_tables.predict_state import PredictionConf
-
-        conf = PredictionConf.from_mapping(settings, name, entry)
-    return StateJob(kind, name, conf, conf.source, dict(conf.tables()))
+    return job_from_mapping(settings, kind, name, entry)
 
 
 @dataclass
