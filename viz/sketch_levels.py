@@ -164,22 +164,29 @@ def _from_nodes(table: pa.Table, wanted: list[str] | None, title: str | None) ->
         per_level = np.bincount(level[node])
         if per_level.max() > 50 * max(1, per_level[per_level > 0].min()):
             ax_n.set_yscale("log")
-    for ax in (ax_n, ax_f):
-        ax.set_xticks(levels)
-        ax.set_xlabel("level (0 = leaves)")
-        ax.grid(axis="y", alpha=0.3)
-    ax_n.set_ylabel("nodes")
-    ax_n.set_title("nodes per level")
-    ax_f.set_ylabel("mean fill (set bits / m)")
-    ax_f.set_ylim(0, 1)
-    ax_f.set_title("filter fill per level")
-    ax_f.legend(fontsize="small", frameon=False)
+    _label(ax_n, ax_f, levels, "level (0 = leaves)", ("nodes", "nodes per level"),
+           ("mean fill (set bits / m)", "filter fill per level"))
     if len(series) > 1:
         ax_n.legend(fontsize="small", frameon=False)
     n_streams = len(np.unique(stream)) if len(stream) else 0
     fig.suptitle(title or f"{int(node.sum())} nodes of {n_streams} stream(s), "
                  f"{int(is_open.sum())} open leaves")
     return fig
+
+
+def _label(ax_n: Any, ax_f: Any, ticks: Any, xlabel: str, counts: tuple[str, str],
+           fill: tuple[str, str]) -> None:
+    """Ticks, labels and titles of the two panels (counts left, fill right, fill in [0, 1])."""
+    for ax in (ax_n, ax_f):
+        ax.set_xticks(ticks)
+        ax.set_xlabel(xlabel)
+        ax.grid(axis="y", alpha=0.3)
+    ax_n.set_ylabel(counts[0])
+    ax_n.set_title(counts[1])
+    ax_f.set_ylabel(fill[0])
+    ax_f.set_ylim(0, 1)
+    ax_f.set_title(fill[1])
+    ax_f.legend(fontsize="small", frameon=False)
 
 
 def _from_stats(table: pa.Table, wanted: list[str] | None, title: str | None) -> Any:
@@ -196,15 +203,7 @@ def _from_stats(table: pa.Table, wanted: list[str] | None, title: str | None) ->
     ax_n.bar(heights, streams, width=0.7, label="streams", color="C0")
     ax_f.bar(heights, mean_fill, width=0.7, label="streams", color="C1")
     ax_f.axhline(0.5, color="0.35", linestyle="--", linewidth=1, label="merge limit 1/2")
-    for ax in (ax_n, ax_f):
-        ax.set_xticks(heights)
-        ax.set_xlabel("levels of the tree")
-        ax.grid(axis="y", alpha=0.3)
-    ax_n.set_ylabel("streams")
-    ax_n.set_title("streams per tree height")
-    ax_f.set_ylabel("mean fill of the streams' nodes")
-    ax_f.set_ylim(0, 1)
-    ax_f.set_title("fill per tree height")
-    ax_f.legend(fontsize="small", frameon=False)
+    _label(ax_n, ax_f, heights, "levels of the tree", ("streams", "streams per tree height"),
+           ("mean fill of the streams' nodes", "fill per tree height"))
     fig.suptitle(title or f"{len(levels)} stream(s), {int(nodes.sum())} nodes")
     return fig
