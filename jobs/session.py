@@ -18,7 +18,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Collection, Mapping
 
 from cep.errors import CepError
 from delta_tables.settings import Settings, load_settings
@@ -138,16 +138,21 @@ def session_conf(settings: Settings, jars: list[Path]) -> dict[str, str]:
 
 
 def build_session(
-    settings: Settings | None = None, *, overrides: Mapping[str, Any] | None = None
+    settings: Settings | None = None, *, overrides: Mapping[str, Any] | None = None,
+    register: bool | Collection[str] = True,
 ) -> "SparkSession":
     """Start (or return the running) Spark session with Delta Lake enabled.
 
     Args:
         settings: resolved settings; default :func:`load_settings` with ``overrides``.
         overrides: session overrides passed to :func:`load_settings` (``data_dir``, ``master``...).
+        register: which tables the catalog learns: every configured or discovered table that
+            exists on disk (``True``, the default), none (``False``: the jobs register the
+            tables they read and write themselves), or only the given names.
 
     Returns:
-        A SparkSession whose catalog knows every configured table that exists on disk.
+        A SparkSession whose catalog knows the configured tables that exist on disk (all of
+        them unless ``register`` says otherwise).
 
     Raises:
         DeltaJarsUnavailable: the Delta jars cannot be resolved or loaded.
@@ -170,7 +175,10 @@ def build_session(
 
     from delta_tables.catalog import register_tables
 
-    register_tables(spark, settings)
+    if register is True:
+        register_tables(spark, settings)
+    elif register:
+        register_tables(spark, settings, names=register)
     return spark
 
 

@@ -47,3 +47,32 @@ def test_tables_outside_conf_are_discovered_under_the_warehouse(spark, settings)
     names = {t.name for t in discover_tables(settings)}
     assert "found_later" in names and "not an identifier" not in names
     assert set(settings.tables) <= names
+
+
+def test_register_tables_registers_the_named_tables_or_all(spark, settings) -> None:
+    from delta_tables.catalog import register_tables
+
+    for name in ("reg_a", "reg_b", "reg_c"):
+        spark.range(3).write.format("delta").save(str(settings.warehouse_dir / name))
+    # Only the named ones (any case); a name that is no table is ignored.
+    assert register_tables(spark, settings, names={"REG_A", "reg_b", "no_such"}) == \
+        ["reg_a", "reg_b"]
+    assert spark.catalog.tableExists("reg_a") and not spark.catalog.tableExists("reg_c")
+    # All: the registrations run on threads, every existing table ends up queryable.
+    everything = register_tables(spark, settings)
+    assert {"reg_a", "reg_b", "reg_c", "found_later"} <= set(everything)
+    assert spark.sql("SELECT count(*) FROM reg_c").first()[0] == 3
+    assert "never_written" not in everything
+    # Again: nothing left to create, the same answer.
+    assert register_tables(spark, settings) == everything
+
+
+def test_the_sql_command_registers_the_tables_its_statement_names() -> None:
+    from jobs.cli import statement_names
+
+    names = statement_names("SELECT * FROM approx_match_seq('PATTERN bpi2012; x', NULL, NULL, "
+                            "0, TABLE(SELECT * FROM `app_sketch_nodes` VERSION AS OF 3) "
+                            "PARTITION BY stream)")
+    assert {"app_sketch_nodes", "approx_match_seq"} <= names
+    assert "bpi2012" not in names  # inside a string literal: the pattern's text
+    assert statement_names("SELECT 'no end") is True  # does not tokenize: register everything
