@@ -234,8 +234,8 @@ def make_job(settings: Settings, kind: str, name: str, entry: dict[str, Any]) ->
 
 @dataclass
 class Lab:
-    """Settings over a test-local conf folder (the session's warehouse), its run rules and the
-    environment of a child ``python -m jobs``."""
+    """Settings over a test-local conf folder and warehouse, its run rules and the environment
+    of a child ``python -m jobs``."""
 
     settings: Settings
     rules: RunConf
@@ -258,12 +258,16 @@ def lab(settings: Settings, tmp_path_factory: pytest.TempPathFactory) -> Lab:
     for kind, (filename, section) in CONF_FILES.items():
         (conf / filename).write_text(toml_entries(section, {f"cs_{kind}": REGISTRATIONS[kind]}),
                                      encoding="utf-8")
+    # A warehouse of its own: the ~170 tables of the from-scratch builds would otherwise make
+    # every later session start (demo, notebooks, servers) register them too.
+    warehouse = tmp / "warehouse"
+    warehouse.mkdir()
     lab_settings = load_settings(conf, overrides={
-        "warehouse": str(settings.warehouse_dir), "show_progress": False,
+        "warehouse": str(warehouse), "show_progress": False,
         "app_name": settings.app_name, "driver_memory": settings.driver_memory})
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("CEP_", "PYSPARK_SUBMIT"))}
-    env.update(CEP_WAREHOUSE=str(settings.warehouse_dir), CEP_CONF_DIR=str(conf),
+    env.update(CEP_WAREHOUSE=str(warehouse), CEP_CONF_DIR=str(conf),
                CEP_DATA_DIR=str(settings.data_dir), PYTHONUNBUFFERED="1",
                # The children's JVMs live for one small run: C1 alone starts them ~35% faster
                # (measured: 11 s -> 7 s to a ready session); what the jobs do is the same.
