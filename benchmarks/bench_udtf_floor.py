@@ -1,0 +1,179 @@
+"""How much of a SQL call is the Python UDTF transport itself: the floor under issues 3 and 4.
+
+Two open targets are set against plain Spark: ``match_seq`` under strict contiguity must beat one
+``lead()`` window pass at 10^6 events (issue 3), and ``approx_match_seq`` must be 10x faster
+than exact ``match_seq`` at 10^7 events (issue 4). This benchmark measures, in one Spark
+session and on the same data, what an Arrow UDTF costs that receives the same rows with the
+same ``PARTITION BY`` and does *nothing* (``noop_arrow``): no Python-side change can go below
+that.
+
+Part 1 (issue 3): 10^6 synthetic events (1,000 keys, 50 Zipf types, cached like
+``bench_match_sql``); the ``lead()`` query of ``seq3_strict``, ``match_seq_arrow`` with 16
+buckets, the no-op Arrow UDTF with the same partitioning, with three columns only, without
+``PARTITION BY``, and the shuffle alone.
+
+Part 2 (issue 4): the 10^7-event ``keys`` sketch of ``bench_sketch_query`` (100 streams, solver
+config) as a ``<name>_nodes`` Delta table in two files; the scan, the shuffle alone, the no-op
+Arrow UDTF over all columns, without ``seeds``, without ``bits`` and over ``stream`` only, and
+``approx_match_seq_arrow`` (exists); plus the Python side of that call alone (``answer_batches``
+over the whole table in this process, one core).
+
+Run: ``python -m benchmarks.bench_udtf_floor [--events N] [--sketch-events N]``; best of 3 after
+one warm-up; prints Markdown rows.
+
+Example:
+    >>> NOOP_RETURN
+    'x INT'
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+NOOP_RETURN = "x INT"
+BUCKETS = 16
+REPEATS = 3
+
+
+class NoopTable:
+    """An Arrow UDTF that takes its batches and returns nothing."""
+
+    def eval(self, table: Any) -> Any:
+        return iter(())
+
+
+def best_seconds(fn: Callable[[], Any], repeats: int = REPEATS) -> float:
+    """Best wall time of ``fn()`` over ``repeats`` runs after one warm-up."""
+    fn()
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def noop_sql(spark: Any, sql: str) -> float:
+    """Best time of writing the query's rows to Spark's ``noop`` sink."""
+    return best_seconds(lambda: spark.sql(sql).write.format("noop").mode("overwrite").save())
+
+
+def strict_rows(spark: Any, settings: Any, n: int) -> list[tuple[str, float]]:
+    """Part 1: the strict-contiguity question and its floor."""
+    from benchmarks.bench_match_sql import QUERIES
+    from cep.synthetic import SyntheticSpec
+    from jobs.generate import write_synthetic
+    from sql_ext.quoting import sql_string
+
+    write_synthetic(spark, settings, SyntheticSpec(n_events=n, n_keys=1000, n_types=50,
+                                                   seed=2024), f"floor_events_{n}", quiet=True)
+    frame = spark.table(f"floor_events_{n}")
+    frame.cache().count()
+    frame.createOrReplaceTempView("bench_events")
+    q = QUERIES["seq3_strict"]
+    part = f"PARTITION BY pmod(hash(key), {BUCKETS})"
+    rows = [
+        ("plain SQL, one lead() window pass", noop_sql(spark, q["sql"])),
+        ("match_seq_arrow, 16 buckets", noop_sql(spark, (
+            f"SELECT * FROM match_seq_arrow({sql_string(q['pattern'])}, "
+            f"{sql_string(q['policy'])}, 'key', TABLE(bench_events) {part})"))),
+        ("no-op Arrow UDTF, same partitioning", noop_sql(
+            spark, f"SELECT * FROM noop_arrow(TABLE(bench_events) {part})")),
+        ("no-op Arrow UDTF, key/type/ts only", noop_sql(
+            spark, f"SELECT * FROM noop_arrow(TABLE(SELECT key, type, ts FROM bench_events) "
+                   f"{part})")),
+        ("no-op Arrow UDTF, no PARTITION BY", noop_sql(
+            spark, "SELECT * FROM noop_arrow(TABLE(bench_events))")),
+        ("the shuffle alone (REPARTITION by key)", noop_sql(
+            spark, "SELECT /*+ REPARTITION(2, key) */ * FROM bench_events")),
+    ]
+    frame.unpersist()
+    return rows
+
+
+def sketch_rows(spark: Any, n: int, root: Path) -> list[tuple[str, float]]:
+    """Part 2: the sketch query at ``n`` events and its floor."""
+    from benchmarks import bench_sketch_query as b
+    from delta_tables.sketch_state import NODES_COLUMNS, spark_schema
+    from udfs.approx_match_seq import check_arguments
+    from udfs.approx_match_seq_arrow import answer_batches
+
+    streams, names = b.synthetic_streams("keys", n)
+    per = n // len(streams.keys)
+    config, _ = b.solver_config(b.FPQ, b.SYN_BYTES_PER_EVENT * per, per, b.SYN_WINDOW,
+                                b.SYN_QUERY_LENGTH)
+    trees, _ = b.build_trees(streams, config)
+    table = b.nodes_arrow(streams, trees)
+    pattern = b.questions("keys", names)["frequent"]
+    plan = check_arguments(pattern, b.POLICY, "exists", 0)
+    batches = table.to_batches(max_chunksize=10_000)
+    python_side = best_seconds(lambda: answer_batches(batches, plan))
+    staged = root / "staged.parquet"
+    import pyarrow.parquet as pq
+
+    pq.write_table(table, staged)
+    del trees, streams, table, batches
+    location = root / "floor_nodes"
+    # Two files, as a first run of the sketch job writes them (two shuffle partitions).
+    (spark.read.schema(spark_schema(NODES_COLUMNS)).parquet(str(staged)).repartition(2)
+     .write.format("delta").save(str(location)))
+    nodes = f"delta.`{location}`"
+    part = f"PARTITION BY pmod(hash(stream), {BUCKETS})"
+    rows = [
+        (f"approx_match_seq_arrow exists, {pattern!r}", noop_sql(spark, (
+            f"SELECT * FROM approx_match_seq_arrow('{pattern}', NULL, 'exists', 0, "
+            f"TABLE({nodes}) {part})"))),
+        ("its Python side alone (answer_batches, one core)", python_side),
+        ("no-op Arrow UDTF, every column", noop_sql(
+            spark, f"SELECT * FROM noop_arrow(TABLE({nodes}) {part})")),
+        ("no-op Arrow UDTF, without seeds", noop_sql(
+            spark, f"SELECT * FROM noop_arrow(TABLE(SELECT * EXCEPT (seeds) FROM {nodes}) "
+                   f"{part})")),
+        ("no-op Arrow UDTF, without bits", noop_sql(
+            spark, f"SELECT * FROM noop_arrow(TABLE(SELECT * EXCEPT (bits) FROM {nodes}) "
+                   f"{part})")),
+        ("no-op Arrow UDTF, stream only", noop_sql(
+            spark, f"SELECT * FROM noop_arrow(TABLE(SELECT stream FROM {nodes}) {part})")),
+        ("the shuffle alone (REPARTITION by stream)", noop_sql(
+            spark, f"SELECT /*+ REPARTITION(2, stream) */ * FROM {nodes}")),
+        ("the scan alone (sum of bits lengths)", noop_sql(
+            spark, f"SELECT sum(length(bits)) FROM {nodes}")),
+    ]
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=1_000_000)
+    parser.add_argument("--sketch-events", type=int, default=10_000_000)
+    args = parser.parse_args(argv)
+    from pyspark.sql.functions import arrow_udtf
+
+    from delta_tables.settings import load_settings
+    from jobs.session import build_session
+    from sql_ext import register_all
+
+    settings = load_settings(overrides={"show_progress": False})
+    spark = build_session(settings, register=False)
+    register_all(spark)
+    spark.udtf.register("noop_arrow", arrow_udtf(NoopTable, returnType=NOOP_RETURN))
+    root = Path(tempfile.mkdtemp(prefix="bench-floor-", dir=settings.scratch_dir))
+    try:
+        print(f"| part | what | best of {REPEATS} s |\n|---|---|---:|", flush=True)
+        for label, seconds in strict_rows(spark, settings, args.events):
+            print(f"| strict, {args.events:,} events | {label} | {seconds:.3f} |", flush=True)
+        for label, seconds in sketch_rows(spark, args.sketch_events, root):
+            print(f"| sketch, {args.sketch_events:,} events | {label} | {seconds:.3f} |",
+                  flush=True)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
