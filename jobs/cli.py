@@ -30,7 +30,6 @@ import sys
 from typing import Any, Sequence
 
 from cep.errors import CepError
-from delta_tables.settings import IDENTIFIER
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -160,8 +159,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from jobs.session import build_session
 
         # A job registers the tables it reads and writes itself; `sql` needs those it names.
-        spark = build_session(settings, register=(statement_names(args.statement)
-                                                  if args.command == "sql" else False))
+        from sql_ext.statement import statement_words
+
+        words = statement_words(args.statement) if args.command == "sql" else set()
+        spark = build_session(settings, register=True if words is None else words)
         if args.command == "load-bpi":
             from jobs.load_logs import load_log
 
@@ -248,31 +249,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CepError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-
-
-def statement_names(statement: str) -> set[str] | bool:
-    """The words of a SQL statement that could name a table, or ``True`` (all) if it does not
-    tokenize.
-
-    Registering a table takes Delta a read of its log, so ``python -m jobs sql`` registers only
-    the tables its statement can mean. Over-reading is harmless (a keyword or a column named
-    like a table registers that table); string literals such as a pattern's text are not words.
-
-    Example:
-        >>> sorted(statement_names("SELECT * FROM approx_match_seq(pattern => 'A; B', "
-        ...                        "sketch => TABLE(app_sketch_nodes) PARTITION BY stream)"))
-        ['FROM', 'SELECT', 'TABLE', 'app_sketch_nodes', 'approx_match_seq', 'pattern', 'sketch', 'stream']
-    """
-    from sqlglot.dialects.dialect import Dialect
-    from sqlglot.errors import SqlglotError
-    from sqlglot.tokens import TokenType
-
-    try:
-        tokens = Dialect.get_or_raise("spark").tokenize(statement)
-    except SqlglotError:
-        return True
-    return {t.text for t in tokens
-            if t.token_type != TokenType.STRING and IDENTIFIER.match(t.text)}
 
 
 def _result_line(kind: str, r: Any) -> str:
