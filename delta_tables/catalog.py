@@ -37,7 +37,7 @@ def register_table(spark: "SparkSession", table: TableConf) -> bool:
     if not is_delta_table(spark, table):
         return False
     if not spark.catalog.tableExists(table.name):
-        spark.catalog.createTable(table.name, path=str(table.location), source="delta")
+        _create(spark, table)
     return True
 
 
@@ -80,12 +80,10 @@ def register_tables(spark: "SparkSession", settings: Settings,
     # One listing instead of a tableExists call per table (~10 ms each through py4j).
     known = {row[0].lower() for row in spark.sql("SHOW TABLES").select("tableName").collect()}
     missing = [t for t in tables if t.name.lower() not in known]
-    if len(missing) > 1 and threads > 1:
-        with ThreadPoolExecutor(min(threads, len(missing)), thread_name_prefix="register") as pool:
+    if missing:
+        with ThreadPoolExecutor(max(1, min(threads, len(missing))),
+                                thread_name_prefix="register") as pool:
             list(pool.map(lambda t: _create(spark, t), missing))
-    else:
-        for table in missing:
-            _create(spark, table)
     return [t.name for t in tables]
 
 

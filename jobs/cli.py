@@ -158,10 +158,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         from jobs.session import build_session
 
-        # A job registers the tables it reads and writes itself; `sql` needs those it names.
-        from sql_ext.statement import statement_words
+        # A job registers the tables it reads and writes itself; `sql` needs those it names
+        # (sqlglot is imported for `sql` only: every cron job starts here).
+        words: set[str] | None = set()
+        if args.command == "sql":
+            from sql_ext.statement import statement_words
 
-        words = statement_words(args.statement) if args.command == "sql" else set()
+            words = statement_words(args.statement)
         spark = build_session(settings, register=True if words is None else words)
         if args.command == "load-bpi":
             from jobs.load_logs import load_log
