@@ -211,7 +211,7 @@ def test_incremental_with_crashes_equals_one_pass(spark, settings, source, built
     assert crashed["meta"] == clean["meta"]
     resumed = log["resumed"]
     assert resumed.resumed and resumed.source_version == v3
-    # Delta skipped the repeated v2 writes (txnAppId/txnVersion): one more version for v3 only.
+    # Delta ignored the repeated v2 writes (same txnAppId/txnVersion): one more version, v3's.
     assert final["instances"] == crashed["instances"] + 1 and final["models"] == crashed["models"] + 1
     for suffix in ("instances", "models", "states"):
         assert table_rows(spark, inc, suffix) == table_rows(spark, one, suffix), suffix
