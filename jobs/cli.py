@@ -27,9 +27,14 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from cep.errors import CepError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from delta_tables.settings import Settings
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -117,8 +122,17 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run one command; returns the process exit code (2 for a typed error)."""
+def main(argv: Sequence[str] | None = None, *, spark: "SparkSession | None" = None,
+         settings: "Settings | None" = None) -> int:
+    """Run one command; returns the process exit code (2 for a typed error).
+
+    Args:
+        argv: The arguments after ``python -m jobs`` (default: ``sys.argv[1:]``).
+        spark: A session to run the command in instead of building one (the docs test runs
+            the docs' command lines this way, in its shared session). Commands that own
+            their process (``serve``, ``connect-server``) refuse it.
+        settings: The settings to use instead of loading ``conf/`` (with ``spark``).
+    """
     from jobs.crash import arm
 
     arm()  # test hook (jobs/crash.py): does nothing unless CEP_KILL/PAUSE_BEFORE_COMMIT is set
@@ -126,8 +140,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     from delta_tables.settings import load_settings
 
     overrides = {k: v for k, v in (("data_dir", args.data_dir), ("master", args.master)) if v}
+    if spark is not None and args.command in ("serve", "connect-server"):
+        raise ValueError(f"`{args.command}` starts its own session; it cannot run in another")
     try:
-        settings = load_settings(overrides=overrides)
+        settings = settings or load_settings(overrides=overrides)
         if args.command == "fetch-jars":
             from jobs.session import ensure_delta_jars
 
@@ -154,18 +170,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "demo":
             from jobs.demo import run_demo
 
-            run_demo(settings)
+            run_demo(settings, spark=spark)
             return 0
-        from jobs.session import build_session
-
-        # A job registers the tables it reads and writes itself; `sql` needs those it names
-        # (sqlglot is imported for `sql` only: every cron job starts here).
-        words: set[str] | None = set()
-        if args.command == "sql":
-            from sql_ext.statement import statement_words
-
-            words = statement_words(args.statement)
-        spark = build_session(settings, register=True if words is None else words)
+        if spark is None:
+            spark = _session(settings, args)
         if args.command == "load-bpi":
             from jobs.load_logs import load_log
 
@@ -252,6 +260,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CepError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+
+
+def _session(settings: "Settings", args: argparse.Namespace) -> "SparkSession":
+    """The command's own session, with the catalog holding only the tables it needs."""
+    from jobs.session import build_session
+
+    # A job registers the tables it reads and writes itself; `sql` needs those it names
+    # (sqlglot is imported for `sql` only: every cron job starts here).
+    words: set[str] | None = set()
+    if args.command == "sql":
+        from sql_ext.statement import statement_words
+
+        words = statement_words(args.statement)
+    return build_session(settings, register=True if words is None else words)
 
 
 def _result_line(kind: str, r: Any) -> str:

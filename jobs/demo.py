@@ -320,12 +320,18 @@ def _predict(spark: "SparkSession", settings: Settings) -> None:
     spark.sql(PREDICT_DAYS).show(truncate=False)
 
 
-def run_demo(settings: Settings | None = None) -> None:
-    """Run every demo step against the configured warehouse, printing results."""
+def run_demo(settings: Settings | None = None, *, spark: "SparkSession | None" = None) -> None:
+    """Run every demo step against the configured warehouse, printing results.
+
+    Args:
+        settings: The project settings (default: loaded from ``conf/``).
+        spark: A session to run in (default: one built from ``settings``, with every table
+            of the warehouse registered); the demo test passes its shared session.
+    """
     started = time.monotonic()
     settings = settings or load_settings()
     _banner("Session")
-    spark = build_session(settings)
+    spark = spark or build_session(settings)
     print(f"Spark {spark.version}, master {settings.master}, Delta jars {settings.delta_package}, "
           f"warehouse {settings.warehouse_dir}")
     print("registered SQL functions:", ", ".join(register_all(spark)))

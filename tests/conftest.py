@@ -16,6 +16,38 @@ import pytest
 from delta_tables.settings import Settings, load_settings
 
 TESTS_DIR = Path(__file__).resolve().parent
+ROOT = TESTS_DIR.parent
+
+PROCESS_MODULES = (
+    "tests/jobs/test_crash_safety.py",   # a `python -m jobs` child (and its JVM) per kill
+    "tests/jobs/test_scheduling.py",     # the cron lines and Luigi's command line as processes
+    "tests/server/",                     # the Thrift JDBC/ODBC server and its clients
+    "tests/connect/",                    # the Spark Connect server
+    "tests/test_notebooks.py",           # a Jupyter kernel with its own JVM
+)
+"""Tests that start processes of their own (JVMs, servers, kernels): ``spark`` and ``slow``."""
+
+SLOW_FIXTURES = ("loaded_logs", "sketched_logs", "predicted_heat")
+"""Fixtures that load the full real event logs or build state from them: ``slow``."""
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark every test ``spark`` (needs the JVM) and ``slow`` (end to end) from what it uses.
+
+    ``spark``: the test asks for the ``spark`` fixture, directly or through another fixture,
+    or starts JVMs itself (:data:`PROCESS_MODULES`). ``slow``: the test starts processes or
+    needs the full real logs (:data:`SLOW_FIXTURES`). So ``pytest -m "not slow"`` is the
+    inner loop and ``pytest -m "not spark"`` needs no JVM at all (docs/architecture.md).
+    """
+    for item in items:
+        where = Path(str(item.fspath)).resolve().relative_to(ROOT).as_posix() \
+            if str(item.fspath).startswith(str(ROOT)) else ""
+        uses = set(getattr(item, "fixturenames", ()))
+        processes = where.startswith(PROCESS_MODULES)
+        if processes or "spark" in uses:
+            item.add_marker(pytest.mark.spark)
+        if processes or uses & set(SLOW_FIXTURES):
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(scope="session")

@@ -1,21 +1,18 @@
-"""The README demo (`make demo` = `python -m jobs demo`) runs end to end against the test warehouse."""
+"""The README demo (`make demo` = `python -m jobs demo`) runs end to end against the test warehouse.
+
+It runs through the command line's ``main`` in the test session: a process of its own would
+cost a JVM start and the registration of every table; the process path of ``python -m jobs``
+is run by tests/test_docs.py (``test_shell_example_runs_as_a_process``)."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+def test_demo_runs_and_shows_time_travel(spark, settings, loaded_logs, capsys) -> None:
+    from jobs.cli import main
 
-
-def test_demo_runs_and_shows_time_travel(settings, loaded_logs) -> None:
-    env = dict(os.environ, CEP_WAREHOUSE=str(settings.warehouse_dir), PYTHONUNBUFFERED="1")
-    proc = subprocess.run([sys.executable, "-m", "jobs", "demo"], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    out = proc.stdout
+    code = main(["demo"], spark=spark, settings=settings)
+    out, err = capsys.readouterr()
+    assert code == 0, out[-3000:] + err[-3000:]
     assert "VERSION AS OF" in out and "demo finished" in out
     # The logs were loaded by the fixture, so the demo must find them up to date.
     assert out.count("up to date") == 3

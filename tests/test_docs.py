@@ -74,14 +74,41 @@ def test_python_example_runs(spark, settings, request, where: str, code: str) ->
     exec(compile(code, where, "exec"), {"spark": spark, "settings": settings})
 
 
+def subprocess_commands() -> set[str]:
+    """The command lines also run as a process: one per distinct path through ``python -m
+    jobs`` (argument parsing only, and a session built by the command itself)."""
+    commands = [c for _, c in shell_commands()]
+    return {next(c for c in commands if "--help" in c),
+            next(c for c in commands if shlex.split(c)[3] == "sql")}
+
+
 @pytest.mark.parametrize("where, command", shell_commands(), ids=[c for _, c in shell_commands()])
-def test_shell_example_runs(settings, loaded_logs, request, where: str, command: str) -> None:
+def test_shell_example_runs(spark, settings, loaded_logs, request, capsys, where: str,
+                            command: str) -> None:
+    """Each line runs through the command line's ``main`` in the test session (a JVM start per
+    line cost ~30 s); :func:`test_shell_example_runs_as_a_process` runs one line per path as
+    a process."""
     if "heat" in command:  # the heat prediction set and its source (docs/jobs.md)
         request.getfixturevalue("predicted_heat")
     argv = shlex.split(command)
     assert argv[0] == ".venv/bin/python" and argv[1:3] == ["-m", "jobs"], \
         f"{where}: only `.venv/bin/python -m jobs ...` commands are expected in docs, found {command!r}"
+    from jobs.cli import main
+
+    try:
+        code = main(argv[3:], spark=spark, settings=settings)
+    except SystemExit as exit_:  # --help: argparse prints and exits
+        code = exit_.code
+    out, err = capsys.readouterr()
+    assert code == 0, f"{where}: {command}\n{out[-2000:]}\n{err[-3000:]}"
+    assert (out + err).strip(), f"{where}: {command} printed nothing"
+
+
+@pytest.mark.parametrize("command", sorted(subprocess_commands()))
+def test_shell_example_runs_as_a_process(settings, loaded_logs, command: str) -> None:
+    argv = shlex.split(command)
     env = dict(os.environ, CEP_WAREHOUSE=str(settings.warehouse_dir), PYTHONUNBUFFERED="1")
     proc = subprocess.run([sys.executable, *argv[1:]], cwd=ROOT, env=env, capture_output=True,
                           text=True, timeout=600)
-    assert proc.returncode == 0, f"{where}: {command}\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
+    assert proc.returncode == 0, f"{command}\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
+    assert (proc.stdout + proc.stderr).strip(), f"{command} printed nothing"

@@ -1,10 +1,14 @@
-"""Every walkthrough notebook of notebooks/ runs headless (nbclient), each in its own kernel of
-this venv's python, on the test warehouse, and fails on any cell error (docs/notebooks.md).
+"""Every walkthrough notebook of notebooks/ runs headless (nbclient) in a kernel of this venv's
+python, on the test warehouse, and fails on any cell error (docs/notebooks.md).
 
-The expensive loads are shared: the session fixtures load the data into the test warehouse
-once (``settings.warehouse_dir``), and each kernel gets that warehouse through
+The expensive parts are shared: the session fixtures load the data into the test warehouse
+once (``settings.warehouse_dir``), and the kernel gets that warehouse through
 ``CEP_WAREHOUSE``, so the notebooks' own load cells find their tables up to date. The notebooks
-run one after another: two of them write the same demo tables (the offer feed) when missing.
+run one after another in ONE kernel (its JVM and Spark session started by the first notebook
+and found again by the others' ``build_session``: a kernel and a JVM per notebook cost ~40 s
+each); before each notebook the kernel's namespace is emptied (``%reset -f``), so a notebook
+that used a name it does not define itself still fails. Two of them write the same demo
+tables (the offer feed) when missing.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import re
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Iterator
 
 import pytest
 
@@ -72,20 +77,32 @@ def _kernel_manager():
     return KernelManager(kernel_name="python3", kernel_spec_manager=KernelSpecManager(kernel_dirs=[]))
 
 
+@pytest.fixture(scope="module")
+def kernel(notebook_warehouse: Path) -> Iterator[object]:
+    """One running kernel for every notebook of the module, on the test warehouse."""
+    km = _kernel_manager()
+    assert km.kernel_spec.argv[0] == sys.executable
+    km.start_kernel(env=dict(os.environ, CEP_WAREHOUSE=str(notebook_warehouse),
+                             PYTHONUNBUFFERED="1"), cwd=str(NOTEBOOK_DIR))
+    yield km
+    km.shutdown_kernel()
+
+
 @pytest.mark.spark
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
-def test_notebook_runs(path: Path, notebook_warehouse: Path) -> None:
+def test_notebook_runs(path: Path, kernel: object) -> None:
     import nbformat
     from nbclient import NotebookClient
 
     nb = nbformat.read(path, as_version=4)
-    km = _kernel_manager()
-    assert km.kernel_spec.argv[0] == sys.executable
-    client = NotebookClient(nb, km=km, timeout=900, allow_errors=False,
+    # What an earlier notebook defined is gone: each notebook stands on its own cells.
+    nb.cells.insert(0, nbformat.v4.new_code_cell("%reset -f"))
+    client = NotebookClient(nb, km=kernel, timeout=900, allow_errors=False,
                             resources={"metadata": {"path": str(NOTEBOOK_DIR)}})
-    # Raises CellExecutionError, naming the cell and the traceback, on any error.
-    client.execute(env=dict(os.environ, CEP_WAREHOUSE=str(notebook_warehouse),
-                            PYTHONUNBUFFERED="1"))
+    # Raises CellExecutionError, naming the cell and the traceback, on any error. The kernel
+    # is the module's: the client neither starts nor stops it.
+    client.execute()
+    assert kernel.is_alive()
     for cell in (c for c in nb.cells if c.cell_type == "code"):
         kinds = [o.output_type for o in cell.outputs]
         assert "error" not in kinds, cell.source
