@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from cep.lang import printer
 from cep.lang.ast import (Condition, Define, Equivalence, Loc, PatternNode, Span, Timed, WindowBounds, events,
                           span_field, walk)
-from cep.lang import printer
 
 
 @dataclass(frozen=True)
