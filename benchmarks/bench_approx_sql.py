@@ -18,7 +18,7 @@ save, in one run, on the same Delta tables:
 
 Two shapes of ``10^6`` events each: ``many`` streams (2,000 of 500 events, ``C = 8``, like a log
 of many cases) and ``few`` (4 of 250,000 events, ``C = 64``, like a few long sensor streams).
-Names are Zipf-distributed over 50 types (``cep.synthetic``). Results go to Spark's ``noop``
+Names are Zipf-distributed over 50 types (``cep.datasets.synthetic``). Results go to Spark's ``noop``
 sink, best of 3 after a warm-up. Every variant's row count is printed; they must agree.
 
 Run from the project root::
@@ -43,7 +43,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from cep.sketch import SketchConfig, SketchTree, evaluate_sketch
-from cep.synthetic import SyntheticSpec, generate_events
+from cep.datasets.synthetic import SyntheticSpec, generate_events
 
 SHAPES = {
     "many": {"streams": 2_000, "events": 500, "config": SketchConfig(m=256, k=3, C=8)},

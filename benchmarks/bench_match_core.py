@@ -1,6 +1,6 @@
 """Benchmark of the exact matcher's core (``cep.match``) per partition, against the oracle.
 
-On ``cep.synthetic.generate_events(SyntheticSpec(n_events=N, n_keys=1000, n_types=50))``
+On ``cep.datasets.synthetic.generate_events(SyntheticSpec(n_events=N, n_keys=1000, n_types=50))``
 split into one :class:`~cep.match.EventStream` per key (numpy stable sort by key, ts, id),
 it times ``find_matches`` over every key in one process (events per second per core), and
 ``iter_segment_matches`` on all keys laid end to end as one segmented stream (one engine call
@@ -41,7 +41,7 @@ import numpy as np
 from cep.match import EventStream, compile_query, find_matches
 from cep.match.segments import iter_segment_matches
 from cep.oracles import oracle_matches
-from cep.synthetic import EventColumns, SyntheticSpec, generate_events
+from cep.datasets.synthetic import EventColumns, SyntheticSpec, generate_events
 
 SEED = 20240101
 SIZES = (10_000, 100_000, 1_000_000, 10_000_000)

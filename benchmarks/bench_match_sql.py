@@ -36,7 +36,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from cep.synthetic import SyntheticSpec
+from cep.datasets.synthetic import SyntheticSpec
 
 ROOT = Path(__file__).resolve().parent.parent
 FLINK_PYTHON = ROOT / ".venv-flink" / "bin" / "python"

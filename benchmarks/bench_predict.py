@@ -2,7 +2,7 @@
 
 P-ToPSS (Muthusamy, Liu and Jacobsen, DEBS 2010) matches and predicts for many subscriptions
 at once. On the synthetic workload at the paper's defaults as we reconstruct them
-(:mod:`cep.predict.synthetic`: subscriptions of length 10 over a pool of 50 values, 2 ``;``
+(:mod:`cep.datasets.predict_workload`: subscriptions of length 10 over a pool of 50 values, 2 ``;``
 links, uniform events; seeded), with ``N = 10, 100, 1000, 10000`` subscriptions, one process
 measures in CPU seconds (single-threaded numpy, so per core; the machine is shared):
 
@@ -49,7 +49,7 @@ import numpy as np
 from cep.predict.many import alphabet, beta_table, compile_many, walk
 from cep.predict.merge import flat_table, merge_tables
 from cep.predict.run import run_leaf
-from cep.predict.synthetic import synthetic_workload
+from cep.datasets.predict_workload import synthetic_workload
 
 SEED = 20261121
 SIZES = (10, 100, 1000, 10_000)

@@ -3,7 +3,7 @@
 The paper's table 2 (Sugiura et al., DASFAA 2015, section 6) compares events per second of
 its transducer method with a naive method over window sizes; their Java system reports
 70,000 to 100,000 events/s. In one process, on the same seeded synthetic stream
-(:func:`cep.prob.synthetic.synthetic_pstream`: domain {a, b, c, d}, noise in [0, 0.1]),
+(:func:`cep.datasets.prob_streams.synthetic_pstream`: domain {a, b, c, d}, noise in [0, 0.1]),
 pattern ``PATTERN a, b+, c``, threshold 0.01:
 
 1. **ours**: :func:`cep.prob.match_prob` end to end (matches, groups, group probabilities) for
@@ -47,7 +47,7 @@ import numpy as np
 from cep.prob import compile_prob, find_matches
 from cep.prob.answer import cached_transducer, group_matches
 from cep.prob.pattern import ProbPattern
-from cep.prob.synthetic import synthetic_pstream
+from cep.datasets.prob_streams import synthetic_pstream
 from cep.prob.transducer import group_probabilities, symbol_masses
 
 SEED = 20261121

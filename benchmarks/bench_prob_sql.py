@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from cep.prob import match_prob
-from cep.prob.synthetic import long_columns, synthetic_pstream
+from cep.datasets.prob_streams import long_columns, synthetic_pstream
 
 PATTERN = "PATTERN a, b+, c"
 ARGS = "pattern => 'PATTERN a, b+, c', window => 10, threshold => 0.01"

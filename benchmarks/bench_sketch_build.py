@@ -11,7 +11,7 @@ For one stream of N = 10^5, 10^6 and 10^7 events it measures, in one process:
    Python-int bit masks (each distinct name hashed once, as ours), then a loop per node and
    level (the brute-force rule of the tests); ratio = its wall time / ours.
 
-Two kinds of names, both from ``cep.synthetic.generate_events`` (``n_keys=1``, its Zipf law
+Two kinds of names, both from ``cep.datasets.synthetic.generate_events`` (``n_keys=1``, its Zipf law
 over type ranks, ``zipf_s = 1.1``): ``synthetic`` uses the generated type column as names (50
 types ``T00`` .. ``T49``), ``bpi-like`` maps 26 type ranks to the 26 activity names of the BPI
 Challenge 2017 application log (long names with spaces and parentheses, 6 to 26 characters).
@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from cep.sketch import SketchConfig, SketchTree, bit_positions
-from cep.synthetic import SyntheticSpec, generate_events
+from cep.datasets.synthetic import SyntheticSpec, generate_events
 
 SEED = 20240101
 SIZES = (100_000, 1_000_000, 10_000_000)

@@ -2,7 +2,7 @@
 
 In ONE run, on the same data and machine, it prints five Markdown tables:
 
-1. **Latency** at 10^5, 10^6 and 10^7 events of two synthetic shapes (``cep.synthetic``):
+1. **Latency** at 10^5, 10^6 and 10^7 events of two synthetic shapes (``cep.datasets.synthetic``):
    ``keys`` (100 streams, 50 Zipf types, ``s = 1.1``) and ``words`` (one stream, a Zipf word
    stream over 10^6 types, ``s = 1.2``). Each stream gets one tree, built in the pure core with
    the config of :func:`cep.sketch.solve` for ``fpq = 1e-4``, queries of 3 names, leaves of
@@ -107,7 +107,7 @@ from cep.sketch import (SketchConfig, SketchTree, bit_positions, compile_sketch_
                         evaluate_sketch, solve)
 from cep.sketch.bloom import has_positions
 from cep.sketch.query import SketchQuery
-from cep.synthetic import SyntheticSpec, generate_events
+from cep.datasets.synthetic import SyntheticSpec, generate_events
 
 if TYPE_CHECKING:
     import pyarrow as pa

@@ -4,7 +4,7 @@
    cheapest configuration of every tree height for ``N = 10^6`` events, ``fpq = 10^-4``, leaves
    of ``C = 64`` events and queries of ``s = 2`` names, with Heaps' ``K = 60``, ``beta = 0.5``,
    as a Markdown table. The chosen height (budget 50 MB) is marked ``<-``.
-2. **Prediction versus a built tree.** One synthetic stream (``cep.synthetic``: one key,
+2. **Prediction versus a built tree.** One synthetic stream (``cep.datasets.synthetic``: one key,
    ``10^6`` events, names = types, Zipf ``s = 1.2`` over ``10^6`` types, so that names keep
    arriving as Heaps' law assumes). The solver runs twice with the same target and budget: with
    the default Heaps estimate, and with ``K``, ``beta`` fitted on the stream (least squares of
@@ -44,7 +44,7 @@ import numpy as np
 
 from cep.sketch.solver import SolverResult, bloom_fp, memory_table, solve
 from cep.sketch.tree import SketchTree
-from cep.synthetic import SyntheticSpec, generate_events
+from cep.datasets.synthetic import SyntheticSpec, generate_events
 
 FPQ = 1e-4
 WINDOW = 64

@@ -1,6 +1,6 @@
 """Benchmark of the synthetic event generator, to show it can feed benchmarks of 10^4..10^7 events.
 
-Measures events per second of ``cep.synthetic.generate_events`` at 10^4, 10^5 and 10^6 events
+Measures events per second of ``cep.datasets.synthetic.generate_events`` at 10^4, 10^5 and 10^6 events
 and of ``generate_batches`` (batches of 10^6) at 10^7 events, and compares them, in the same
 process and with the same parameters, against a naive baseline: a plain Python loop over events
 with the ``random`` module that builds the same columns as Python lists (run up to 10^5 events
@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from cep.synthetic import SyntheticSpec, generate_batches, generate_events
+from cep.datasets.synthetic import SyntheticSpec, generate_batches, generate_events
 
 SIZES = (10_000, 100_000, 1_000_000, 10_000_000)
 STREAM_FROM = 10_000_000  # sizes from here on go through generate_batches
@@ -69,7 +69,7 @@ def baseline_generate(spec: SyntheticSpec) -> dict[str, list[float] | list[int] 
     favours the baseline (no conversion to arrays is timed).
 
     Args:
-        spec: Parameters; the same laws as ``cep.synthetic`` (not the same values).
+        spec: Parameters; the same laws as ``cep.datasets.synthetic`` (not the same values).
 
     Returns:
         Columns by name: id, key, type_code, type, ts_us, v0, v1, ...
@@ -205,7 +205,7 @@ def run_benchmark() -> dict[str, object]:
             row["ratio"] = None
         rows.append(row)
     return {
-        "benchmark": "cep.synthetic generator vs per-event Python loop (random module)",
+        "benchmark": "cep.datasets.synthetic generator vs per-event Python loop (random module)",
         "spec": {
             "n_keys": 1000,
             "n_types": 50,

@@ -66,7 +66,7 @@ def noop_sql(spark: Any, sql: str) -> float:
 def strict_rows(spark: Any, settings: Any, n: int) -> list[tuple[str, float]]:
     """Part 1: the strict-contiguity question and its floor."""
     from benchmarks.bench_match_sql import QUERIES
-    from cep.synthetic import SyntheticSpec
+    from cep.datasets.synthetic import SyntheticSpec
     from jobs.generate import write_synthetic
     from sql_ext.quoting import sql_string
 

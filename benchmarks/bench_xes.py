@@ -1,4 +1,4 @@
-"""Benchmark of XES flattening (``cep.xes.read_xes``) on the real BPI logs.
+"""Benchmark of XES flattening (``cep.datasets.xes.read_xes``) on the real BPI logs.
 
 Compares, in the same process on the same files, the streaming flattener against the obvious
 baseline an engineer would write first: ``ElementTree.parse`` of the whole document, then a
@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree
 
-from cep.xes import read_xes
+from cep.datasets.xes import read_xes
 from delta_tables.settings import load_settings
 
 LOGS = ("bpi2017_offers", "bpi2012", "bpi2017_applications")

@@ -8,15 +8,15 @@ MCC are tabled over lookahead ``n = 1 .. 10`` and threshold ``theta = 0.1 .. 0.9
 out). The paper's text is not available to us; the workloads are our reconstruction
 (docs/predict-eval.md):
 
-1. **synthetic** (:mod:`cep.predict.synthetic`): 1000 subscriptions of length 10 over a pool of
+1. **synthetic** (:mod:`cep.datasets.predict_workload`): 1000 subscriptions of length 10 over a pool of
    50 values with 2 ``;`` links; events uniform, or Gaussian over the pool (sigma 5); train on
    the first half of the stream (pair counts of :func:`cep.predict.many.run_many`), test on the
    second half continuing from the trained states; chains unmerged and merged (pooled counts of
    equivalent states, :mod:`cep.predict.merge`). A uniform pool of 5 values is added because
    the paper's uniform defaults produce no match at all (module docstring of
-   :mod:`cep.predict.synthetic`).
+   :mod:`cep.datasets.predict_workload`).
 2. **real** daily maxima of five places (docs/predict-data.md; the cached files of
-   ``jobs.temperatures.fetch_temperature_file`` read with ``cep.temperatures``, no Spark):
+   ``jobs.temperatures.fetch_temperature_file`` read with ``cep.datasets.temperatures``, no Spark):
    "five consecutive days above 30 degrees C". Per place, train on the first two thirds of its
    calendar years (rounded up) and test on the rest. The *generated* model is the Markov chain
    of ``PATTERN H, H, H, H, H DEFINE H AS tmax_c > 30`` (6 states; :func:`cep.predict.run.run_leaf`
@@ -59,7 +59,7 @@ from cep.predict.markov import build_chain
 from cep.predict.merge import merge_tables
 from cep.predict.run import run_leaf
 from cep.predict.subscription import compile_subscription
-from cep.predict.synthetic import synthetic_workload
+from cep.datasets.predict_workload import synthetic_workload
 
 SEED = 20261121
 N_MAX = 10
@@ -145,7 +145,7 @@ def heat_ends(tmax: np.ndarray, days: int = 5, above: float = 30.0) -> np.ndarra
 
 def temperature_series() -> list[Any]:
     """The five places' daily temperatures from the cached files (no Spark)."""
-    from cep.temperatures import read_daily_temperatures
+    from cep.datasets.temperatures import read_daily_temperatures
     from delta_tables.settings import load_settings
     from jobs.temperatures import fetch_temperature_file, temperature_source
 

@@ -1,7 +1,7 @@
 """Generator job: seeded check transactions with kiting rings into Delta (``python -m jobs
 generate-checks``), the data of trend query Q1.
 
-:func:`cep.checks.generate_checks` draws the checks; they are staged as one Parquet file and
+:func:`cep.datasets.checks.generate_checks` draws the checks; they are staged as one Parquet file and
 written in ONE Delta commit with change data feed enabled. The spec and the generator version
 are stored as table properties (``cep.checks.*``): rerunning the same spec writes nothing,
 ``force`` rewrites in one commit, and a new spec replaces the table in one commit (older
@@ -13,7 +13,7 @@ type STRING, ring BIGINT`` (``ring`` is the planted ring's number, NULL for ordi
 the ground truth; docs/data.md).
 
 Example:
-    >>> from cep.checks import CheckSpec
+    >>> from cep.datasets.checks import CheckSpec
     >>> check_properties(CheckSpec(n_checks=1000, seed=7))["cep.checks.n_checks"]
     '1000'
 """
@@ -24,7 +24,7 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
-from cep.checks import CheckSpec, Checks, generate_checks
+from cep.datasets.checks import CheckSpec, Checks, generate_checks
 from delta_tables.settings import Settings, TableConf, check_identifier
 from jobs.staging import replace_table, version_if_holding
 from jobs.load_logs import LoadResult

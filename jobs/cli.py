@@ -180,7 +180,7 @@ def main(argv: Sequence[str] | None = None, *, spark: "SparkSession | None" = No
             for name in args.dataset or list(settings.datasets):
                 load_log(spark, settings, name, force=args.force)
         elif args.command == "generate":
-            from cep.synthetic import SyntheticSpec
+            from cep.datasets.synthetic import SyntheticSpec
             from jobs.generate import write_synthetic
 
             spec = SyntheticSpec(n_events=args.events, n_keys=args.keys, n_types=args.types,
@@ -206,7 +206,7 @@ def main(argv: Sequence[str] | None = None, *, spark: "SparkSession | None" = No
             print(f"{result.table}: {result.events:,} (city, day) rows at version "
                   f"{result.version}{'' if result.written else ' (already loaded; nothing written)'}")
         elif args.command == "generate-checks":
-            from cep.checks import CheckSpec
+            from cep.datasets.checks import CheckSpec
             from jobs.checks import write_checks
 
             spec = CheckSpec(n_checks=args.rows, n_accounts=args.accounts, n_banks=args.banks,

@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from cep.synthetic import SyntheticSpec
+from cep.datasets.synthetic import SyntheticSpec
 from delta_tables.catalog import current_version, read_table, table_properties
 from delta_tables.settings import Settings, load_settings
 from jobs.checks import DEMO_SPEC, write_checks

@@ -1,12 +1,12 @@
 """Generator job: a seeded synthetic event stream into a Delta table (``python -m jobs generate``).
 
-Batches from :func:`cep.synthetic.generate_batches` are staged as Parquet files and written in
+Batches from :func:`cep.datasets.synthetic.generate_batches` are staged as Parquet files and written in
 one Delta commit, so memory stays bounded at 10^7 events and a reader never sees half a
 table. The spec is stored as table properties; rerunning with the same spec writes nothing.
 
 Example:
     >>> from cep.errors import InputDataError
-from cep.synthetic import SyntheticSpec
+from cep.datasets.synthetic import SyntheticSpec
     >>> spec = SyntheticSpec(n_events=1000, n_keys=10, n_types=5, seed=7)
     >>> spec_properties(spec)["cep.synthetic.n_events"]
     '1000'
@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from cep.errors import InputDataError
-from cep.synthetic import EventColumns, SyntheticSpec, generate_batches
+from cep.datasets.synthetic import EventColumns, SyntheticSpec, generate_batches
 from delta_tables.settings import Settings, TableConf, check_identifier
 from jobs.load_logs import LoadResult
 from jobs.staging import replace_table, version_if_holding

@@ -1,6 +1,6 @@
 """Loader job: the real BPI event logs into Delta tables (``python -m jobs load-bpi``).
 
-Each log is flattened by :func:`cep.xes.read_xes`, staged as Parquet with pyarrow and written
+Each log is flattened by :func:`cep.datasets.xes.read_xes`, staged as Parquet with pyarrow and written
 in ONE Delta commit (``CREATE OR REPLACE TABLE ... AS SELECT`` through the DataFrameWriterV2)
 with change data feed enabled and the SHA-256 of the source file and the loader version as
 table properties. A rerun over the same file finds those properties and writes nothing, so
@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cep.errors import InputDataError
-from cep.xes import EventLog, read_xes
+from cep.datasets.xes import EventLog, read_xes
 from delta_tables.catalog import current_version, table_properties
 from delta_tables.settings import Settings, load_settings
 from jobs.datasets import extract_log, sha256_of

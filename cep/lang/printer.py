@@ -7,7 +7,7 @@ where precedence requires them (``|`` < ``&`` < ``;``/``,`` < element) and write
 their original text (a WHERE conjunct whose top level is ``OR`` is wrapped in parentheses).
 
 Example:
-    >>> from cep.lang.parser import parse_pattern
+    >>> from cep.lang import parse_pattern
     >>> q = parse_pattern("PATTERN SEQ(A, OR(B, C), NOT(D), E) WITHIN 100 EVENTS")
     >>> format_query(q)
     'PATTERN A; (B | C); NOT(D); E WITHIN 100 EVENTS'
@@ -24,6 +24,8 @@ Example:
 
 from __future__ import annotations
 
+from typing import Protocol
+
 from sqlglot import exp
 
 from cep.lang.ast import (
@@ -33,13 +35,14 @@ from cep.lang.ast import (
     AttrRef,
     Condition,
     Define,
+    Equivalence,
     Event,
     IterRef,
     Kleene,
+    Loc,
     Not,
     Or,
     PatternNode,
-    Query,
     Ref,
     Seq,
     Span,
@@ -49,6 +52,36 @@ from cep.lang.ast import (
     WindowBounds,
     quote_name,
 )
+
+
+class QueryFields(Protocol):
+    """What the printer reads of a :class:`cep.lang.query.Query`.
+
+    A protocol, not an import: ``Query.dump()`` and ``Query.to_text()`` call this module, so
+    importing ``cep.lang.query`` here would make the two modules import each other.
+    """
+
+    @property
+    def pattern(self) -> PatternNode: ...
+    @property
+    def defines(self) -> tuple[Define, ...]: ...
+    @property
+    def conditions(self) -> tuple[Condition, ...]: ...
+    @property
+    def policy(self) -> str | None: ...
+    @property
+    def equivalences(self) -> tuple[Equivalence, ...]: ...
+    @property
+    def within(self) -> Span | None: ...
+    @property
+    def slide(self) -> Span | None: ...
+    @property
+    def window(self) -> WindowBounds | None: ...
+    @property
+    def span(self) -> Loc: ...
+
+
+_PATTERN_NODES = (Event, Seq, And, Or, Not, Kleene, Timed)
 
 _RESERVED = frozenset({"PATTERN", "DEFINE", "WHERE", "WITHIN", "SLIDE", "WINDOW", "AS"})
 _OPERATOR_WORDS = frozenset({"SEQ", "AND", "OR", "NOT"})
@@ -63,7 +96,7 @@ def _loc(span: tuple[int, int]) -> str:
 # ---------------------------------------------------------------------------------------------
 
 
-def dump(node: Query | PatternNode | Condition) -> str:
+def dump(node: QueryFields | PatternNode | Condition) -> str:
     """Render a query, pattern or condition as an indented, stable tree.
 
     Args:
@@ -73,16 +106,16 @@ def dump(node: Query | PatternNode | Condition) -> str:
         The text, one node per line, without a trailing newline.
     """
     lines: list[str] = []
-    if isinstance(node, Query):
-        _dump_query(node, lines)
-    elif isinstance(node, Condition):
+    if isinstance(node, Condition):
         _dump_condition(node, lines, 0)
-    else:
+    elif isinstance(node, _PATTERN_NODES):
         _dump_pattern(node, lines, 0)
+    else:  # a Query (see QueryFields for why it is not named here)
+        _dump_query(node, lines)
     return "\n".join(lines)
 
 
-def _dump_query(q: Query, out: list[str]) -> None:
+def _dump_query(q: QueryFields, out: list[str]) -> None:
     out.append(f"Query {_loc(q.span)}")
     out.append("  pattern:")
     _dump_pattern(q.pattern, out, 2)
@@ -253,11 +286,11 @@ def _bound(value: int | str) -> str:
     return str(value) if isinstance(value, int) else "'" + value.replace("'", "''") + "'"
 
 
-def format_query(q: Query) -> str:
+def format_query(q: QueryFields) -> str:
     """Write a query as pattern text that parses back to an equal query.
 
     Example:
-        >>> from cep.lang.parser import parse_pattern
+        >>> from cep.lang import parse_pattern
         >>> format_query(parse_pattern("pattern stock+ s[] where [id] and s[i].p > s[i-1].p within 1 hour"))
         'PATTERN stock s[]+ WHERE [id] AND s[i].p > s[i-1].p WITHIN 1 HOURS'
     """

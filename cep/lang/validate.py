@@ -1,9 +1,10 @@
 """Semantic checks of a parsed query: structure (no schema needed) and schema (columns, classes).
 
-``parse_pattern`` runs :func:`check_structure`; :func:`validate_pattern` runs it again (so a
-hand-built Query is checked too) and adds the checks that need the event table's columns and
-the known event classes. All problems found are sorted by position and the first is raised, so
-an analyst fixes a pattern from left to right.
+This is the stage after :mod:`cep.lang.parser` and imports nothing of it; :mod:`cep.lang.pipeline`
+runs the two in order. ``parse_pattern`` runs :func:`check_structure`; ``validate_pattern`` runs
+:func:`check_query`, which runs it again (so a hand-built Query is checked too) and adds the
+checks that need the event table's columns and the known event classes. All problems found are
+sorted by position and the first is raised, so an analyst fixes a pattern from left to right.
 
 Rules beyond the obvious ones:
 
@@ -18,9 +19,9 @@ Rules beyond the obvious ones:
 - attribute names are compared to columns case-insensitively, as Spark resolves them.
 
 Example:
-    >>> from cep.lang.parser import parse_pattern
+    >>> from cep.lang import parse_pattern
     >>> q = parse_pattern("PATTERN a; b WHERE a.prce < b.price")
-    >>> validate_pattern(q, columns=["type", "ts", "price"])
+    >>> check_query(q, columns=["type", "ts", "price"])
     Traceback (most recent call last):
     ...
     cep.lang.errors.PatternSemanticError: CEP-PAT-203: line 1, column 20: unknown attribute 'prce' of alias a; the event table has columns: type, ts, price (did you mean 'price'?)
@@ -43,7 +44,6 @@ from cep.lang.ast import (
     Not,
     Or,
     PatternNode,
-    Query,
     Seq,
     Span,
     Timed,
@@ -80,52 +80,39 @@ from cep.lang.errors import (
     PatternSemanticError,
 )
 from cep.lang.limits import DEFAULT_LIMITS, Limits
+from cep.lang.query import Query
 
 # Longest span in microseconds we accept: int64 microseconds, as Spark timestamps are.
 _MAX_MICROS = 2**63 - 1
 
 
-def validate_pattern(
-    query: Query | str,
+def check_query(
+    query: Query,
     columns: Sequence[str] | None = None,
     classes: Sequence[str] | None = None,
     *,
     limits: Limits = DEFAULT_LIMITS,
-) -> Query:
-    """Check a query against the structure rules and, when given, the table's schema.
+) -> None:
+    """Check a parsed query against the structure rules and, when given, the table's schema.
+
+    :func:`cep.lang.pipeline.validate_pattern` is the public entry point (it also takes text).
 
     Args:
-        query: a parsed query, or pattern text (parsed first).
+        query: a parsed or hand-built query.
         columns: the event table's columns; every attribute and ``[attr]`` must be one of them.
         classes: the known event classes (values of the type column); every class that DEFINE
             does not define must be one of them.
         limits: size and complexity bounds.
 
-    Returns:
-        The query, unchanged, so calls can be chained.
-
     Raises:
         PatternError: the first problem in text order.
-
-    Example:
-        >>> validate_pattern("PATTERN a; b", classes=["a", "c"])
-        Traceback (most recent call last):
-        ...
-        cep.lang.errors.PatternSemanticError: CEP-PAT-219: line 1, column 12: unknown event class 'b'; known classes: a, c
-            PATTERN a; b
-                       ^
     """
-    if isinstance(query, str):
-        from cep.lang.parser import parse_pattern
-
-        query = parse_pattern(query, limits=limits)
     problems = list(_structure(query, limits))
     if columns is not None:
         problems.extend(_columns(query, [str(c) for c in columns]))
     if classes is not None:
         problems.extend(_classes(query, [str(c) for c in classes]))
     _raise_first(problems)
-    return query
 
 
 def check_structure(query: Query, limits: Limits = DEFAULT_LIMITS) -> None:

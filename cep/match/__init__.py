@@ -17,11 +17,12 @@ Example:
 from __future__ import annotations
 
 from cep.match.arrays import MatchArrays
-from cep.match.compiler import CompiledQuery, compile_query
+from cep.match.compiler import compile_query
 from cep.match.engine import find_matches
 from cep.match.errors import MatchLimitError, PolicyConflictError, StreamError, UnsupportedPatternError
 from cep.match.explain import explain
 from cep.match.limits import MatchLimits
+from cep.match.program import CompiledQuery
 from cep.match.result import Match, order_matches
 from cep.match.stream import EventStream
 

@@ -1,7 +1,8 @@
 """skip-till-any-match and strict contiguity: a plan of vectorised SEQ joins over buffers.
 
 One shape (``shapes.py``) of one alternative is evaluated on one partition by a plan tree
-(``plans.py``). Leaves are units; ``Join(X, Unit)`` *extends* the partial matches of ``X``
+(``plans.py``) that the planner chose (``shape_planner.py``: the grouping of the closures into
+units, ``units.py``, and the tree, by the cost model); this module only runs it. Leaves are units; ``Join(X, Unit)`` *extends* the partial matches of ``X``
 by the unit's components one event at a time (a SEQ join with the component's buffer);
 ``Join(X, Y)`` with a composite ``Y`` joins two sets of partial matches (``joins.py``).
 
@@ -30,7 +31,7 @@ closure is complete. Appending only adds instances unless a condition aggregates
 iterations or reads a fixed index (``Predicate.monotone_in``); prepending renumbers the
 iterations, which relative references (``b[i]``, ``b[i-1]``) and unindexed ones do not notice,
 but every aggregate ``agg(b[..i-1])`` and every fixed index ``b[1]`` does, so those wait for the
-complete closure (:func:`backward_monotone`). The new instances of a prepended iteration are
+complete closure (:func:`cep.match.predicates.backward_monotone`). The new instances of a prepended iteration are
 those within the first few iterations (the span of the relative offsets), so a step checks the
 condition on those columns only.
 
@@ -44,160 +45,36 @@ Example:
     >>> m = AnyMatch(cq, shapes_of(cq.alternatives[0])[0], StreamData(s, None))
     >>> [b.pos.tolist() for b in m.run(m.plan("left-deep"))]
     [[[0, 1], [0, 3], [2, 3]]]
-    >>> cq = compile_query("PATTERN A; B+; C", policy="skip-till-any-match")
-    >>> shape = shapes_of(cq.alternatives[0])[0]
-    >>> units_of(shape, "left"), units_of(shape, "right"), units_of(shape, "late")
-    ([(0, 1), (2, 2)], [(0, 0), (1, 2)], [(0, 1), (2, 2)])
-    >>> shape = shapes_of(compile_query("PATTERN A; B{2}; C", policy="skip-till-any-match")
-    ...                   .alternatives[0])[0]
-    >>> units_of(shape, "late")  # B{2} is inserted by the join of A with C
+    >>> cq = compile_query("PATTERN A; B{2}; C", policy="skip-till-any-match")
+    >>> m = AnyMatch(cq, shapes_of(cq.alternatives[0])[0], StreamData(s, None), grouping="late")
+    >>> m.units  # B{2} is in no unit: the join of A with C inserts it
     [(0, 0), (2, 2)]
 """
 
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
-from functools import cached_property
-from typing import Mapping, Sequence, Union
+from typing import Mapping, Sequence
 
 import numpy as np
 
-from cep.lang.ast import NEXT, AggRef
+from cep.lang.ast import AggRef
 from cep.match.bindings import View, holds
 from cep.match.buffers import alias_buffer
-from cep.match.compiler import CompiledQuery
 from cep.match.data import StreamData
 from cep.match.expr import Value, null_safe_equal
-from cep.match.joins import Block, count_between, expand_ranges, next_after, prev_before
-from cep.match.late import (binomial_sum, combination_sums, combination_total, expand_combinations,
-                            late_blocker)
+from cep.match.joins import Block, count_between, expand_ranges
+from cep.match.late import combination_total, expand_combinations
 from cep.match.limits import check_iterations, check_partial
 from cep.match.negation import violated, window_close
-from cep.match.plans import (
-    GROUPINGS,
-    Estimates,
-    GroupingChoice,
-    Join,
-    Node,
-    Plan,
-    Unit,
-    build_plan,
-    choose_grouping,
-    split_kind,
-    SAMPLE_EVENTS,
-    SAMPLE_PAIRS,
-    SMALL_PARTITION,
-)
-from cep.match.predicates import Predicate
+from cep.match.plans import Estimates, GroupingChoice, Join, Node, Plan, Unit
+from cep.match.predicates import Predicate, backward_monotone
+from cep.match.program import CompiledQuery
+from cep.match.ranges import Ranges
+from cep.match.shape_planner import ShapePlanner
 from cep.match.shapes import Constraint, Shape
+from cep.match.units import GroupingRequest, anchor_of
 from cep.match.variables import exists_assignment
-
-_NONE = np.iinfo(np.int64).max // 4
-
-# What a caller may ask for: one grouping for every closure, or one per slot (a sequence
-# indexed by slot, or a mapping slot -> grouping); event slots are ignored.
-GroupingRequest = Union[str, Sequence[Union[str, None]], Mapping[int, str], None]
-
-
-def normal_grouping(shape: Shape, requested: GroupingRequest = None) -> tuple[str | None, ...]:
-    """Per slot, the grouping a request amounts to (None for event slots).
-
-    A closure can be grouped ``right`` only when the slot after it is an event or a closure
-    grouped ``right``, and ``late`` only when :func:`cep.match.late.late_blocker` finds
-    nothing against it; otherwise it is ``left``. None requests ``left`` everywhere.
-
-    Raises:
-        ValueError: an unknown grouping name.
-    """
-    return resolve_grouping(shape, requested)[0]
-
-
-def resolve_grouping(shape: Shape, requested: GroupingRequest = None
-                     ) -> tuple[tuple[str | None, ...], dict[int, str]]:
-    """:func:`normal_grouping` and, per closure whose requested grouping could not be used,
-    why it fell back to ``left`` (for ``explain``).
-
-    Raises:
-        ValueError: an unknown grouping name.
-    """
-    n = len(shape.slots)
-    if requested is None or isinstance(requested, str):
-        want: list[str | None] = [requested or "left"] * n
-    elif isinstance(requested, Mapping):
-        want = [requested.get(k, "left") for k in range(n)]
-    else:
-        want = list(requested) + ["left"] * (n - len(requested))
-    out: list[str | None] = [None] * n
-    notes: dict[int, str] = {}
-    can_right = False
-    for k in reversed(range(n)):
-        if shape.slots[k].kind == "event":
-            can_right = True
-            continue
-        wanted = want[k]
-        if wanted not in GROUPINGS:
-            raise ValueError(f"unknown grouping {wanted!r}; expected one of {', '.join(GROUPINGS)}")
-        got = wanted
-        if wanted == "late":
-            blocker = late_blocker(shape, k)
-            if blocker is not None:
-                got = "left"
-                notes[k] = f"fell back from late to left: {blocker}"
-        elif wanted == "right" and not can_right:
-            got = "left"
-            notes[k] = "fell back from right to left: no event or closure grouped right after it"
-        out[k] = got
-        can_right = got == "right"
-    return tuple(out), notes
-
-
-def units_of(shape: Shape, grouping: GroupingRequest = None) -> list[tuple[int, int]]:
-    """Slot ranges ``(first, last)`` of the units under ``grouping`` (see ``plans.py``).
-
-    A unit is an event slot with the closures grouped ``right`` before it and those grouped
-    ``left`` after it; a leading run of closures grouped ``left`` is a unit of its own. A
-    closure grouped ``late`` is in no unit (it lies between two units).
-    """
-    g = normal_grouping(shape, grouping)
-    units: list[tuple[int, int]] = []
-    start: int | None = None
-    for k, slot in enumerate(shape.slots):
-        if slot.kind == "event":
-            units.append((k if start is None else start, k))
-            start = None
-        elif g[k] == "late":
-            continue  # in no unit: the join of its two neighbours' units inserts it
-        elif g[k] == "right":
-            start = k if start is None else start
-        elif not units:
-            units.append((k, k))
-        else:
-            units[-1] = (units[-1][0], k)
-    return units
-
-
-def anchor_of(shape: Shape, unit: tuple[int, int]) -> int:
-    """The slot a unit is built from: its event slot (its first slot when it has none)."""
-    first, last = unit
-    for k in range(first, last + 1):
-        if shape.slots[k].kind == "event":
-            return k
-    return first
-
-
-def backward_monotone(pred: Predicate, aliases: Sequence[str]) -> bool:
-    """Whether a failure with some iterations of ``aliases`` stays a failure when earlier
-    iterations are prepended: iterations are renumbered, so no aggregate over a prefix
-    (``agg(b[..i-1])``, ``agg(b)``) and no fixed index may read them."""
-    for alias in aliases:
-        if alias not in pred.aliases:
-            continue
-        if not pred.monotone_in(alias):
-            return False
-        if any(isinstance(r, AggRef) and r.alias == alias for r in pred.relative):
-            return False
-    return True
 
 
 def front_width(pred: Predicate, alias: str) -> int | None:
@@ -220,8 +97,12 @@ class AnyMatch:
         shape: the shape to evaluate.
         data: the partition.
         grouping: force the grouping of the Kleene closures (``"left"``, ``"right"``,
-            ``"late"``, or per slot, see :func:`normal_grouping`); None lets the cost model
-            choose.
+            ``"late"``, or per slot, see :func:`cep.match.units.normal_grouping`); None lets
+            the cost model choose.
+
+    The plan is the planner's (:class:`cep.match.shape_planner.ShapePlanner`, held as
+    :attr:`planner`): :attr:`choices`, :attr:`grouping`, :attr:`units`, :meth:`plan` and
+    :meth:`estimates` ask it, for callers that hold a matcher; the evaluation only runs a plan.
     """
 
     def __init__(self, cq: CompiledQuery, shape: Shape, data: StreamData,
@@ -232,52 +113,39 @@ class AnyMatch:
         self.limits = cq.limits
         self.window = cq.window
         self.equivalences = tuple(cq.normal.equivalences)
-        self._requested = grouping
         self.active = tuple(c for c in shape.constraints if c.scope and not c.deferred)
         self.deferred = tuple(c for c in shape.constraints if c.deferred)
         self.constants = tuple(c.pred for c in shape.constraints
                                if c.kind == "pred" and not c.scope and not c.deferred)
         self._transitive = {a: data.value(a)[0].dtype.kind != "O" for a in self.equivalences}
-        self._late_cache: dict[int, LateEstimate | None] = {}
+        self.ranges = Ranges(cq.window, data, self.equivalences, self.buffer)
+        self.planner = ShapePlanner(cq, shape, data, grouping)
 
-    # -- grouping of the Kleene closures ------------------------------------------------------
-    @cached_property
+    # -- the planner's decisions --------------------------------------------------------------
+    @property
     def choices(self) -> tuple[GroupingChoice, ...]:
         """The cost model's grouping decisions (empty when the grouping was forced)."""
-        if self._requested is not None:
-            return ()
-        return tuple(self._choose_grouping())
+        return self.planner.choices
 
-    @cached_property
+    @property
     def grouping(self) -> tuple[str | None, ...]:
         """Per slot, the grouping of each Kleene closure (None for event slots)."""
-        if self._requested is not None:
-            return normal_grouping(self.shape, self._requested)
-        want = {k: c.grouping for c in self.choices for k in c.slots}
-        return normal_grouping(self.shape, want)
+        return self.planner.grouping
 
-    @cached_property
+    @property
     def units(self) -> list[tuple[int, int]]:
         """The units under :attr:`grouping`."""
-        return units_of(self.shape, self.grouping)
+        return self.planner.units
 
-    # -- entry points -----------------------------------------------------------------------
     def plan(self, kind: str) -> Plan:
-        """The plan of ``kind`` for this shape (sizes sampled for ``inner``).
+        """The plan of ``kind`` for this shape (see :meth:`ShapePlanner.plan`)."""
+        return self.planner.plan(kind)
 
-        ``kind`` is a tree kind, with this matcher's grouping, or ``tree:grouping`` with every
-        closure grouped that way (see :data:`cep.match.plans.PLAN_KINDS`).
-        """
-        tree_kind, forced = split_kind(kind)
-        if forced is None:
-            grouping, units = self.grouping, self.units
-        else:
-            grouping = normal_grouping(self.shape, forced)
-            units = units_of(self.shape, grouping)
-        est = self.estimates(units) if tree_kind == "inner" and len(units) > 2 else None
-        tree = build_plan(tree_kind, len(units), est.pair_sizes() if est else None,
-                          est.unit_sizes if est else None)
-        return Plan(tree_kind, tree, grouping, tuple(units))
+    def estimates(self, units: Sequence[tuple[int, int]] | None = None) -> Estimates:
+        """The cost model's sampled statistics of ``units`` (default: :attr:`units`)."""
+        return self.planner.estimates(units)
+
+    # -- entry point --------------------------------------------------------------------------
 
     def run(self, plan: Plan | Node) -> list[Block]:
         """Every match of the shape, as blocks of complete matches (a bare tree runs over
@@ -420,7 +288,7 @@ class AnyMatch:
         for block in blocks:
             if not len(block) or not len(buf):
                 continue
-            lo, hi = self._range(buf, block.start, block.end, link,
+            lo, hi = self.ranges.after(buf, block.start, block.end, link,
                                  self.shape.gaps[k - 1] if entering and k > 0 else ())
             rows, idx = expand_ranges(lo, hi, self.limits, f"appending {alias}")
             pos = np.concatenate([block.pos[rows], buf[idx].reshape(-1, 1)], axis=1)
@@ -445,7 +313,7 @@ class AnyMatch:
         for block in blocks:
             if not len(block) or not len(buf):
                 continue
-            lo, hi = self._range_before(buf, block.start, block.end, link, gaps)
+            lo, hi = self.ranges.before(buf, block.start, block.end, link, gaps)
             rows, idx = expand_ranges(lo, hi, self.limits, f"prepending {alias}")
             pos = np.concatenate([buf[idx].reshape(-1, 1), block.pos[rows]], axis=1)
             new = Block(k, block.last, ((k, alias),) + block.layout, pos)
@@ -455,50 +323,6 @@ class AnyMatch:
             if len(new):
                 out.append(new)
         return out
-
-    def _range_before(self, buf: np.ndarray, start: np.ndarray, end: np.ndarray, link: str,
-                      gaps: Sequence) -> tuple[np.ndarray, np.ndarray]:
-        """Per row, the index range of ``buf`` (sorted) that may precede ``start`` in a row
-        ending at ``end`` (the mirror of :meth:`_range`)."""
-        hi = np.searchsorted(buf, start, side="left")
-        if link == NEXT:
-            lo = np.searchsorted(buf, start - 1, side="left")
-            return lo, hi
-        width = self.window.width
-        if width is None:
-            lo = np.zeros(len(start), dtype=np.int64)
-        elif self.window.by_events:
-            lo = np.searchsorted(buf, end - width, side="right")
-        else:
-            lo = np.searchsorted(self.data.ts[buf], self.data.ts[end] - width, side="right")
-        for gap in gaps:
-            if gap.simple and not self.equivalences:
-                # Not before the last negated event before the row's first one.
-                for neg_alias in gap.negation.aliases:
-                    prv = prev_before(self.buffer(neg_alias), start, -1)
-                    lo = np.maximum(lo, np.searchsorted(buf, prv, side="left"))
-        return lo, hi
-
-    def _range(self, starts: np.ndarray, first: np.ndarray, end: np.ndarray, link: str,
-               gaps: Sequence) -> tuple[np.ndarray, np.ndarray]:
-        """Per row, the index range of ``starts`` (sorted) that may follow ``end``."""
-        lo = np.searchsorted(starts, end, side="right")
-        if link == NEXT:
-            hi = np.searchsorted(starts, end + 1, side="right")
-            return lo, hi
-        width = self.window.width
-        if width is None:
-            hi = np.full(len(end), len(starts), dtype=np.int64)
-        elif self.window.by_events:
-            hi = np.searchsorted(starts, first + width, side="left")
-        else:
-            hi = np.searchsorted(self.data.ts[starts], self.data.ts[first] + width, side="left")
-        for gap in gaps:
-            if gap.simple and not self.equivalences:
-                for neg_alias in gap.negation.aliases:
-                    nxt = next_after(self.buffer(neg_alias), end, _NONE)
-                    hi = np.minimum(hi, np.searchsorted(starts, nxt, side="right"))
-        return lo, hi
 
     def _pair_checks(self, block: Block, first: np.ndarray, new: np.ndarray) -> np.ndarray:
         """Window (from the block's first event) and ``[attr]`` pruning for new columns."""
@@ -519,7 +343,7 @@ class AnyMatch:
         order = np.argsort(right.start, kind="stable")
         rpos = right.pos[order]
         starts = rpos[:, 0]
-        lo, hi = self._range(starts, left.start, left.end, self.shape.slots[k].link,
+        lo, hi = self.ranges.after(starts, left.start, left.end, self.shape.slots[k].link,
                              self.shape.gaps[k - 1])
         rows, idx = expand_ranges(lo, hi, self.limits, "joining partial matches")
         pos = np.concatenate([left.pos[rows], rpos[idx]], axis=1)
@@ -555,7 +379,7 @@ class AnyMatch:
         rpos = right.pos[order]
         starts = rpos[:, 0]
         # The right row must start after the left row's end with room for min iterations.
-        lo, hi = self._range(starts, left.start, left.end + slot.min, self.shape.slots[k + 1].link, ())
+        lo, hi = self.ranges.after(starts, left.start, left.end + slot.min, self.shape.slots[k + 1].link, ())
         rows, idx = expand_ranges(lo, hi, self.limits, f"joining the neighbours of {alias}")
         enough = count_between(buf, left.end[rows], starts[idx]) >= slot.min
         rows, idx = rows[enough], idx[enough]
@@ -765,234 +589,8 @@ class AnyMatch:
         return exists_assignment(view_of(block), self.data, self.deferred,
                                  lambda c, variables: self._check(block, c, None, variables))
 
-    # -- statistics for the cost model ----------------------------------------------------------
-    def estimates(self, units: Sequence[tuple[int, int]] | None = None) -> Estimates:
-        """Sampled unit sizes, pair fractions and selectivities (see ``plans.py``) of
-        ``units`` (default: :attr:`units`)."""
-        units = self.units if units is None else units
-        sizes = []
-        for unit in units:
-            anchor = anchor_of(self.shape, unit)
-            size = float(self._slot_size(anchor))
-            for k in range(unit[0], unit[1] + 1):
-                if k != anchor:
-                    size *= 1.0 + min(self._slot_size(k), 8)
-            sizes.append(max(size, 1.0))
-        raw, sel, grow = [], [], []
-        for u in range(len(units) - 1):
-            a_slot, b_slot = units[u][1], units[u + 1][0]
-            r, s = self._pair_stats(a_slot, b_slot)
-            raw.append(r)
-            sel.append(s)
-            # A late closure between the two units turns each joined pair into its combinations.
-            late = self._late_estimate(a_slot + 1) if b_slot == a_slot + 2 else None
-            grow.append(late.per_pair if late is not None else 1.0)
-        return Estimates(tuple(sizes), tuple(raw), tuple(sel), tuple(grow))
-
-    def _slot_size(self, k: int) -> int:
-        return sum(len(self.buffer(a)) for a in self.shape.slots[k].aliases)
-
-    def _pair_stats(self, a_slot: int, b_slot: int) -> tuple[float, float]:
-        """``(raw fraction, selectivity)`` of (slot ``a_slot`` event, next slot event) pairs,
-        sampled on the first ``SAMPLE_EVENTS`` events."""
-        limit = self.data.lo + SAMPLE_EVENTS
-        left = self._sample_buffer(a_slot, limit)
-        right_s = self._sample_buffer(b_slot, limit)
-        if not len(left) or not len(right_s):
-            return 1.0, 1.0
-        lo, hi = self._range(right_s, left, left, self.shape.slots[b_slot].link, ())
-        counts = np.maximum(hi - lo, 0)
-        raw = float(counts.sum()) / (len(left) * len(right_s))
-        return raw, self._sample_selectivity(a_slot, b_slot, left, right_s, lo, counts)
-
-    def _sample_buffer(self, k: int, limit: int) -> np.ndarray:
-        """Sorted positions before ``limit`` that can fill slot ``k`` (buffers are sorted, so
-        each is cut with one ``searchsorted``; only an OR of aliases needs a sort)."""
-        parts = [b[:np.searchsorted(b, limit, side="left")]
-                 for b in (self.buffer(a) for a in self.shape.slots[k].aliases)]
-        return parts[0] if len(parts) == 1 else np.sort(np.concatenate(parts))
-
-    def _pair_rows(self, a_slot: int, b_slot: int) -> float:
-        """Estimated (slot ``a_slot``, slot ``b_slot``) pairs that satisfy order, link, window
-        and the conditions reading just the two: the first round of a closure grouped with
-        that neighbour. On a partition of fewer than ``SMALL_PARTITION`` events, half of all
-        pairs (sampling would cost more than a poor choice there)."""
-        if self.data.hi - self.data.lo < SMALL_PARTITION:
-            raw, sel = 0.5, 1.0
-        else:
-            raw, sel = self._pair_stats(a_slot, b_slot)
-        return float(self._slot_size(a_slot)) * self._slot_size(b_slot) * raw * sel
-
-    def _choose_grouping(self) -> list[GroupingChoice]:
-        """Per run of consecutive Kleene slots, the cost model's grouping (``plans.py``)."""
-        slots = self.shape.slots
-        runs: list[list[int]] = []
-        for k, slot in enumerate(slots):
-            if slot.kind == "kleene":
-                if runs and runs[-1][-1] == k - 1:
-                    runs[-1].append(k)
-                else:
-                    runs.append([k])
-        out = []
-        for run in runs:
-            first, last = run[0], run[-1]
-            if last + 1 >= len(slots):
-                out.append(GroupingChoice(tuple(run), "left", None, None, "no event after the closure"))
-                continue
-            aliases = [a for k in run for a in slots[k].aliases]
-            forward_pruning = any(
-                c.kind == "pred" and c.pred is not None and c.scope & set(run)
-                and all(c.pred.monotone_in(a) for a in aliases if a in c.pred.aliases)
-                and not backward_monotone(c.pred, aliases)
-                for c in self.active)
-            left_rows = self._pair_rows(first - 1, first) if first > 0 else None
-            right_rows = self._pair_rows(last, last + 1)
-            late = None
-            if len(run) == 1 and late_blocker(self.shape, first) is None:
-                late = self._late_estimate(first)
-            late_rows = late.rows if late is not None else None
-            round_rows = late.rounds if late is not None else None
-            grouping, reason = choose_grouping(left_rows, right_rows, forward_pruning,
-                                               late_rows, round_rows)
-            out.append(GroupingChoice(tuple(run), grouping, left_rows, right_rows, reason,
-                                      late_rows, round_rows))
-        return out
-
-    def _late_estimate(self, k: int) -> LateEstimate | None:
-        """Rows built by combining Kleene slot ``k`` late, and by growing it round by round,
-        counted on the first ``SAMPLE_EVENTS`` events and scaled to the partition, or on a
-        partition of fewer than ``SMALL_PARTITION`` events from buffer sizes alone (None when
-        the sample lacks a neighbour or the closure's events).
-
-        Late: the (left, right) neighbour pairs in order and window, times the selectivity
-        of the conditions between the two, plus per pair the sum of ``comb(count, r)`` over
-        the allowed ``r`` (the mean over up to ``SAMPLE_PAIRS`` sampled pairs). Round by
-        round: every partial closure of ``1..max`` iterations after each left neighbour
-        within the window (grouped left) or before each right one (grouped right), plus
-        the same complete combinations once the other neighbour is joined. Conditions on the
-        iterations are not counted (both evaluations apply them to single iterations).
-        """
-        if k in self._late_cache:
-            return self._late_cache[k]
-        if self.data.hi - self.data.lo < SMALL_PARTITION:
-            out = self._late_estimate_uniform(k)
-        else:
-            out = self._late_estimate_sampled(k)
-        self._late_cache[k] = out
-        return out
-
-    def _late_estimate_sampled(self, k: int) -> LateEstimate | None:
-        """:meth:`_late_estimate` counted on the sample."""
-        slot = self.shape.slots[k]
-        assert slot.max is not None
-        limit = self.data.lo + SAMPLE_EVENTS
-        xs = self._sample_buffer(k - 1, limit)
-        ys = self._sample_buffer(k + 1, limit)
-        bs = self._sample_buffer(k, limit)
-        out = None
-        if len(xs) and len(ys) and len(bs):
-            scale = (self.data.hi - self.data.lo) / max(min(self.data.hi, limit) - self.data.lo, 1)
-            lo, hi = self._range(ys, xs, xs, self.shape.slots[k + 1].link, ())
-            counts = np.maximum(hi - lo, 0)
-            pairs = float(counts.sum())
-            per_pair = 0.0
-            if pairs:
-                rows, idx = _sample_pairs(lo, counts)
-                between = count_between(bs, xs[rows], ys[idx])
-                per_pair = float(combination_sums(between, slot.min, slot.max).mean())
-            joined = pairs * self._sample_selectivity(k - 1, k + 1, xs, ys, lo, counts)
-            complete = joined * per_pair
-            after_lo, after_hi = self._range(bs, xs, xs, slot.link, ())
-            before_lo, before_hi = self._range_before(bs, ys, ys, self.shape.slots[k + 1].link, ())
-            left = float(combination_sums(np.maximum(after_hi - after_lo, 0), 1, slot.max).sum())
-            right = float(combination_sums(np.maximum(before_hi - before_lo, 0), 1, slot.max).sum())
-            out = LateEstimate((joined + complete) * scale, per_pair,
-                               ((left + complete) * scale, (right + complete) * scale))
-        return out
-
-    def _late_estimate_uniform(self, k: int) -> LateEstimate | None:
-        """:meth:`_late_estimate` from buffer sizes alone, for partitions of fewer than
-        ``SMALL_PARTITION`` events (sampling costs more than a poor choice there, as for
-        ``left``/``right``): events spread uniformly, the window a fraction ``f`` of the
-        partition. An ordered pair of neighbours falls in the window with probability
-        ``f - f^2/2`` and then lies ``(f^2/2 - f^3/3) / (f - f^2/2)`` of the partition apart on
-        average; a neighbour sees ``f - f^2/2`` of it within the window on one side."""
-        slot = self.shape.slots[k]
-        assert slot.max is not None
-        nx, nb, ny = (float(self._slot_size(j)) for j in (k - 1, k, k + 1))
-        if not (nx and nb and ny):
-            return None
-        f = self._window_fraction()
-        within = f - f * f / 2
-        if within <= 0:
-            return None  # a window of width 0 holds no match
-        per_pair = binomial_sum(nb * (f * f / 2 - f ** 3 / 3) / within, slot.min, slot.max)
-        pairs = nx * ny * within
-        complete = pairs * per_pair
-        side = binomial_sum(nb * within, 1, slot.max)
-        return LateEstimate(pairs + complete, per_pair, (nx * side + complete, ny * side + complete))
-
-    def _window_fraction(self) -> float:
-        """The share of the partition one window spans (1.0 without a window)."""
-        width = self.window.width
-        n = self.data.hi - self.data.lo
-        if width is None or n == 0:
-            return 1.0
-        if self.window.by_events:
-            span = float(n)
-        else:
-            span = float(self.data.ts[self.data.hi - 1] - self.data.ts[self.data.lo]) + 1.0
-        return min(1.0, float(width) / max(span, 1.0))
-
-    def _sample_selectivity(self, a_slot: int, b_slot: int, left: np.ndarray, right: np.ndarray,
-                            lo: np.ndarray, counts: np.ndarray) -> float:
-        preds = [c.pred for c in self.active if c.kind == "pred" and c.scope == {a_slot, b_slot}]
-        total = int(counts.sum())
-        if not preds or total == 0:
-            return 1.0
-        rows, idx = _sample_pairs(lo, counts)
-        a_alias = self.shape.slots[a_slot].aliases[0]
-        b_alias = self.shape.slots[b_slot].aliases[0]
-        view = View.of_columns(len(rows), {a_alias: [left[rows]], b_alias: [right[idx]]})
-        ok = np.ones(len(rows), dtype=bool)
-        for p in preds:
-            assert p is not None
-            ok &= holds(p, view, self.data)
-        return max(float(ok.mean()), 1.0 / SAMPLE_PAIRS)
-
-
 def _rows(blocks: list[Block]) -> int:
     return sum(len(b) for b in blocks)
-
-
-@dataclass(frozen=True)
-class LateEstimate:
-    """Sampled sizes behind the choice of late combination for one closure (scaled to the
-    partition).
-
-    Attributes:
-        rows: rows built by combining it late (neighbour pairs plus their combinations).
-        per_pair: mean combinations per neighbour pair.
-        rounds: rows built by growing it round by round, grouped ``(left, right)``.
-    """
-
-    rows: float
-    per_pair: float
-    rounds: tuple[float, float]
-
-
-def _sample_pairs(lo: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Up to ``SAMPLE_PAIRS`` of the pairs (row ``i``, index ``lo[i] + j`` for ``j <
-    counts[i]``), uniformly without replacement (a fixed seed: estimates are repeatable)."""
-    total = int(counts.sum())
-    if total <= SAMPLE_PAIRS:
-        # Every pair: what sorting a full sample without replacement gives, without the rng.
-        return expand_ranges(lo, lo + counts)
-    rng = np.random.default_rng(0)
-    pick = np.sort(rng.choice(total, size=min(total, SAMPLE_PAIRS), replace=False))
-    ends = np.cumsum(counts)
-    rows = np.searchsorted(ends, pick, side="right")
-    return rows, lo[rows] + (pick - (ends - counts)[rows])
 
 
 def _front_view(block: Block, k: int, alias: str, width: int) -> View:

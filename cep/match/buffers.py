@@ -24,10 +24,10 @@ from __future__ import annotations
 import numpy as np
 
 from cep.lang.ast import AttrRef, TsRef
-from cep.match.compiler import CompiledQuery
 from cep.match.data import StreamData
 from cep.match.expr import Value
 from cep.match.predicates import Predicate
+from cep.match.program import CompiledQuery
 
 
 def alias_buffer(cq: CompiledQuery, alias: str, data: StreamData) -> np.ndarray:

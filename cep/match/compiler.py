@@ -4,7 +4,9 @@
 (``normal.py``: alternatives of flat components, the selection policy resolved), analyses every
 condition once (``predicates.py``) and sorts each condition into the role it plays in each
 alternative (the Flink CEP style: compile once into an immutable structure, keep all run-time
-state explicit):
+state explicit). The result is the program of :mod:`cep.match.program`, which the planner stage
+(:mod:`cep.match.planner`) completes with shapes and run plans; the compiler imports nothing of
+the runtime:
 
 * **filters** (one alias, one event at a time) go into the alias's buffer;
 * **cross conditions** (every alias bound by the alternative) are checked on partial matches
@@ -31,212 +33,17 @@ Example:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
-from typing import Any, Mapping, Sequence
-
-import numpy as np
+from typing import Sequence
 
 from cep.lang import Query, parse_pattern, validate_pattern
-from cep.lang.ast import EVENTS, AttrRef, Condition, IterRef, AggRef
+from cep.lang.ast import EVENTS, Condition
 from cep.lang.rewrite import on_alias, split_define
 from cep.match.errors import UnsupportedPatternError
 from cep.match.limits import MatchLimits
 from cep.match.normal import Alternative, NormalPattern, normalize
+from cep.match.planner import plan_query
 from cep.match.predicates import Predicate, analyse
-
-_SPECIAL_COLUMNS = ("ts", "type")
-
-
-@dataclass(frozen=True)
-class Slot:
-    """A bound component of an alternative as the matcher sees it.
-
-    Attributes:
-        component: index of the component in the alternative.
-        kind: ``"event"`` or ``"kleene"``.
-        aliases: the aliases of its choices, in written order (OR of events: several).
-        min, max: iteration bounds (1 and 1 for an event; ``max`` None: unbounded).
-        link: ``"next"`` or ``"followed"`` from the previous bound event.
-        iter_link: how iterations follow each other (Kleene).
-    """
-
-    component: int
-    kind: str
-    aliases: tuple[str, ...]
-    min: int
-    max: int | None
-    link: str
-    iter_link: str
-
-
-@dataclass(frozen=True)
-class Negation:
-    """A NOT component: ``after`` is the ordinal of the bound slot before it (-1 if none).
-
-    Attributes:
-        component: index of the component in the alternative.
-        aliases: the aliases of the negated classes.
-        after: ordinal (index into ``bound``) of the bound slot just before it.
-        conditions: per negated alias, the conditions that decide whether an event violates.
-    """
-
-    component: int
-    aliases: tuple[str, ...]
-    after: int
-    conditions: Mapping[str, tuple[Predicate, ...]]
-
-
-@dataclass(frozen=True)
-class WindowSpec:
-    """``WITHIN`` / ``SLIDE`` in one unit: positions for EVENTS, raw timestamps otherwise.
-
-    ``width`` and ``slide`` are ints when integral, else floats (fractional UNITS or EVENTS).
-    """
-
-    by_events: bool
-    width: int | float | None
-    slide: int | float | None
-
-    def coord(self, positions: np.ndarray, ts: np.ndarray) -> np.ndarray:
-        """The coordinate a window measures: positions (EVENTS) or timestamps."""
-        return positions if self.by_events else ts[positions]
-
-    def fits(self, first: np.ndarray, last: np.ndarray, ts: np.ndarray) -> np.ndarray:
-        """Rows whose first and last bound positions fit the window (and one slide instance)."""
-        if self.width is None:
-            return np.ones(len(first), dtype=bool)
-        a = self.coord(first, ts)
-        b = self.coord(last, ts)
-        ok = (b - a) < self.width
-        if self.slide is not None:
-            if isinstance(self.slide, int):
-                k = a // self.slide
-            else:
-                k = np.floor(a / self.slide)
-            ok &= b < k * self.slide + self.width
-        return ok
-
-
-@dataclass(frozen=True)
-class CompiledAlternative:
-    """One alternative of the normal form, with every condition in its role.
-
-    Attributes:
-        alternative: the normal-form alternative.
-        bound: its bound components in order.
-        negations: its NOT components.
-        cross: conditions checked on bindings (all their aliases are bound aliases here).
-        filters: alias -> single-event conditions folded into that alias's buffer.
-        variables: True when some cross condition uses a join variable.
-        shapes: its shapes (``shapes.py``), for skip-till-any-match and strict contiguity.
-        run_plan: the compile-time part of its skip-till-next-match runs (``next_match.py``).
-    """
-
-    alternative: Alternative
-    bound: tuple[Slot, ...]
-    negations: tuple[Negation, ...]
-    cross: tuple[Predicate, ...]
-    filters: Mapping[str, tuple[Predicate, ...]]
-    variables: bool
-    shapes: tuple = ()
-    run_plan: Any = None
-
-    @property
-    def aliases(self) -> tuple[str, ...]:
-        """Every bound alias, in component order."""
-        return tuple(a for s in self.bound for a in s.aliases)
-
-    def slot_of(self, alias: str) -> int:
-        """Ordinal of the bound slot that has ``alias`` as a choice."""
-        for k, slot in enumerate(self.bound):
-            if alias in slot.aliases:
-                return k
-        raise KeyError(alias)
-
-    def describe(self) -> str:
-        """The alternative in pattern-like notation (for ``explain``)."""
-        parts: list[str] = []
-        comps = self.alternative.components
-        for k, comp in enumerate(comps):
-            name = comp.aliases[0] if len(comp.aliases) == 1 else "OR(" + ", ".join(comp.aliases) + ")"
-            if comp.kind == "not":
-                name = f"NOT({name})"
-            elif comp.kind == "kleene":
-                hi = "" if comp.max is None else str(comp.max)
-                name += f"{{{comp.min},{hi}}}"
-            if k:
-                parts.append(", " if comp.link == "next" and comp.kind != "not" else "; ")
-            parts.append(name)
-        return "".join(parts)
-
-
-@dataclass(frozen=True)
-class CompiledQuery:
-    """A query compiled for the exact matcher (immutable; run it with ``find_matches``).
-
-    Attributes:
-        query: the validated query.
-        normal: its normal form.
-        policy: the selection policy in force.
-        limits: per-partition resource limits.
-        predicates: WHERE and ``@(...)`` conditions, then the join-variable conjuncts of the
-            DEFINE conditions, one per alias of their class (``F1.ip = $x``), analysed.
-        defines: class -> analysed class test: the DEFINE condition, or for a DEFINE with join
-            variables the conjunction of its variable-free conjuncts (``TRUE`` if none).
-        alias_classes: alias -> class name, for every alias of the pattern.
-        alternatives: the compiled alternatives.
-        window: WITHIN / SLIDE.
-    """
-
-    query: Query
-    normal: NormalPattern
-    policy: str
-    limits: MatchLimits
-    predicates: tuple[Predicate, ...]
-    defines: Mapping[str, Predicate]
-    alias_classes: Mapping[str, str]
-    alternatives: tuple[CompiledAlternative, ...]
-    window: WindowSpec
-
-    @property
-    def attributes(self) -> tuple[str, ...]:
-        """Attribute columns the matcher reads (``ts`` and ``type`` come from their own columns)."""
-        seen: dict[str, str] = {}
-        conds: list[Condition] = [p.condition for p in self.predicates]
-        conds += [p.condition for p in self.defines.values()]
-        for cond in conds:
-            for ref in cond.refs:
-                if isinstance(ref, (AttrRef, IterRef, AggRef)) and ref.attr is not None:
-                    if ref.attr.lower() not in _SPECIAL_COLUMNS:
-                        seen.setdefault(ref.attr.lower(), ref.attr)
-        for attr in self.normal.equivalences:
-            if attr.lower() not in _SPECIAL_COLUMNS:
-                seen.setdefault(attr.lower(), attr)
-        return tuple(seen.values())
-
-    @property
-    def pushdown(self) -> Mapping[str, tuple[Condition, ...]]:
-        """Per alias, the single-event conditions (its class's DEFINE first) Spark may evaluate.
-
-        A mask passed back as ``EventStream.masks[alias]`` must be: the event is of the alias's
-        class as far as the event alone can tell (the class test of ``defines`` TRUE, or type
-        column equal to the class when there is no DEFINE) AND every condition listed here is
-        TRUE. A condition with a join variable is never listed: only the variable-free
-        conjuncts of a DEFINE with ``$x`` are.
-        """
-        out: dict[str, tuple[Condition, ...]] = {}
-        for alias, cls in self.alias_classes.items():
-            conds: list[Condition] = []
-            define = self.defines.get(cls)
-            if define is not None:
-                conds.append(define.condition)
-            conds += [p.condition for p in self.predicates if p.filter_alias == alias]
-            out[alias] = tuple(conds)
-        return out
-
-    def filters_of(self, alias: str) -> tuple[Predicate, ...]:
-        """The single-event conditions of ``alias`` (without its DEFINE)."""
-        return tuple(p for p in self.predicates if p.filter_alias == alias)
+from cep.match.program import CompiledAlternative, CompiledQuery, Negation, Slot, WindowSpec
 
 
 def compile_query(query: Query | str, *, policy: str | None = None,
@@ -278,14 +85,11 @@ def compile_query(query: Query | str, *, policy: str | None = None,
         define_conditions += [on_alias(c, alias) for alias, of in alias_classes.items()
                               if of == cls for c in variable]
     predicates = tuple(analyse(c) for c in (*norm.conditions, *define_conditions))
-    # Plans of both evaluation strategies are built from the compiled alternatives.
-    from cep.match.next_match import run_plan
-    from cep.match.shapes import shapes_of
-
     alternatives = tuple(_compile_alternative(alt, predicates) for alt in norm.alternatives)
-    alternatives = tuple(replace(a, shapes=shapes_of(a), run_plan=run_plan(a)) for a in alternatives)
-    return CompiledQuery(parsed, norm, norm.policy, limits, predicates, defines, alias_classes,
-                         alternatives, _window(norm))
+    program = CompiledQuery(parsed, norm, norm.policy, limits, predicates, defines, alias_classes,
+                            alternatives, _window(norm))
+    # The planner stage adds what both evaluation strategies derive from the program.
+    return plan_query(program)
 
 
 def _compile_alternative(alt: Alternative, predicates: tuple[Predicate, ...]) -> CompiledAlternative:

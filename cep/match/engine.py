@@ -2,7 +2,7 @@
 
 Per alternative of the compiled query, skip-till-next-match runs ``next_match.py``; the other
 two policies evaluate each shape with a plan of SEQ joins (``any_match.py``), the plan chosen
-by the cost model unless one is forced. The union over alternatives is ordered and
+by the planner's cost model (``shape_planner.py``) unless one is forced. The union over alternatives is ordered and
 deduplicated into :class:`~cep.match.arrays.MatchArrays`.
 
 Example:
@@ -23,13 +23,13 @@ import numpy as np
 from cep.match.any_match import AnyMatch
 from cep.match.arrays import Block, MatchArrays, assemble
 from cep.match.buffers import alias_buffer
-from cep.match.compiler import CompiledAlternative, CompiledQuery
 from cep.match.data import StreamData
 from cep.match.errors import StreamError
 from cep.match.limits import check_matches
 from cep.match.next_match import next_matches
 from cep.match.normal import NEXT_MATCH
-from cep.match.plans import PLAN_KINDS, choose_plan
+from cep.match.plans import PLAN_KINDS
+from cep.match.program import CompiledAlternative, CompiledQuery
 from cep.match.stream import EventStream
 
 
@@ -70,7 +70,7 @@ def find_matches(compiled: CompiledQuery, stream: EventStream, *, plan: str | No
             found = []
             for shape in alt.shapes:
                 matcher = AnyMatch(compiled, shape, data)
-                node = matcher.plan(plan or choose(matcher))
+                node = matcher.plan(plan or matcher.planner.choose_kind())
                 found += [(b.pos, b.variables(shape.kleene)) for b in matcher.run(node)]
         for pos, _ in found:
             total += len(pos)
@@ -86,11 +86,3 @@ def _may_match(compiled: CompiledQuery, alt: CompiledAlternative, data: StreamDa
         if slot.min >= 1 and all(len(alias_buffer(compiled, a, data)) == 0 for a in slot.aliases):
             return False
     return True
-
-
-def choose(matcher: AnyMatch) -> str:
-    """The plan kind the cost model picks for one shape (left-deep when there is no choice)."""
-    if len(matcher.units) <= 2:
-        return "left-deep"
-    kind, _, _ = choose_plan(matcher.estimates(), len(matcher.units))
-    return kind

@@ -31,15 +31,16 @@ Example:
 
 from __future__ import annotations
 
-from cep.match.any_match import AnyMatch, anchor_of, resolve_grouping, units_of
 from cep.match.buffers import alias_buffer
-from cep.match.compiler import CompiledAlternative, CompiledQuery
 from cep.match.data import StreamData
 from cep.match.normal import NEXT_MATCH
 from cep.match.plans import (TREE_KINDS, Join, Node, Unit, build_plan, choose_plan, plan_cost,
                              split_kind)
+from cep.match.program import CompiledAlternative, CompiledQuery
+from cep.match.shape_planner import ShapePlanner
 from cep.match.shapes import Shape
 from cep.match.stream import EventStream
+from cep.match.units import anchor_of, resolve_grouping, units_of
 
 
 def explain(compiled: CompiledQuery, stream: EventStream | None = None, *,
@@ -125,7 +126,7 @@ def _unit_label(shape: Shape, units: list[tuple[int, int]], index: int) -> str:
                     for k in range(first, last + 1))
 
 
-def _grouping_lines(shape: Shape, matcher: AnyMatch | None, plan: str | None) -> list[str]:
+def _grouping_lines(shape: Shape, planner: ShapePlanner | None, plan: str | None) -> list[str]:
     if not shape.kleene:
         return []
     forced = split_kind(plan)[1] if plan is not None else None
@@ -133,10 +134,10 @@ def _grouping_lines(shape: Shape, matcher: AnyMatch | None, plan: str | None) ->
         grouping, notes = resolve_grouping(shape, forced)
         return [f"grouping {_slot_text(shape, k)}: {grouping[k]} (forced {plan}"
                 + (f"; {notes[k]})" if k in notes else ")") for k in sorted(shape.kleene)]
-    if matcher is None:
+    if planner is None:
         return ["grouping: every Kleene closure left (no stream to estimate on)"]
     out = []
-    for c in matcher.choices:
+    for c in planner.choices:
         names = " ".join(_slot_text(shape, k) for k in c.slots)
         rows = f"left {_num(c.left_rows)}, right {_num(c.right_rows)}"
         late = ""
@@ -179,20 +180,20 @@ def _units_line(shape: Shape, units: list[tuple[int, int]]) -> str:
 
 def _shape(cq: CompiledQuery, shape: Shape, data: StreamData | None, plan: str | None) -> list[str]:
     forced = split_kind(plan)[1] if plan is not None else None
-    matcher = AnyMatch(cq, shape, data, grouping=forced) if data is not None else None
-    units = matcher.units if matcher is not None else units_of(shape, forced)
-    out = _grouping_lines(shape, matcher, plan)
+    planner = ShapePlanner(cq, shape, data, grouping=forced) if data is not None else None
+    units = planner.units if planner is not None else units_of(shape, forced)
+    out = _grouping_lines(shape, planner, plan)
     out.append(_units_line(shape, units))
     for c in shape.constraints:
         when = "on whole matches (join variables)" if c.deferred else \
             f"once slots {sorted(c.scope)} are bound" if c.scope else "once (constant)"
         out.append(f"constraint {c.label()}: {when}")
     if plan is not None:
-        tree = matcher.plan(plan).tree if matcher is not None else \
+        tree = planner.plan(plan).tree if planner is not None else \
             build_plan(split_kind(plan)[0], len(units))
         out.append(f"forced plan: {plan} {render(tree, shape, units)}")
         return out
-    if matcher is None:
+    if planner is None:
         tree = build_plan("left-deep", len(units))
         out.append(f"default plan (no stream to estimate on): left-deep {render(tree, shape, units)}")
         return out
@@ -201,7 +202,7 @@ def _shape(cq: CompiledQuery, shape: Shape, data: StreamData | None, plan: str |
         out.append(f"chosen plan: left-deep {render(tree, shape, units)} (every kind is the same "
                    "for two units)")
         return out
-    est = matcher.estimates()
+    est = planner.estimates()
     best, tree, costs = choose_plan(est, len(units))
     out.append("sampled unit sizes: " + ", ".join(f"{s:.0f}" for s in est.unit_sizes))
     out.append("sampled pair fractions (order, link, window): "

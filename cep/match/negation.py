@@ -23,12 +23,12 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 
 from cep.match.bindings import View, holds
-from cep.match.compiler import WindowSpec
 from cep.match.data import StreamData
 from cep.match.expr import Value, null_safe_equal
 from cep.match.joins import count_between, expand_ranges
 from cep.match.limits import MatchLimits
 from cep.match.predicates import Predicate
+from cep.match.program import WindowSpec
 
 
 def window_close(window: WindowSpec, data: StreamData, first: np.ndarray) -> np.ndarray:

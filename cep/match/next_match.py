@@ -34,21 +34,20 @@ Example:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import Sequence
 
 import numpy as np
 
 from cep.lang.ast import NEXT
 from cep.match.bindings import View, holds
 from cep.match.buffers import alias_buffer
-from cep.match.compiler import CompiledAlternative, CompiledQuery, Negation
 from cep.match.data import StreamData
 from cep.match.expr import null_safe_equal
 from cep.match.joins import expand_ranges
 from cep.match.limits import check_iterations
 from cep.match.negation import violated, window_close
-from cep.match.predicates import Predicate
+from cep.match.planner import RunPlan
+from cep.match.program import CompiledAlternative, CompiledQuery, Negation
 from cep.match.shapes import Constraint, Gap
 from cep.match.variables import exists_assignment
 
@@ -56,55 +55,6 @@ _GO, _FAIL, _DONE = 0, 1, 2
 _FIRST_CHUNK = 1
 _FIRST_CHUNK_CHECKED = 4
 _CHUNK_GROWTH = 4
-
-
-@dataclass(frozen=True)
-class RunPlan:
-    """What the runs of one alternative need, computed once at compile time.
-
-    Attributes:
-        slot_of: alias -> ordinal of its bound slot.
-        comp_of_slot: component index of each bound slot.
-        preds_of: alias -> cross conditions (without join variables) that mention it.
-        var_preds: cross conditions with join variables.
-        constants: conditions that mention no alias.
-        plain_negations, var_negations: NOTs without / with join variables in their conditions.
-        reads_of: alias -> aliases whose events the checks of binding it read.
-    """
-
-    slot_of: Mapping[str, int]
-    comp_of_slot: tuple[int, ...]
-    preds_of: Mapping[str, tuple[Predicate, ...]]
-    var_preds: tuple[Predicate, ...]
-    constants: tuple[Predicate, ...]
-    plain_negations: tuple[Negation, ...]
-    var_negations: tuple[Negation, ...]
-    reads_of: Mapping[str, tuple[str, ...]]
-
-
-def run_plan(alt: CompiledAlternative) -> RunPlan:
-    """The compile-time part of the runs of ``alt``."""
-    aliases = alt.aliases
-    preds_of = {a: tuple(p for p in alt.cross if a in p.aliases and not p.variables)
-                for a in aliases}
-    constants = tuple(p for p in alt.cross if not p.aliases and not p.variables)
-    uses_vars = [any(p.variables for ps in n.conditions.values() for p in ps) for n in alt.negations]
-    if alt.negations or alt.variables or constants:
-        # NOTs and join variables read every bound alias.
-        reads_of = {a: aliases for a in aliases}
-    else:
-        reads_of = {a: tuple(dict.fromkeys([a] + [x for p in preds_of[a] for x in sorted(p.aliases)]))
-                    for a in aliases}
-    return RunPlan(
-        slot_of={a: k for k, s in enumerate(alt.bound) for a in s.aliases},
-        comp_of_slot=tuple(s.component for s in alt.bound),
-        preds_of=preds_of,
-        var_preds=tuple(p for p in alt.cross if p.variables),
-        constants=constants,
-        plain_negations=tuple(n for n, v in zip(alt.negations, uses_vars) if not v),
-        var_negations=tuple(n for n, v in zip(alt.negations, uses_vars) if v),
-        reads_of=reads_of,
-    )
 
 
 class NextMatch:

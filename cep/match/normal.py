@@ -30,7 +30,8 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from cep.lang import ast
-from cep.lang.ast import FOLLOWED, NEXT, Condition, Query, Span, WindowBounds
+from cep.lang.ast import FOLLOWED, NEXT, Condition, Span, WindowBounds
+from cep.lang.query import Query
 from cep.match.errors import MatchLimitError, PolicyConflictError, UnsupportedPatternError
 
 STRICT = "strict-contiguity"

@@ -14,6 +14,9 @@ A *filter* is a condition that reads one alias, one event at a time (``Condition
 and no join variable): it only decides which events can fill that alias, so it goes into the
 alias's buffer (and is what Spark may evaluate as a pushed-down mask).
 
+:func:`backward_monotone` tells whether a condition may be checked while a Kleene closure is
+grown backwards; both the runtime (``any_match.py``) and the cost model (``estimator.py``) ask.
+
 Example:
     >>> from cep.lang import parse_condition
     >>> p = analyse(parse_condition("b[i].v > avg(b[..i-1].v) AND a.v < b.v"))
@@ -26,6 +29,7 @@ Example:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Sequence
 
 from sqlglot import exp
 
@@ -150,3 +154,16 @@ def _binders(cond: Condition, refs: dict[str, Ref]) -> tuple[tuple[str, Compiled
             found.append((ref.var, compile_expr(other)))
     return tuple(found)
 
+
+def backward_monotone(pred: Predicate, aliases: Sequence[str]) -> bool:
+    """Whether a failure with some iterations of ``aliases`` stays a failure when earlier
+    iterations are prepended: iterations are renumbered, so no aggregate over a prefix
+    (``agg(b[..i-1])``, ``agg(b)``) and no fixed index may read them."""
+    for alias in aliases:
+        if alias not in pred.aliases:
+            continue
+        if not pred.monotone_in(alias):
+            return False
+        if any(isinstance(r, AggRef) and r.alias == alias for r in pred.relative):
+            return False
+    return True

@@ -39,9 +39,9 @@ from typing import Iterator
 import numpy as np
 
 from cep.match.arrays import MatchArrays
-from cep.match.compiler import CompiledQuery, WindowSpec
 from cep.match.engine import find_matches
 from cep.match.errors import MatchLimitError
+from cep.match.program import CompiledQuery, WindowSpec
 from cep.match.stream import EventStream
 
 _CLOCK_LIMIT = 1 << 62

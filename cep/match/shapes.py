@@ -25,8 +25,8 @@ import itertools
 from dataclasses import dataclass, replace
 from typing import Mapping
 
-from cep.match.compiler import CompiledAlternative, Negation, Slot
 from cep.match.predicates import Predicate
+from cep.match.program import CompiledAlternative, Negation, Slot
 
 
 @dataclass(frozen=True)

@@ -47,8 +47,9 @@ from typing import Union
 from sqlglot import exp
 
 from cep.lang import parse_pattern
-from cep.lang.ast import (FOLLOWED, NEXT, AttrRef, And, Condition, Event, Kleene, Not, Or, Query, Seq,
-                          Timed, TsRef, VarRef)
+from cep.lang.ast import (FOLLOWED, NEXT, AttrRef, And, Condition, Event, Kleene, Not, Or, Seq, Timed, TsRef,
+                          VarRef)
+from cep.lang.query import Query
 from cep.lang.rewrite import conjuncts, split_define
 from cep.predict.errors import E_CLAUSE, E_SHAPE, E_TIME, UnsupportedSubscriptionError
 

@@ -41,7 +41,8 @@ from sqlglot import exp
 from sqlglot.errors import ParseError
 
 from cep.lang import parse_pattern
-from cep.lang.ast import Event, Kleene, Query, Seq
+from cep.lang.ast import Event, Kleene, Seq
+from cep.lang.query import Query
 from cep.prob.errors import E_CLAUSE, E_DEFINE, E_SHAPE, ProbArgumentError, UnsupportedProbPatternError
 
 MAX_SLOTS = 64

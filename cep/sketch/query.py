@@ -51,7 +51,8 @@ from dataclasses import dataclass, field
 from cep.errors import CepError
 from cep.lang import ast
 from cep.lang.errors import PatternSemanticError
-from cep.lang.parser import parse_pattern
+from cep.lang.pipeline import parse_pattern
+from cep.lang.query import Query
 from cep.lang.tokens import OP, tokenize
 
 STRICT = "strict-contiguity"
@@ -199,7 +200,7 @@ class SketchQuery:
         return sum(c.slots for c in self.components)
 
 
-def resolve_policy(query: ast.Query, policy: str | None) -> str:
+def resolve_policy(query: Query, policy: str | None) -> str:
     """The policy of a sketch query: the pattern's, the argument's, or skip-till-next-match.
 
     Example:
@@ -214,7 +215,7 @@ def resolve_policy(query: ast.Query, policy: str | None) -> str:
     return query.policy or policy or DEFAULT_POLICY
 
 
-def compile_sketch_query(text: str | ast.Query, policy: str | None = None) -> SketchQuery:
+def compile_sketch_query(text: str | Query, policy: str | None = None) -> SketchQuery:
     """Parse ``text`` and compile it into a :class:`SketchQuery`, rejecting what a sketch cannot answer.
 
     Args:
@@ -298,7 +299,7 @@ def _event_names(node: ast.PatternNode) -> list[str]:
 _Problem = tuple[int, int, str, str]
 
 
-def _reject_unsupported(query: ast.Query) -> None:
+def _reject_unsupported(query: Query) -> None:
     """Raise for the first unsupported construct of ``query`` in text order, if any."""
     problems: list[_Problem] = []
     _pattern_problems(query, problems)
@@ -332,7 +333,7 @@ def _condition_problem(cond: ast.Condition) -> _Problem:
             f"a sketch cannot answer a condition on attributes ({cond.text}): {_NAMES_ONLY}")
 
 
-def _pattern_problems(query: ast.Query, problems: list[_Problem]) -> None:
+def _pattern_problems(query: Query, problems: list[_Problem]) -> None:
     text = query.text
     for node in ast.walk(query.pattern):
         if isinstance(node, ast.Kleene):

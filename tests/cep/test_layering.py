@@ -69,7 +69,7 @@ print(len(names))
 """
     proc = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
-    assert int(proc.stdout.strip()) >= 2  # cep.errors, cep.xes, ... were really imported
+    assert int(proc.stdout.strip()) >= 2  # cep.errors, cep.datasets.xes, ... were really imported
 
 
 def test_the_blocker_really_blocks() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cep.checks import CheckSpec, generate_checks
+from cep.datasets.checks import CheckSpec, generate_checks
 from cep.errors import ConfigError
 from delta_tables.catalog import current_version
 from jobs.checks import DEMO_SPEC, checks_table, write_checks

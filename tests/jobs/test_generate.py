@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from cep.errors import ConfigError, InputDataError
-from cep.synthetic import SyntheticSpec, generate_events
+from cep.datasets.synthetic import SyntheticSpec, generate_events
 from delta_tables.catalog import current_version
 from jobs.generate import synthetic_table, write_synthetic
 

@@ -18,7 +18,7 @@ import pytest
 from cep.errors import CepError, InputDataError
 from cep.prob import match_prob
 from cep.prob.stream import from_long
-from cep.sensors import SensorFileError, read_sensor_csv
+from cep.datasets.sensors import SensorFileError, read_sensor_csv
 from delta_tables.catalog import current_version
 from delta_tables.settings import PROJECT_ROOT, load_settings
 from jobs.load_logs import PROP_LOADER, PROP_SHA

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from cep.errors import CepError, InputDataError
-from cep.prices import PriceFileError, read_price_csv
+from cep.datasets.prices import PriceFileError, read_price_csv
 from delta_tables.catalog import current_version
 from delta_tables.settings import PROJECT_ROOT, load_settings
 from jobs.load_logs import PROP_LOADER, PROP_SHA

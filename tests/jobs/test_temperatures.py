@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from cep.errors import CepError, InputDataError
-from cep.temperatures import TemperatureFileError, heat_runs, read_daily_temperatures
+from cep.datasets.temperatures import TemperatureFileError, heat_runs, read_daily_temperatures
 from delta_tables.catalog import current_version
 from delta_tables.settings import PROJECT_ROOT, load_settings
 from jobs.load_logs import PROP_LOADER, PROP_SHA, PROP_SOURCE
@@ -227,7 +227,7 @@ def test_load_writes_the_table_once(spark, settings, loaded_temperatures,
                       "count_if(tmin_c IS NULL OR tmin_c > tmax_c) AS bad FROM daily_temperatures"
                       ).first()
     assert (stats.n, stats.keys, stats.off, stats.bad) == (ROWS, ROWS, 0, 0)
-    # The heat waves in SQL (gaps and islands over the hot days) are those of cep.temperatures.
+    # The heat waves in SQL (gaps and islands over the hot days) are those of cep.datasets.temperatures.
     waves = {r.city: r.waves for r in spark.sql("""
         SELECT city, count_if(n >= 5) AS waves FROM (
           SELECT city, island, count(*) AS n FROM (

@@ -142,7 +142,7 @@ def read_daily_temperatures(data: bytes | str, *, city: str,
         ...                         "1 3 2001 9.1 18.0\\n3 3 2001 7.5 16.0\\n", city="tunis")
         Traceback (most recent call last):
         ...
-        cep.temperatures.TemperatureFileError: CEP-DATA-005: temperatures line 4: expected 2001-03-02 (the day after 2001-03-01), found 2001-03-03
+        cep.datasets.temperatures.TemperatureFileError: CEP-DATA-005: temperatures line 4: expected 2001-03-02 (the day after 2001-03-01), found 2001-03-03
     """
     text = _text(data, name)
     lines = [(number, line.split()) for number, line in enumerate(text.splitlines(), start=1)]

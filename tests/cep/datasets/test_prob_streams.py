@@ -1,4 +1,4 @@
-"""The seeded synthetic probabilistic stream (cep/prob/synthetic.py), both layouts; no JVM."""
+"""The seeded synthetic probabilistic stream (cep/datasets/prob_streams.py), both layouts; no JVM."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from cep.errors import InputDataError
 from cep.prob.stream import ProbStream, from_long, from_wide
-from cep.prob.synthetic import DOMAIN, MAX_NOISE, long_columns, synthetic_pstream, wide_maps
+from cep.datasets.prob_streams import DOMAIN, MAX_NOISE, long_columns, synthetic_pstream, wide_maps
 
 # numpy string arrays drop trailing NULs, so values with NUL are not round-trippable (and not data).
 names = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"),

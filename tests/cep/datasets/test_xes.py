@@ -9,7 +9,7 @@ from datetime import datetime, timezone
 import pytest
 
 from cep.errors import InputDataError
-from cep.xes import column_name, parse_timestamp, read_xes
+from cep.datasets.xes import column_name, parse_timestamp, read_xes
 
 
 def xes(body: str, ns: bool = False) -> io.BytesIO:

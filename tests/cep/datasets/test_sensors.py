@@ -1,4 +1,4 @@
-"""Sensor readings into a probabilistic stream of changes (cep/sensors.py); no JVM, no network."""
+"""Sensor readings into a probabilistic stream of changes (cep/datasets/sensors.py); no JVM, no network."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 from cep.errors import InputDataError
 from cep.prob.stream import from_long
-from cep.prob.synthetic import long_columns
-from cep.sensors import CHANGE_VALUES, SensorFileError, change_pstream, read_sensor_csv
+from cep.datasets.prob_streams import long_columns
+from cep.datasets.sensors import CHANGE_VALUES, SensorFileError, change_pstream, read_sensor_csv
 
 CSV = ("date,temp\n"
        "2010/03/14 00:00,41.0\n"

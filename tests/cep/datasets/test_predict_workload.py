@@ -13,7 +13,7 @@ from cep.oracles.predict_oracle import match_ends
 from cep.predict import PredictArgumentError, compile_subscription
 from cep.predict.evaluate import NO_MATCH, confusion, next_distance, state_histogram
 from cep.predict.many import alphabet, compile_many, run_many
-from cep.predict.synthetic import synthetic_workload
+from cep.datasets.predict_workload import synthetic_workload
 
 
 def test_workload_shape_and_determinism() -> None:

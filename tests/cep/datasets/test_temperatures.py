@@ -1,4 +1,4 @@
-"""Daily temperature files and heat waves (cep/temperatures.py); no JVM, no network."""
+"""Daily temperature files and heat waves (cep/datasets/temperatures.py); no JVM, no network."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cep.errors import InputDataError
-from cep.temperatures import TemperatureFileError, heat_runs, read_daily_temperatures
+from cep.datasets.temperatures import TemperatureFileError, heat_runs, read_daily_temperatures
 
 # The layout of tunis_climate.txt (tabs), across a month, a year end and a leap day.
 TEXT = ("Day\tMonth\tYear\tTmin(C)\tTmax(C)\tPrcp(mm)\tEt0(mm)\n"

@@ -132,7 +132,7 @@ def read_sensor_csv(data: bytes | str, *, name: str = "readings") -> SensorSerie
         >>> read_sensor_csv("temp,date\\n47.8,2010/01/01 00:00:00\\n47.4,2010/01/01 00:00:00\\n")
         Traceback (most recent call last):
         ...
-        cep.sensors.SensorFileError: CEP-DATA-004: readings line 3: date 2010-01-01T00:00:00 is not after 2010-01-01T00:00:00
+        cep.datasets.sensors.SensorFileError: CEP-DATA-004: readings line 3: date 2010-01-01T00:00:00 is not after 2010-01-01T00:00:00
     """
     text = _text(data, name)
     try:

@@ -1,11 +1,11 @@
-"""The check generator (cep/checks.py): determinism, shapes, planted rings found as trends."""
+"""The check generator (cep/datasets/checks.py): determinism, shapes, planted rings found as trends."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from cep.checks import (COVERED, NOT_COVERED, CheckSpec, CheckSpecError, Checks,
+from cep.datasets.checks import (COVERED, NOT_COVERED, CheckSpec, CheckSpecError, Checks,
                         generate_checks)
 from cep.errors import InputDataError
 from cep.oracles import oracle_trend_windows

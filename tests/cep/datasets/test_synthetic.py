@@ -1,4 +1,4 @@
-"""Tests of the seeded synthetic event-stream generator (cep/synthetic.py); no JVM, seconds."""
+"""Tests of the seeded synthetic event-stream generator (cep/datasets/synthetic.py); no JVM, seconds."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cep import synthetic
+from cep.datasets import synthetic
 from cep.errors import InputDataError
-from cep.synthetic import EventColumns, SyntheticSpec, generate_batches, generate_events
+from cep.datasets.synthetic import EventColumns, SyntheticSpec, generate_batches, generate_events
 
 _INT64_MAX = (1 << 63) - 1
 

@@ -113,7 +113,7 @@ def read_price_csv(data: bytes | str, *, name: str = "prices") -> DailyPrices:
         >>> read_price_csv("Date,AAA\\n2020-01-03,1\\n2020-01-02,1\\n")
         Traceback (most recent call last):
         ...
-        cep.prices.PriceFileError: CEP-DATA-003: prices line 3: date 2020-01-02 is not after 2020-01-03
+        cep.datasets.prices.PriceFileError: CEP-DATA-003: prices line 3: date 2020-01-02 is not after 2020-01-03
     """
     text = _text(data, name)
     try:
