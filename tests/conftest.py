@@ -37,7 +37,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     ``spark``: the test asks for the ``spark`` fixture, directly or through another fixture,
     or starts JVMs itself (:data:`PROCESS_MODULES`). ``slow``: the test starts processes or
     needs the full real logs (:data:`SLOW_FIXTURES`). So ``pytest -m "not slow"`` is the
-    inner loop and ``pytest -m "not spark"`` needs no JVM at all (docs/architecture.md).
+    inner loop and ``pytest -m "not spark"`` needs no JVM at all (docs/testing.md).
     """
     for item in items:
         where = Path(str(item.fspath)).resolve().relative_to(ROOT).as_posix() \

@@ -1,4 +1,4 @@
-"""Every example in README.md and docs/*.md is executed (rules in docs/architecture.md)."""
+"""Every example in README.md and docs/*.md is executed (rules in docs/decisions.md, "Executable docs")."""
 
 from __future__ import annotations
 
