@@ -49,7 +49,7 @@ from delta_tables.catalog import is_delta_table
 from delta_tables.settings import Settings, TableConf
 from jobs.registry import state_tables
 from jobs.run_conf import load_run_conf
-from jobs.txn import say
+from jobs.framework.txn import say
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

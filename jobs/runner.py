@@ -46,7 +46,7 @@ from delta_tables.settings import Settings, TableConf
 from delta_tables.sketch_state import spark_schema
 from jobs.registry import StateJob, load_job, parse_key
 from jobs.run_conf import RunConf, load_run_conf
-from jobs.txn import ensure_table, save, say
+from jobs.framework.txn import ensure_table, save, say
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

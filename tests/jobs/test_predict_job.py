@@ -23,8 +23,10 @@ from cep.predict import Events, ModelFormatError, load_model, load_state, predic
 from delta_tables.catalog import read_table
 from delta_tables.predict_state import PredictionConf, instance_text
 from delta_tables.settings import TableConf
-from jobs.predict import (InjectedCrash, PredictSettingsChangedError, _version, process_bucket,
-                          read_meta, run_predict)
+from jobs.framework.errors import InjectedCrash
+from jobs.framework.errors import SettingsChangedError as PredictSettingsChangedError
+from jobs.framework.txn import log_version as _version
+from jobs.predict import process_bucket, read_meta, run_predict
 
 TS = pa.timestamp("us", tz="UTC")
 HOUR = 3_600_000_000

@@ -21,7 +21,7 @@ from delta_tables.catalog import read_table
 from delta_tables.manifest import ManifestError, find_run, read_runs, read_state, register_run_views
 from delta_tables.predict_state import PredictionConf
 from delta_tables.settings import TableConf
-from jobs.predict import _version
+from jobs.framework.txn import log_version as _version
 from jobs.registry import StateJob
 from jobs.run_conf import RunConf
 from jobs.runner import RetriesExhaustedError, record_run, run_all, run_job

@@ -22,8 +22,8 @@ from delta_tables.settings import TableConf
 from delta_tables.sketch_conf import SketchConf, sketch_from_mapping
 from delta_tables.sketch_state import (META_COLUMNS, OpenState, open_to_arrow, spark_schema,
                                        tree_to_arrow)
-from jobs.sketch import (InjectedCrash, SourceNotAppendOnlyError, SourceVersionError,
-                         read_meta, run_sketch)
+from jobs.framework.errors import InjectedCrash, SourceNotAppendOnlyError, SourceVersionError
+from jobs.sketch import read_meta, run_sketch
 
 CONFIG = {"m": 64, "k": 2, "C": 3, "fanout": 2, "seeds": [5, 9]}
 CFG = SketchConfig(m=64, k=2, C=3, fanout=2, seeds=(5, 9))
