@@ -2,7 +2,7 @@
 
 One registered job per kind (``cs_sketch``, ``cs_predict``, ``cs_graph``, in a test-local conf
 folder with its own run manifest ``crash_runs``) runs over a small source that grows by one
-commit per scenario, through :func:`jobs.runner.run_job` in this process or the command line
+commit per scenario, through :func:`jobs.framework.runner.run_job` in this process or the command line
 ``python -m jobs <kind> --name NAME`` in a child process. Its state is compared, every row of
 every state table, with a **from-scratch build**: a fresh job with the same registration run
 once over the source as of the same version. What must hold:
@@ -58,9 +58,9 @@ from delta_tables.catalog import read_table
 from delta_tables.manifest import ManifestRun, find_run, read_runs, read_state
 from delta_tables.settings import Settings, TableConf, load_settings
 from jobs.crash import KILL_ENV, MARKER_ENV, PAUSE_ENV, TAG, committed_files, orphan_files
-from jobs.registry import StateJob, job_from_mapping, load_job
-from jobs.run_conf import RunConf, load_run_conf
-from jobs.runner import run_job
+from jobs.framework.registry import StateJob, job_from_mapping, load_job
+from jobs.framework.run_conf import RunConf, load_run_conf
+from jobs.framework.runner import run_job
 
 ROOT = Path(__file__).resolve().parents[2]
 TS = pa.timestamp("us", tz="UTC")
@@ -228,7 +228,7 @@ def toml_entries(section: str, entries: dict[str, dict[str, Any]]) -> str:
 
 
 def make_job(settings: Settings, kind: str, name: str, entry: dict[str, Any]) -> StateJob:
-    """The job ``kind/name`` registered with ``entry`` (what jobs.registry.load_job builds from
+    """The job ``kind/name`` registered with ``entry`` (what jobs.framework.registry.load_job builds from
     a conf file), for from-scratch builds that need no conf entry."""
     return job_from_mapping(settings, kind, name, entry)
 

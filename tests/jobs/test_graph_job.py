@@ -29,7 +29,7 @@ from delta_tables.catalog import current_version, read_table
 from delta_tables.graph_state import COLUMNS, STATE_SUFFIXES, GraphConf
 from delta_tables.settings import TableConf
 from jobs.framework.txn import log_version as _version
-from jobs.graph import METADATA_KEY, _baseline, _ensure_tables, read_meta, run_graph
+from jobs.state.graph import METADATA_KEY, _baseline, _ensure_tables, read_meta, run_graph
 
 EPOCH = 1_704_067_200_000_000  # 2024-01-01 in microseconds
 TS = pa.timestamp("us", tz="UTC")
