@@ -7,7 +7,7 @@ commits: the oldest 99 % of the rows, then the newest 1 %. Then, in one process:
 
 1. **first run**: ``run_job`` over the first commit (a from-scratch build of 99 %);
 2. **incremental**: the job alone over the second commit (``StateJob.run``), then
-   **record**: the manifest row (``jobs.runner.record_run``), the framework's own cost;
+   **record**: the manifest row (``jobs.framework.runner.record_run``), the framework's own cost;
 3. **nothing new**: ``run_job`` again (reads the meta table, writes nothing);
 4. **rebuild**: a fresh job with the same registration over both commits, which is what a
    scheduler without incremental state would run each time.
@@ -51,7 +51,7 @@ def registrations() -> dict[str, tuple[str, dict[str, Any]]]:
     """``kind -> (real source table, registration)``: the project's own conf entries where
     there is one (``heat``, ``checks_graph``), the source replaced by the benchmark's copy."""
     from delta_tables.settings import load_settings
-    from jobs.registry import load_job
+    from jobs.framework.registry import load_job
 
     settings = load_settings()
     heat, graph = load_job(settings, "predict", "heat"), load_job(settings, "graph", "checks_graph")
@@ -69,13 +69,13 @@ def registrations() -> dict[str, tuple[str, dict[str, Any]]]:
 def load_source(spark: Any, settings: Any, kind: str) -> None:
     """Load the real table ``kind`` copies (a no-op when it is there already)."""
     if kind == "sketch":
-        from jobs.load_logs import load_log
+        from jobs.loaders.load_logs import load_log
         load_log(spark, settings, "bpi2017_offers", quiet=True)
     elif kind == "predict":
-        from jobs.temperatures import load_temperatures
+        from jobs.loaders.temperatures import load_temperatures
         load_temperatures(spark, settings, quiet=True)
     else:
-        from jobs.checks import write_checks
+        from jobs.loaders.checks import write_checks
         write_checks(spark, settings, quiet=True)
 
 
@@ -105,9 +105,9 @@ def copy_in_two_commits(spark: Any, settings: Any, real: str, name: str, ts_col:
 def measure(spark: Any, settings: Any, kind: str, real: str, entry: dict[str, Any]
             ) -> dict[str, Any]:
     """The five timings of one kind (see the module docstring)."""
-    from jobs.registry import job_from_mapping
-    from jobs.run_conf import load_run_conf
-    from jobs.runner import record_run, run_job
+    from jobs.framework.registry import job_from_mapping
+    from jobs.framework.run_conf import load_run_conf
+    from jobs.framework.runner import record_run, run_job
 
     rules = load_run_conf(settings)
     load_source(spark, settings, kind)

@@ -354,7 +354,7 @@ def run(names: list[str], sample_pct: float | None, repeats: int, flink: bool
         ) -> list[dict[str, Any]]:
     """Measure the named queries; one dict per query, printed as a table line when done."""
     from delta_tables.settings import load_settings
-    from jobs.load_logs import load_log
+    from jobs.loaders.load_logs import load_log
     from jobs.session import build_session
     from sql_ext import register_all
     from sql_ext.quoting import sql_string

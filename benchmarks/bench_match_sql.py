@@ -150,7 +150,7 @@ def _flink(query: str, csv_dir: Path) -> tuple[int | None, float | None, str]:
 def run(sizes: list[int]) -> list[dict[str, Any]]:
     """Measure every query at every size; returns one dict per (size, query)."""
     from delta_tables.settings import load_settings
-    from jobs.generate import write_synthetic
+    from jobs.loaders.generate import write_synthetic
     from jobs.session import build_session
     from sql_ext import register_all
     from sql_ext.quoting import sql_string

@@ -67,7 +67,7 @@ def strict_rows(spark: Any, settings: Any, n: int) -> list[tuple[str, float]]:
     """Part 1: the strict-contiguity question and its floor."""
     from benchmarks.bench_match_sql import QUERIES
     from cep.datasets.synthetic import SyntheticSpec
-    from jobs.generate import write_synthetic
+    from jobs.loaders.generate import write_synthetic
     from sql_ext.quoting import sql_string
 
     write_synthetic(spark, settings, SyntheticSpec(n_events=n, n_keys=1000, n_types=50,

@@ -65,7 +65,7 @@ def _peak_mib(fn: Any, *args: Any) -> float:
 def measure(name: str) -> dict[str, Any]:
     """One row of the table: both flatteners on the decompressed log ``name``."""
     settings = load_settings()
-    from jobs.datasets import extract_log  # jobs: the benchmark may use every layer
+    from jobs.loaders.datasets import extract_log  # jobs: the benchmark may use every layer
 
     data = gzip.decompress(extract_log(settings, name, quiet=True).read_bytes())
     ours, t_ours = _timed(read_xes, io.BytesIO(data))

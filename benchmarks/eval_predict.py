@@ -16,7 +16,7 @@ out). The paper's text is not available to us; the workloads are our reconstruct
    the paper's uniform defaults produce no match at all (module docstring of
    :mod:`cep.datasets.predict_workload`).
 2. **real** daily maxima of five places (docs/predict-data.md; the cached files of
-   ``jobs.temperatures.fetch_temperature_file`` read with ``cep.datasets.temperatures``, no Spark):
+   ``jobs.loaders.temperatures.fetch_temperature_file`` read with ``cep.datasets.temperatures``, no Spark):
    "five consecutive days above 30 degrees C". Per place, train on the first two thirds of its
    calendar years (rounded up) and test on the rest. The *generated* model is the Markov chain
    of ``PATTERN H, H, H, H, H DEFINE H AS tmax_c > 30`` (6 states; :func:`cep.predict.run.run_leaf`
@@ -147,7 +147,7 @@ def temperature_series() -> list[Any]:
     """The five places' daily temperatures from the cached files (no Spark)."""
     from cep.datasets.temperatures import read_daily_temperatures
     from delta_tables.settings import load_settings
-    from jobs.temperatures import fetch_temperature_file, temperature_source
+    from jobs.loaders.temperatures import fetch_temperature_file, temperature_source
 
     settings = load_settings()
     out = []

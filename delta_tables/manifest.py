@@ -2,7 +2,7 @@
 
 Every state job (sketch, graph, predict) ends a run by overwriting its one-row meta table,
 which records the source version the state is complete up to and the Delta version the run
-left in each of its other state tables. :mod:`jobs.runner` then appends one row to the
+left in each of its other state tables. :mod:`jobs.framework.runner` then appends one row to the
 manifest table (``cep_runs`` in ``conf/jobs.toml``), LAST: the job, the source version range,
 and ``state_versions``, the version of every state table of the job as of that run (the meta
 table's own included). A reader that picks a manifest row and reads each table ``VERSION AS
@@ -134,7 +134,7 @@ def read_runs(spark: "SparkSession", manifest: TableConf, job: str | None = None
 
     Args:
         spark: The session.
-        manifest: The manifest table (``jobs.run_conf.load_run_conf(settings).manifest``).
+        manifest: The manifest table (``jobs.framework.run_conf.load_run_conf(settings).manifest``).
         job: Only this job's runs.
         version: Read the manifest as of this Delta version.
     """

@@ -15,7 +15,7 @@ line; ``deploy/luigi.cfg`` makes a failed task a non-zero exit)::
     # only some jobs, in this order:
     ... RunAll --jobs '["predict/heat"]' --local-scheduler
 
-Why the tasks call :func:`jobs.runner.run_job` in-process rather than ``python -m jobs`` in a
+Why the tasks call :func:`jobs.framework.runner.run_job` in-process rather than ``python -m jobs`` in a
 subprocess: ``complete()`` needs a Spark session anyway (it reads the manifest and the source's
 Delta version), so the worker process has one; a subprocess per task would start a second JVM
 (10-25 s each) to do what that session can do, and ``run_job`` is the very function the command
@@ -39,8 +39,8 @@ import luigi
 from delta_tables.catalog import current_version, is_delta_table
 from delta_tables.manifest import ManifestError, find_run
 from delta_tables.settings import Settings, TableConf, load_settings
-from jobs.registry import load_job, parse_key
-from jobs.run_conf import load_run_conf
+from jobs.framework.registry import load_job, parse_key
+from jobs.framework.run_conf import load_run_conf
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -83,7 +83,7 @@ def job_is_current(spark: "SparkSession", settings: Settings, key: str) -> bool:
     True when the manifest's latest run of the job (:func:`delta_tables.manifest.find_run`)
     belongs to the job's current state (its ``state_id`` is the meta table's Delta id: the state
     was not dropped and rebuilt since) and completed the source's current Delta version. Then
-    :func:`jobs.runner.run_job` would write nothing: no state, no manifest row. In every other
+    :func:`jobs.framework.runner.run_job` would write nothing: no state, no manifest row. In every other
     case it writes something: new state, or the manifest row a crash left out.
 
     A job whose source does not exist is not current, so its task runs and fails with the job's
@@ -130,7 +130,7 @@ class RunStateJob(luigi.Task):
         if _CONTEXT.get("pid") != os.getpid():
             raise RuntimeError("RunStateJob runs in the process that holds the Spark session: "
                                "run Luigi with one worker (the default), not --workers N")
-        from jobs.runner import run_job
+        from jobs.framework.runner import run_job
 
         summary = run_job(spark, settings, str(self.job))
         print(summary.line(), flush=True)

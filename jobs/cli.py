@@ -16,7 +16,7 @@ Connect server over the warehouse, in the foreground until SIGTERM or Ctrl-C).
 ``serve`` runs the SQL server for BI tools (Spark's Thrift JDBC/ODBC server sharing the
 session that holds the CEP functions; docs/bi.md) in the foreground until SIGTERM or Ctrl-C.
 
-The three state jobs run through :func:`jobs.runner.run_job` (retries on Delta concurrency
+The three state jobs run through :func:`jobs.framework.runner.run_job` (retries on Delta concurrency
 conflicts, then a run-manifest row).
 
 Example:
@@ -151,20 +151,20 @@ def main(argv: Sequence[str] | None = None, *, spark: "SparkSession | None" = No
             print(f"{len(jars)} Delta jars ready in {settings.ivy_dir}")
             return 0
         if args.command == "fetch-data":
-            from jobs.datasets import extract_log
+            from jobs.loaders.datasets import extract_log
 
             for name in settings.datasets:
                 print(f"{name}: {extract_log(settings, name)}")
-            from jobs.stocks import fetch_prices
+            from jobs.loaders.stocks import fetch_prices
 
             print(f"stock_prices: {fetch_prices(settings)}")
             return 0
         if args.command == "connect-server":
-            from jobs.connect_server import load_connect_conf, serve
+            from jobs.servers.connect_server import load_connect_conf, serve
 
             return serve(settings, load_connect_conf(settings, host=args.host, port=args.port))
         if args.command == "serve":
-            from jobs.server import load_server_conf, serve
+            from jobs.servers.server import load_server_conf, serve
 
             return serve(settings, load_server_conf(settings, host=args.host, port=args.port))
         if args.command == "demo":
@@ -175,39 +175,39 @@ def main(argv: Sequence[str] | None = None, *, spark: "SparkSession | None" = No
         if spark is None:
             spark = _session(settings, args)
         if args.command == "load-bpi":
-            from jobs.load_logs import load_log
+            from jobs.loaders.load_logs import load_log
 
             for name in args.dataset or list(settings.datasets):
                 load_log(spark, settings, name, force=args.force)
         elif args.command == "generate":
             from cep.datasets.synthetic import SyntheticSpec
-            from jobs.generate import write_synthetic
+            from jobs.loaders.generate import write_synthetic
 
             spec = SyntheticSpec(n_events=args.events, n_keys=args.keys, n_types=args.types,
                                  zipf_s=args.zipf, rate_per_s=args.rate, seed=args.seed)
             result = write_synthetic(spark, settings, spec, args.table)
             print(f"{result.table}: {result.events:,} events at version {result.version}")
         elif args.command == "load-stocks":
-            from jobs.stocks import load_stocks
+            from jobs.loaders.stocks import load_stocks
 
             result = load_stocks(spark, settings, force=args.force)
             print(f"{result.table}: {result.events:,} prices at version {result.version}"
                   f"{'' if result.written else ' (already loaded; nothing written)'}")
         elif args.command == "load-sensors":
-            from jobs.sensors import load_sensors
+            from jobs.loaders.sensors import load_sensors
 
             result = load_sensors(spark, settings, force=args.force)
             print(f"{result.table}: {result.events:,} (t, value, p) rows at version "
                   f"{result.version}{'' if result.written else ' (already loaded; nothing written)'}")
         elif args.command == "load-temperatures":
-            from jobs.temperatures import load_temperatures
+            from jobs.loaders.temperatures import load_temperatures
 
             result = load_temperatures(spark, settings, force=args.force)
             print(f"{result.table}: {result.events:,} (city, day) rows at version "
                   f"{result.version}{'' if result.written else ' (already loaded; nothing written)'}")
         elif args.command == "generate-checks":
             from cep.datasets.checks import CheckSpec
-            from jobs.checks import write_checks
+            from jobs.loaders.checks import write_checks
 
             spec = CheckSpec(n_checks=args.rows, n_accounts=args.accounts, n_banks=args.banks,
                              ring_rate=args.ring_rate, seed=args.seed)
@@ -215,7 +215,7 @@ def main(argv: Sequence[str] | None = None, *, spark: "SparkSession | None" = No
             print(f"{result.table}: {result.events:,} checks at version {result.version}"
                   f"{'' if result.written else ' (already there; nothing written)'}")
         elif args.command in ("sketch", "graph", "predict"):
-            from jobs.runner import run_job
+            from jobs.framework.runner import run_job
 
             summary = run_job(spark, settings, f"{args.command}/{args.name}",
                               until_version=args.until_version)
@@ -223,7 +223,7 @@ def main(argv: Sequence[str] | None = None, *, spark: "SparkSession | None" = No
             if summary.run is not None:
                 print(f"recorded run {summary.run.run_id} ({summary.run.status}) in the manifest")
         elif args.command == "run-all":
-            from jobs.runner import run_all
+            from jobs.framework.runner import run_all
 
             report = run_all(spark, settings, args.job)
             for summary in report.summaries:
@@ -233,8 +233,8 @@ def main(argv: Sequence[str] | None = None, *, spark: "SparkSession | None" = No
             return 0 if report.ok else 1
         elif args.command == "runs":
             from delta_tables.manifest import read_runs
-            from jobs.registry import parse_key
-            from jobs.run_conf import load_run_conf
+            from jobs.framework.registry import parse_key
+            from jobs.framework.run_conf import load_run_conf
 
             parse_key(args.job)
             for run in read_runs(spark, load_run_conf(settings).manifest, args.job):

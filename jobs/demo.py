@@ -17,13 +17,13 @@ from typing import TYPE_CHECKING
 from cep.datasets.synthetic import SyntheticSpec
 from delta_tables.catalog import current_version, read_table, table_properties
 from delta_tables.settings import Settings, load_settings
-from jobs.checks import DEMO_SPEC, write_checks
-from jobs.generate import write_synthetic
-from jobs.load_logs import load_log
+from jobs.loaders.checks import DEMO_SPEC, write_checks
+from jobs.loaders.generate import write_synthetic
+from jobs.loaders.load_logs import load_log
 from jobs.session import build_session
-from jobs.sensors import load_sensors
-from jobs.stocks import load_stocks
-from jobs.temperatures import load_temperatures
+from jobs.loaders.sensors import load_sensors
+from jobs.loaders.stocks import load_stocks
+from jobs.loaders.temperatures import load_temperatures
 from sql_ext import register_all
 
 if TYPE_CHECKING:
@@ -143,7 +143,7 @@ SKETCH_QUERIES: tuple[tuple[str, str], ...] = (
 
 def _sketches(spark: "SparkSession", settings: Settings, feed_before: int) -> None:
     """Sketch the application log, the synthetic stream and the offer feed; query them."""
-    from jobs.sketch import run_sketch
+    from jobs.state.sketch import run_sketch
 
     for name in ("app_sketch", "word_sketch"):
         result = run_sketch(spark, settings, name, quiet=True)
@@ -301,8 +301,8 @@ def _predict(spark: "SparkSession", settings: Settings) -> None:
     print(f"daily_temperatures: {temps.events:,} days, Delta version {temps.version}"
           f"{'' if temps.written else ' (already loaded)'}")
     from delta_tables.manifest import find_run
-    from jobs.run_conf import load_run_conf
-    from jobs.runner import run_job
+    from jobs.framework.run_conf import load_run_conf
+    from jobs.framework.runner import run_job
 
     # Through the job framework, so the run manifest cep_runs records the run.
     result = run_job(spark, settings, "predict/heat", quiet=True).result

@@ -1,6 +1,6 @@
 """The maintenance job (``python -m jobs maintain``): OPTIMIZE and VACUUM of the registered tables.
 
-The job touches exactly the registered state tables (:func:`jobs.registry.state_tables`) and the
+The job touches exactly the registered state tables (:func:`jobs.framework.registry.state_tables`) and the
 run manifest (``conf/jobs.toml`` ``[manifest]``), never a source table or a table named only by
 a user string. For each of them that exists it
 
@@ -47,9 +47,9 @@ from typing import TYPE_CHECKING, Any
 from cep.errors import CepError
 from delta_tables.catalog import is_delta_table
 from delta_tables.settings import Settings, TableConf
-from jobs.registry import state_tables
-from jobs.run_conf import load_run_conf
-from jobs.txn import say
+from jobs.framework.registry import state_tables
+from jobs.framework.run_conf import load_run_conf
+from jobs.framework.txn import say
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -80,7 +80,7 @@ already holds the same file it writes nothing (`python -m jobs load-bpi` does th
 three logs).
 '''),
     ("code", '''
-from jobs.load_logs import load_log
+from jobs.loaders.load_logs import load_log
 
 loaded = load_log(spark, settings, "bpi2017_offers")
 loaded
@@ -161,7 +161,7 @@ run left it.
 ## Load: the offer log, then the feed in two commits
 '''),
     ("code", '''
-from jobs.load_logs import load_log
+from jobs.loaders.load_logs import load_log
 
 load_log(spark, settings, "bpi2017_offers")
 '''),
@@ -174,7 +174,7 @@ reads only the source's new commits (the change data feed) and merges the change
 with nothing new writes nothing.
 '''),
     ("code", '''
-from jobs.sketch import run_sketch
+from jobs.state.sketch import run_sketch
 
 first = run_sketch(spark, settings, "offer_sketch", until_version=before)
 now = run_sketch(spark, settings, "offer_sketch")
@@ -270,7 +270,7 @@ top, and reads the graph as a recorded run left it.
 ## Load: the generated checks (`python -m jobs generate-checks`)
 '''),
     ("code", '''
-from jobs.checks import write_checks
+from jobs.loaders.checks import write_checks
 
 write_checks(spark, settings)
 '''),
@@ -304,7 +304,7 @@ for every pair the predicate links, the longest trend in orange.
 '''),
     ("code", '''
 from delta_tables.graph_state import load_graph
-from jobs.graph import run_graph
+from jobs.state.graph import run_graph
 from viz import plot_trend_graph
 
 conf = load_graph(settings, "checks_graph")
@@ -397,7 +397,7 @@ plot_match_timeline(both, key_col="match", start_col="t_start", end_col="t_end",
 ## A real sensor: Seattle 2010, hour by hour
 '''),
     ("code", '''
-from jobs.sensors import load_sensors
+from jobs.loaders.sensors import load_sensors
 
 load_sensors(spark, settings)
 '''),
@@ -439,9 +439,9 @@ train a chain each, so this notebook uses the real daily temperatures of five ci
 '''),
     ("code", '''
 from delta_tables.manifest import find_run
-from jobs.run_conf import load_run_conf
-from jobs.runner import run_job
-from jobs.temperatures import load_temperatures
+from jobs.framework.run_conf import load_run_conf
+from jobs.framework.runner import run_job
+from jobs.loaders.temperatures import load_temperatures
 
 load_temperatures(spark, settings)
 summary = run_job(spark, settings, "predict/heat")

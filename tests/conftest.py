@@ -73,7 +73,7 @@ def spark(settings: Settings) -> Iterator["object"]:
 @pytest.fixture(scope="session")
 def loaded_logs(spark: "object", settings: Settings) -> dict[str, object]:
     """The three real BPI logs loaded into the test warehouse once per run."""
-    from jobs.load_logs import load_log
+    from jobs.loaders.load_logs import load_log
 
     return {name: load_log(spark, settings, name, quiet=True)
             for name in ("bpi2017_offers", "bpi2017_applications", "bpi2012")}
@@ -81,9 +81,9 @@ def loaded_logs(spark: "object", settings: Settings) -> dict[str, object]:
 
 @pytest.fixture(scope="session")
 def generated_checks(spark: "object", settings: Settings) -> object:
-    """The check table ``checks`` of the demo and the docs (``jobs.checks.DEMO_SPEC``: 20,000
+    """The check table ``checks`` of the demo and the docs (``jobs.loaders.checks.DEMO_SPEC``: 20,000
     seeded checks with 20 planted kiting rings), written once per run."""
-    from jobs.checks import write_checks
+    from jobs.loaders.checks import write_checks
 
     return write_checks(spark, settings, quiet=True)
 
@@ -92,7 +92,7 @@ def generated_checks(spark: "object", settings: Settings) -> object:
 def loaded_stocks(spark: "object", settings: Settings) -> object:
     """The real daily stock prices in ``stock_prices``, loaded once per run (the skfolio wheel
     is downloaded once into the shared data cache)."""
-    from jobs.stocks import load_stocks
+    from jobs.loaders.stocks import load_stocks
 
     return load_stocks(spark, settings, quiet=True)
 
@@ -101,7 +101,7 @@ def loaded_stocks(spark: "object", settings: Settings) -> object:
 def loaded_sensors(spark: "object", settings: Settings) -> object:
     """The real hourly temperatures as a probabilistic stream in ``sensor_pstream``, loaded
     once per run (the vega_datasets wheel is downloaded once into the shared data cache)."""
-    from jobs.sensors import load_sensors
+    from jobs.loaders.sensors import load_sensors
 
     return load_sensors(spark, settings, quiet=True)
 
@@ -110,7 +110,7 @@ def loaded_sensors(spark: "object", settings: Settings) -> object:
 def loaded_temperatures(spark: "object", settings: Settings) -> object:
     """The real daily temperatures of five cities in ``daily_temperatures``, loaded once per
     run (the aquacrop wheel is downloaded once into the shared data cache)."""
-    from jobs.temperatures import load_temperatures
+    from jobs.loaders.temperatures import load_temperatures
 
     return load_temperatures(spark, settings, quiet=True)
 
@@ -123,7 +123,7 @@ def forced_temperatures(spark: "object", settings: Settings, loaded_temperatures
     The rewrite happens before any state is built from the table: a rewrite is not an append,
     so state built before it could not be brought up to date (CEP-PRED-041). Every fixture that
     builds state from ``daily_temperatures`` depends on this one, whatever the test order."""
-    from jobs.temperatures import load_temperatures
+    from jobs.loaders.temperatures import load_temperatures
 
     again = load_temperatures(spark, settings, quiet=True)
     return again, load_temperatures(spark, settings, force=True, quiet=True)
@@ -134,7 +134,7 @@ def predicted_heat(spark: "object", settings: Settings, forced_temperatures: obj
     """The prediction set ``heat`` of ``conf/predictions.toml`` over ``daily_temperatures``,
     brought up to date once per run by the predict job through the job framework, so the run
     manifest ``cep_runs`` records it (docs/predict-jobs.md and docs/jobs.md query both)."""
-    from jobs.runner import run_job
+    from jobs.framework.runner import run_job
 
     return run_job(spark, settings, "predict/heat", quiet=True)
 
@@ -144,6 +144,6 @@ def sketched_logs(spark: "object", settings: Settings, loaded_logs: dict[str, ob
                   ) -> dict[str, object]:
     """The sketches the docs query (``app_sketch`` of ``conf/sketches.toml``, over the BPI 2017
     application log), built once per run by the sketch job into the test warehouse."""
-    from jobs.sketch import run_sketch
+    from jobs.state.sketch import run_sketch
 
     return {name: run_sketch(spark, settings, name, quiet=True) for name in ("app_sketch",)}

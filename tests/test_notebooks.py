@@ -54,7 +54,7 @@ def test_notebooks_are_the_generators_without_outputs() -> None:
 @pytest.fixture(scope="module")
 def notebook_warehouse(spark, settings, generated_checks, loaded_sensors, predicted_heat) -> Path:
     """The test warehouse with what the notebooks read, loaded once in this process."""
-    from jobs.load_logs import load_log
+    from jobs.loaders.load_logs import load_log
 
     load_log(spark, settings, "bpi2017_offers", quiet=True)
     return settings.warehouse_dir

@@ -1,4 +1,5 @@
-"""The layer rules of DESIGN.md section 2, checked on the source and by importing cep without pyspark."""
+"""The layer rules of DESIGN.md section 2, checked on the source and by importing cep without pyspark;
+and the rules between the sub-packages of ``jobs``."""
 
 from __future__ import annotations
 
@@ -47,6 +48,67 @@ def test_layer_imports_only_what_design_allows(layer: str) -> None:
             if module not in ALLOWED[layer]:
                 violations.append(f"{path.relative_to(ROOT)}:{line} imports {module}")
     assert not violations, f"layer {layer} may import {sorted(ALLOWED[layer])}; found: {violations}"
+
+
+# Which sub-packages of jobs each part of jobs may NOT import (anywhere, also inside functions).
+# One-way, from the bottom up: the framework knows no job, loader or server; the state jobs and
+# the loaders know only the framework; nothing under jobs imports the CLI or the demo (the top).
+JOBS_FORBIDDEN: dict[str, set[str]] = {
+    "jobs.framework": {"jobs.state", "jobs.loaders", "jobs.servers", "jobs.cli", "jobs.demo"},
+    "jobs.state": {"jobs.loaders", "jobs.servers", "jobs.cli", "jobs.demo"},
+    "jobs.loaders": {"jobs.state", "jobs.servers", "jobs.cli", "jobs.demo"},
+    "jobs.servers": {"jobs.state", "jobs.loaders", "jobs.cli", "jobs.demo"},
+    "jobs": {"jobs.cli", "jobs.demo"},
+}
+TOP = ("jobs/__main__.py", "jobs/cli.py", "jobs/demo.py")
+"""The entry points on top: ``python -m jobs`` runs the CLI, the CLI runs the demo."""
+
+
+def imported_modules(path: Path) -> set[tuple[str, int]]:
+    """Full names of the modules ``path`` imports (also inside functions); ``from a import b``
+    counts as ``a`` and ``a.b`` (``b`` may be a sub-module)."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    found: set[tuple[str, int]] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found |= {(alias.name, node.lineno) for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.add((node.module, node.lineno))
+            found |= {(f"{node.module}.{alias.name}", node.lineno) for alias in node.names}
+    return found
+
+
+def part_of(path: Path) -> str:
+    """The part of jobs a file belongs to: ``jobs.<sub-package>``, or ``jobs`` for the top."""
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    name = ".".join(parts)
+    return next((part for part in sorted(JOBS_FORBIDDEN, key=len, reverse=True)
+                 if part != "jobs" and (name == part or name.startswith(part + "."))), "jobs")
+
+
+def inside(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def test_the_sub_packages_of_jobs_exist() -> None:
+    # Guards the rules below against a renamed folder, which would make them vacuous.
+    for part in JOBS_FORBIDDEN:
+        assert (ROOT / Path(*part.split(".")) / "__init__.py").is_file(), part
+    assert all((ROOT / top).is_file() for top in TOP)
+
+
+@pytest.mark.parametrize("part", sorted(JOBS_FORBIDDEN))
+def test_jobs_sub_packages_import_one_way(part: str) -> None:
+    violations = []
+    for path in sorted((ROOT / "jobs").rglob("*.py")):
+        if part_of(path) != part or path.relative_to(ROOT).as_posix() in TOP:
+            continue
+        for module, line in imported_modules(path):
+            bad = [f for f in JOBS_FORBIDDEN[part] if inside(module, f)]
+            if bad:
+                violations.append(f"{path.relative_to(ROOT)}:{line} imports {module}")
+    assert not violations, (f"{part} may not import {sorted(JOBS_FORBIDDEN[part])}; found: "
+                            f"{violations}")
 
 
 def test_cep_imports_with_pyspark_unimportable() -> None:

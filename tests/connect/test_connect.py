@@ -37,7 +37,7 @@ import pytest
 
 from delta_tables.catalog import register_table
 from delta_tables.settings import Settings, TableConf
-from jobs.connect_server import (ConnectConf, ConnectConfError, ConnectServerError,
+from jobs.servers.connect_server import (ConnectConf, ConnectConfError, ConnectServerError,
                                  load_connect_conf, start_server)
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -8,7 +8,7 @@ import pytest
 from cep.datasets.checks import CheckSpec, generate_checks
 from cep.errors import ConfigError
 from delta_tables.catalog import current_version
-from jobs.checks import DEMO_SPEC, checks_table, write_checks
+from jobs.loaders.checks import DEMO_SPEC, checks_table, write_checks
 from sql_ext.quoting import sql_string
 
 Q1 = ("PATTERN check+ c[] WHERE c.type = 'not covered' AND c[i].src = c[i-1].dest "

@@ -2,14 +2,17 @@
 
 One registered job per kind (``cs_sketch``, ``cs_predict``, ``cs_graph``, in a test-local conf
 folder with its own run manifest ``crash_runs``) runs over a small source that grows by one
-commit per scenario, through :func:`jobs.runner.run_job` in this process or the command line
+commit per scenario, through :func:`jobs.framework.runner.run_job` in this process or the command line
 ``python -m jobs <kind> --name NAME`` in a child process. Its state is compared, every row of
 every state table, with a **from-scratch build**: a fresh job with the same registration run
 once over the source as of the same version. What must hold:
 
 - **Killed between data files and commit** (``jobs/crash.py``: SIGKILL to the child's JVM and
-  to the child when the first data file of the chosen table's write appears): the child dies
-  with -9, the table's version does not move and an orphan data file is left; readers going
+  to the child when the first data file of the chosen table's write appears), or **stopped
+  there in this process** (``crash_after="<table>-files"``, :mod:`jobs.framework.faults`: the
+  write's data files are written into the table's folder, then the run raises before the
+  commit): the child dies with -9 (or the run raises InjectedCrash), the table's version does
+  not move and an orphan data file is left; readers going
   through the manifest still see the previous run, whatever the crashed run committed; the
   rerun writes each missing table once and leaves the tables the crashed run committed alone;
   the state then equals the from-scratch build: no duplicate leaf, vertex, edge or count. When
@@ -23,11 +26,21 @@ once over the source as of the same version. What must hold:
   (:func:`delta_tables.manifest.find_run` / :func:`~delta_tables.manifest.read_state`) equals
   the from-scratch build as of its source version.
 
-Killed tables: every table an incremental run writes: the sketch's nodes, open, late and meta;
+Crashed tables: every table an incremental run writes: the sketch's nodes, open, late and meta;
 the prediction set's instances, models, late and meta; the graph's event and attribute
 vertices, from and to edges, late and meta; the run manifest (after the prediction set's meta
 table). The prediction set's subscriptions (first run only) and states (new machine states
 only) are crashed in process by its job's own tests (``crash_after``).
+
+Which crashes kill a real process: one per distinct way a commit is reached, each a
+``python -m jobs`` child SIGKILLed by the hook: the first MERGE of a run (sketch nodes), a MERGE
+after a committed one, then resumed (prediction models), an append after four commits (graph
+late), the meta table written last, with the source grown before the rerun (sketch meta), and
+the runner's manifest row (prediction set, grown). Every other table is stopped at the same
+place in this process: its write goes through the same ``Run.merge`` / ``Run.append`` (or the
+meta write of ``IncrementalJob``) as the killed ones, so what differs from a kill is only how
+the process ends, which the five kills cover. A child costs a JVM start (20-60 s on this
+machine); the ten in-process crashes cost a few seconds each (docs/testing.md).
 
 Each child costs a JVM start, so this process works while children start: it builds the
 from-scratch state of the child's commit and makes the jobs later tests need, and a kill test
@@ -58,9 +71,10 @@ from delta_tables.catalog import read_table
 from delta_tables.manifest import ManifestRun, find_run, read_runs, read_state
 from delta_tables.settings import Settings, TableConf, load_settings
 from jobs.crash import KILL_ENV, MARKER_ENV, PAUSE_ENV, TAG, committed_files, orphan_files
-from jobs.registry import StateJob, job_from_mapping, load_job
-from jobs.run_conf import RunConf, load_run_conf
-from jobs.runner import run_job
+from jobs.framework.errors import InjectedCrash
+from jobs.framework.registry import StateJob, job_from_mapping, load_job
+from jobs.framework.run_conf import RunConf, load_run_conf
+from jobs.framework.runner import run_job
 
 ROOT = Path(__file__).resolve().parents[2]
 TS = pa.timestamp("us", tz="UTC")
@@ -228,7 +242,7 @@ def toml_entries(section: str, entries: dict[str, dict[str, Any]]) -> str:
 
 
 def make_job(settings: Settings, kind: str, name: str, entry: dict[str, Any]) -> StateJob:
-    """The job ``kind/name`` registered with ``entry`` (what jobs.registry.load_job builds from
+    """The job ``kind/name`` registered with ``entry`` (what jobs.framework.registry.load_job builds from
     a conf file), for from-scratch builds that need no conf entry."""
     return job_from_mapping(settings, kind, name, entry)
 
@@ -596,7 +610,8 @@ def launch_pause(world: World) -> Launch:
 
 @dataclass
 class Kill:
-    """What a child killed before the commit of a table left."""
+    """What a run stopped before the commit of a table left (a killed child, or a run of
+    this process stopped by ``crash_after``)."""
 
     target: int
     before: dict[str, int | None]
@@ -604,7 +619,6 @@ class Kill:
     previous: ManifestRun
     previous_state: State | None  # read through the manifest as of ``previous`` (None: that
                                   # run was checked already)
-    child: Child
 
 
 def kill_before_commit(world: World, suffix: str, errands: Sequence[Callable[[], None]] = (),
@@ -628,8 +642,7 @@ def kill_before_commit(world: World, suffix: str, errands: Sequence[Callable[[],
             errand()
         child = finish_child(started.proc, started.out)
         after = world.versions()
-        kill = Kill(started.target, started.before, after, started.previous, previous_state,
-                    child)
+        kill = Kill(started.target, started.before, after, started.previous, previous_state)
         started = None
         if child.returncode == 0 and child.lost_race:
             continue  # the commit won: the run completed; try again with a fresh commit
@@ -643,6 +656,26 @@ def kill_before_commit(world: World, suffix: str, errands: Sequence[Callable[[],
     pytest.fail(f"the commit of {table.name} beat the kill {RACE_ATTEMPTS} times")
 
 
+def crash_in_process(world: World, suffix: str) -> Kill:
+    """Run the job in this process on a fresh commit, stopped inside its write to ``suffix``
+    after the data files (``crash_after="<suffix>-files"``), and check what it left: an
+    InjectedCrash, an orphan data file, the table's version unchanged."""
+    table = killed_table(world, suffix)
+    target = world.append(set_aside=world.kind != "sketch" or suffix == "late")
+    previous = find_run(world.spark, world.manifest, world.job.key)
+    before = world.versions()
+    world.scratch(target)
+    previous_state = (None if world.verified.get(previous.run_id) == previous
+                      else world.state(previous))
+    orphans = set(orphan_files(table.location))
+    with pytest.raises(InjectedCrash, match=f"{suffix}-files"):
+        world.job.run(world.spark, world.lab.settings, quiet=True, crash_after=f"{suffix}-files")
+    after = world.versions()
+    assert set(orphan_files(table.location)) - orphans, f"no orphan data file in {table.name}"
+    assert after[suffix] == before[suffix], (suffix, before, after)
+    return Kill(target, before, after, previous, previous_state)
+
+
 def start_next_child(request: pytest.FixtureRequest, worlds: Worlds, kind: str) -> None:
     """Start the child of the next test now when that test runs another kind's job (the kinds'
     jobs share nothing): its JVM starts while this test reruns and checks."""
@@ -652,6 +685,8 @@ def start_next_child(request: pytest.FixtureRequest, worlds: Worlds, kind: str) 
         return
     item = items[index + 1]
     if item.originalname == KILL_TEST:
+        if not item.callspec.params["killed"]:
+            return
         next_kind, suffix = item.callspec.params["kind"], item.callspec.params["suffix"]
     elif item.originalname == PAUSE_TEST:
         next_kind, suffix = "predict", None
@@ -670,39 +705,44 @@ def start_next_child(request: pytest.FixtureRequest, worlds: Worlds, kind: str) 
 
 KILL_TEST = "test_killed_before_a_commit_then_rerun_equals_a_from_scratch_build"
 PAUSE_TEST = "test_two_overlapping_runs_apply_once"
-KILLS = [  # (kind, table, tables the killed run must have committed, grow the source first)
+KILLS = [  # (kind, table, tables the crashed run must have committed, grow the source first,
+           #  killed: a child SIGKILLed, else stopped in this process)
     # Every table an incremental run writes (the prediction set's subscriptions are written by
-    # its first run only, its states when a run meets a new machine state). The kinds take
-    # turns, so each test can start the next one's child early.
-    ("sketch", "nodes", set(), False),
-    ("predict", "instances", set(), False),
-    ("graph", "event_vertices", set(), False),
-    ("predict", "models", {"instances"}, False),
-    ("sketch", "open", {"nodes"}, False),
-    ("graph", "attribute_vertices", {"event_vertices"}, False),
-    ("predict", "late", {"instances", "models"}, False),
-    ("graph", "from_edges", {"event_vertices", "attribute_vertices"}, False),
-    ("sketch", "meta", {"nodes", "open"}, True),
-    ("graph", "to_edges", {"event_vertices", "attribute_vertices", "from_edges"}, False),
-    ("predict", "meta", {"instances", "models", "late"}, False),
+    # its first run only, its states when a run meets a new machine state). The killed ones
+    # come first, the kinds taking turns, so each can start the next one's child early.
+    ("sketch", "nodes", set(), False, True),
+    ("predict", "models", {"instances"}, False, True),
     ("graph", "late", {"event_vertices", "attribute_vertices", "from_edges", "to_edges"},
-     False),
-    ("predict", "manifest", {"instances", "models", "late", "meta"}, True),
+     False, True),
+    ("sketch", "meta", {"nodes", "open"}, True, True),
+    ("predict", "manifest", {"instances", "models", "late", "meta"}, True, True),
+    ("predict", "instances", set(), False, False),
+    ("graph", "event_vertices", set(), False, False),
+    ("sketch", "open", {"nodes"}, False, False),
+    ("graph", "attribute_vertices", {"event_vertices"}, False, False),
+    ("predict", "late", {"instances", "models"}, False, False),
+    ("graph", "from_edges", {"event_vertices", "attribute_vertices"}, False, False),
+    ("graph", "to_edges", {"event_vertices", "attribute_vertices", "from_edges"}, False, False),
+    ("predict", "meta", {"instances", "models", "late"}, False, False),
     ("graph", "meta", {"event_vertices", "attribute_vertices", "from_edges", "to_edges",
-                       "late"}, True),
+                       "late"}, True, False),
     # Last of the sketch's commits: its late rows (see sketch_rows).
-    ("sketch", "late", {"nodes", "open"}, False),
+    ("sketch", "late", {"nodes", "open"}, False, False),
 ]
 
 
-@pytest.mark.parametrize("kind, suffix, committed, grow", KILLS,
-                         ids=[f"{k}-{s}{'-then-grow' if g else ''}" for k, s, _, g in KILLS])
+@pytest.mark.parametrize("kind, suffix, committed, grow, killed", KILLS,
+                         ids=[f"{k}-{s}{'-then-grow' if g else ''}-{'killed' if x else 'stopped'}"
+                              for k, s, _, g, x in KILLS])
 def test_killed_before_a_commit_then_rerun_equals_a_from_scratch_build(
         request: pytest.FixtureRequest, worlds: Worlds, kind: str, suffix: str,
-        committed: set[str], grow: bool) -> None:
+        committed: set[str], grow: bool, killed: bool) -> None:
     world = worlds[kind]
-    kill = kill_before_commit(world, suffix, worlds.errands(),
-                              worlds.launched.pop(request.node.nodeid, None))
+    if killed:
+        kill = kill_before_commit(world, suffix, worlds.errands(),
+                                  worlds.launched.pop(request.node.nodeid, None))
+    else:
+        kill = crash_in_process(world, suffix)
     start_next_child(request, worlds, kind)
     order = (*WRITE_ORDER[kind], "manifest")
     earlier = set(order[:order.index(suffix)])

@@ -8,7 +8,7 @@ import pytest
 from cep.errors import ConfigError, InputDataError
 from cep.datasets.synthetic import SyntheticSpec, generate_events
 from delta_tables.catalog import current_version
-from jobs.generate import synthetic_table, write_synthetic
+from jobs.loaders.generate import synthetic_table, write_synthetic
 
 
 def test_delta_table_equals_generated_stream(spark, settings) -> None:

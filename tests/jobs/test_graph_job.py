@@ -28,7 +28,8 @@ from cep.oracles.trend_oracle import oracle_trend_windows
 from delta_tables.catalog import current_version, read_table
 from delta_tables.graph_state import COLUMNS, STATE_SUFFIXES, GraphConf
 from delta_tables.settings import TableConf
-from jobs.graph import METADATA_KEY, _baseline, _ensure_tables, _version, read_meta, run_graph
+from jobs.framework.txn import log_version as _version
+from jobs.state.graph import METADATA_KEY, _baseline, _ensure_tables, read_meta, run_graph
 
 EPOCH = 1_704_067_200_000_000  # 2024-01-01 in microseconds
 TS = pa.timestamp("us", tz="UTC")

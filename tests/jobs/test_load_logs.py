@@ -14,8 +14,8 @@ from datetime import datetime, timezone
 import pytest
 
 from delta_tables.catalog import current_version, read_table
-from jobs.datasets import extract_log
-from jobs.load_logs import PROP_LOADER, PROP_SHA, load_log
+from jobs.loaders.datasets import extract_log
+from jobs.loaders.load_logs import PROP_LOADER, PROP_SHA, load_log
 
 EXPECTED = {"bpi2017_offers": 193_849, "bpi2017_applications": 771_148, "bpi2012": 262_200}
 

@@ -1,4 +1,4 @@
-"""The prediction job (``python -m jobs predict``) on real Spark + Delta (small data; jobs/predict.py).
+"""The prediction job (``python -m jobs predict``) on real Spark + Delta (small data; jobs/state/predict.py).
 
 A source of three commits (the second with late events and a row without a key, the third with
 timestamp ties across commits) runs through three subscriptions: a plain sequence, one with a
@@ -23,8 +23,10 @@ from cep.predict import Events, ModelFormatError, load_model, load_state, predic
 from delta_tables.catalog import read_table
 from delta_tables.predict_state import PredictionConf, instance_text
 from delta_tables.settings import TableConf
-from jobs.predict import (InjectedCrash, PredictSettingsChangedError, _version, process_bucket,
-                          read_meta, run_predict)
+from jobs.framework.errors import InjectedCrash
+from jobs.framework.errors import SettingsChangedError as PredictSettingsChangedError
+from jobs.framework.txn import log_version as _version
+from jobs.state.predict import process_bucket, read_meta, run_predict
 
 TS = pa.timestamp("us", tz="UTC")
 HOUR = 3_600_000_000

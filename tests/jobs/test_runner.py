@@ -1,6 +1,6 @@
-"""The job framework (jobs/runner.py) and the run manifest (delta_tables/manifest.py), on real Delta.
+"""The job framework (jobs/framework/runner.py) and the run manifest (delta_tables/manifest.py), on real Delta.
 
-A small prediction set over a three-commit source runs through :func:`jobs.runner.run_job`:
+A small prediction set over a three-commit source runs through :func:`jobs.framework.runner.run_job`:
 each run appends one manifest row after the meta table; reading the state through the manifest
 (by version, by temp views, and in plain SQL with ``TIMESTAMP AS OF`` a subquery) gives the
 state of that run even after later runs; a crash between the meta table and the manifest is
@@ -21,10 +21,10 @@ from delta_tables.catalog import read_table
 from delta_tables.manifest import ManifestError, find_run, read_runs, read_state, register_run_views
 from delta_tables.predict_state import PredictionConf
 from delta_tables.settings import TableConf
-from jobs.predict import _version
-from jobs.registry import StateJob
-from jobs.run_conf import RunConf
-from jobs.runner import RetriesExhaustedError, record_run, run_all, run_job
+from jobs.framework.txn import log_version as _version
+from jobs.framework.registry import StateJob
+from jobs.framework.run_conf import RunConf
+from jobs.framework.runner import RetriesExhaustedError, record_run, run_all, run_job
 
 TS = pa.timestamp("us", tz="UTC")
 HOUR = 3_600_000_000

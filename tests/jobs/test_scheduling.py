@@ -382,7 +382,7 @@ def test_luigi_runs_the_jobs_in_order_and_only_what_the_manifest_lacks(
     from luigi.execution_summary import LuigiStatusCode
     from luigi_pipeline import RunAll, job_is_current, use_session
 
-    from jobs.runner import run_job
+    from jobs.framework.runner import run_job
 
     use_session(spark, sched.settings)
     version = add_commit(spark, sched)

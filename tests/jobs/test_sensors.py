@@ -21,8 +21,8 @@ from cep.prob.stream import from_long
 from cep.datasets.sensors import SensorFileError, read_sensor_csv
 from delta_tables.catalog import current_version
 from delta_tables.settings import PROJECT_ROOT, load_settings
-from jobs.load_logs import PROP_LOADER, PROP_SHA
-from jobs.sensors import (PROP_SIGMA, PROP_STEP, PROP_STREAM, fetch_sensor_file, load_sensors,
+from jobs.loaders.load_logs import PROP_LOADER, PROP_SHA
+from jobs.loaders.sensors import (PROP_SIGMA, PROP_STEP, PROP_STREAM, fetch_sensor_file, load_sensors,
                           pstream_to_arrow, read_sensor_stream, sensor_source)
 
 CSV = b"date,temp\n2010/01/01 00:00,39.4\n2010/01/01 01:00,39.2\n2010/01/01 02:00,41.0\n"

@@ -1,4 +1,4 @@
-"""The incremental sketch job on real Spark + Delta (small data; jobs/sketch.py).
+"""The incremental sketch job on real Spark + Delta (small data; jobs/state/sketch.py).
 
 Every state is checked against ``SketchTree.build`` per stream in the pure core, converted with
 ``delta_tables.sketch_state`` (bits included): incremental over any split of the source equals
@@ -22,8 +22,8 @@ from delta_tables.settings import TableConf
 from delta_tables.sketch_conf import SketchConf, sketch_from_mapping
 from delta_tables.sketch_state import (META_COLUMNS, OpenState, open_to_arrow, spark_schema,
                                        tree_to_arrow)
-from jobs.sketch import (InjectedCrash, SourceNotAppendOnlyError, SourceVersionError,
-                         read_meta, run_sketch)
+from jobs.framework.errors import InjectedCrash, SourceNotAppendOnlyError, SourceVersionError
+from jobs.state.sketch import read_meta, run_sketch
 
 CONFIG = {"m": 64, "k": 2, "C": 3, "fanout": 2, "seeds": [5, 9]}
 CFG = SketchConfig(m=64, k=2, C=3, fanout=2, seeds=(5, 9))

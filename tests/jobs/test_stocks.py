@@ -20,8 +20,8 @@ from cep.errors import CepError, InputDataError
 from cep.datasets.prices import PriceFileError, read_price_csv
 from delta_tables.catalog import current_version
 from delta_tables.settings import PROJECT_ROOT, load_settings
-from jobs.load_logs import PROP_LOADER, PROP_SHA
-from jobs.stocks import fetch_prices, load_stocks, read_wheel_member, stock_source
+from jobs.loaders.load_logs import PROP_LOADER, PROP_SHA
+from jobs.loaders.stocks import fetch_prices, load_stocks, read_wheel_member, stock_source
 
 CSV = ("Date,AAA,BBB,CCC\n"
        "2020-01-02,10.5,3,100\n"

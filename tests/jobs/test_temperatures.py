@@ -19,8 +19,8 @@ from cep.errors import CepError, InputDataError
 from cep.datasets.temperatures import TemperatureFileError, heat_runs, read_daily_temperatures
 from delta_tables.catalog import current_version
 from delta_tables.settings import PROJECT_ROOT, load_settings
-from jobs.load_logs import PROP_LOADER, PROP_SHA, PROP_SOURCE
-from jobs.temperatures import (PROP_CITIES, fetch_temperature_file, fetch_temperature_files,
+from jobs.loaders.load_logs import PROP_LOADER, PROP_SHA, PROP_SOURCE
+from jobs.loaders.temperatures import (PROP_CITIES, fetch_temperature_file, fetch_temperature_files,
                                load_temperatures, members_digest, read_temperatures,
                                temperature_source, temperatures_to_arrow)
 

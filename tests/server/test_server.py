@@ -42,7 +42,7 @@ import pytest
 from delta_tables.catalog import current_version, register_table
 from delta_tables.settings import Settings, TableConf, load_settings
 from jobs.cli import main
-from jobs.server import (ServerConf, ServerConfError, ServerStartError, load_server_conf,
+from jobs.servers.server import (ServerConf, ServerConfError, ServerStartError, load_server_conf,
                          start_server)
 
 ROOT = Path(__file__).resolve().parents[2]

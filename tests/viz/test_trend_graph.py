@@ -97,7 +97,7 @@ def test_bad_input_is_a_typed_error() -> None:
 def test_fed_by_the_graph_job_and_cet_trends(spark, settings, generated_checks) -> None:
     from delta_tables.graph_state import load_graph
     from delta_tables.graph_trends import graph_edges
-    from jobs.graph import run_graph
+    from jobs.state.graph import run_graph
 
     # The registered graph of Q1 (a no-op after the docs' example built it in the same warehouse).
     conf = load_graph(settings, "checks_graph")

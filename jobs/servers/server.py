@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from cep.errors import CepError, ConfigError
 from delta_tables.settings import Settings
-from jobs import listener
+from jobs.servers import listener
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

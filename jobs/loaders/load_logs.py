@@ -28,7 +28,7 @@ from cep.errors import InputDataError
 from cep.datasets.xes import EventLog, read_xes
 from delta_tables.catalog import current_version, table_properties
 from delta_tables.settings import Settings, load_settings
-from jobs.datasets import extract_log, sha256_of
+from jobs.loaders.datasets import extract_log, sha256_of
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

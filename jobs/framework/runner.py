@@ -3,7 +3,7 @@
 Every state job (``python -m jobs sketch|graph|predict --name N`` and ``python -m jobs
 run-all``) goes through :func:`run_job`:
 
-1. **Run** the job's own incremental step (:meth:`jobs.registry.StateJob.run`): it reads only
+1. **Run** the job's own incremental step (:meth:`jobs.framework.registry.StateJob.run`): it reads only
    the source versions after the ones its meta table records (Delta's change data feed), makes
    every write idempotent (``txnAppId`` from the job and the table, ``txnVersion`` = the
    source version it processes up to, never the clock), resumes a run a crash interrupted, and
@@ -44,9 +44,9 @@ from delta_tables.catalog import current_version, is_delta_table, read_table
 from delta_tables.manifest import MANIFEST_COLUMNS, ManifestRun, read_runs, run_id
 from delta_tables.settings import Settings, TableConf
 from delta_tables.sketch_state import spark_schema
-from jobs.registry import StateJob, load_job, parse_key
-from jobs.run_conf import RunConf, load_run_conf
-from jobs.txn import ensure_table, save, say
+from jobs.framework.registry import StateJob, load_job, parse_key
+from jobs.framework.run_conf import RunConf, load_run_conf
+from jobs.framework.txn import ensure_table, save, say
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -2,14 +2,15 @@
 (``python -m jobs predict --name NAME``).
 
 One run of :func:`run_predict` for a registered prediction set (``conf/predictions.toml``,
-:mod:`delta_tables.predict_state`; docs/predict-jobs.md):
+:mod:`delta_tables.predict_state`; docs/predict-jobs.md) follows the protocol of
+:mod:`jobs.framework.incremental` (target version, nothing new, resuming an interrupted run,
+the meta table last); what is the set's own is :class:`PredictJob`:
 
-1. Read ``<name>_meta``. If the source's version (or ``--until-version``) is not newer than the
-   recorded ``source_version``, say that nothing is new and write nothing. A ``conf`` that no
-   longer agrees with the meta table or ``<name>_subscriptions`` is
-   :class:`PredictSettingsChangedError` (a changed set needs a new name).
+1. Its settings check: a ``conf`` that no longer agrees with the meta table or
+   ``<name>_subscriptions`` is :class:`~jobs.framework.errors.SettingsChangedError`
+   (CEP-PRED-042; a changed set needs a new name).
 2. Read only the new source rows: the change data feed from ``source_version + 1`` to the target
-   (an update or delete there is :class:`SourceNotAppendOnlyError`). A first run reads the feed
+   (an update or delete there is :class:`~jobs.framework.errors.SourceNotAppendOnlyError`). A first run reads the feed
    from version 0 when it holds inserts only (so every row keeps the commit it arrived in), else
    the snapshot at the target as one commit.
 3. The new events meet the persisted instance states of their keys (``<name>_instances`` as of
@@ -26,8 +27,8 @@ One run of :func:`run_predict` for a registered prediction set (``conf/predictio
    the machine states the merged model has seen that ``<name>_states`` lacks are listed.
 5. Writes, in this order: ``<name>_subscriptions`` (first run), ``<name>_instances`` (MERGE on
    ``sub, key, instance``), ``<name>_models`` (MERGE on ``sub``), ``<name>_states`` (MERGE on
-   ``sub, leaf, mask``), ``<name>_late`` (append) and ``<name>_meta`` (overwrite) LAST. A table
-   with nothing to write is not written.
+   ``sub, leaf, mask``), ``<name>_late`` (append); the framework then overwrites
+   ``<name>_meta`` LAST. A table with nothing to write is not written.
 
 **Late events.** An event is late when its timestamp is before the newest timestamp of its key
 in an *earlier source commit* (processed by this run or an earlier one). Late and incomplete
@@ -38,7 +39,7 @@ runs.
 
 **Idempotency.** Every write carries ``txnAppId = cep-predict-<name>-<table>`` and ``txnVersion``
 = the source version the run processes up to (never the clock), and records the run in its
-commit's ``userMetadata`` (the writes are :mod:`jobs.txn`'s). Delta skips a write whose
+commit's ``userMetadata`` (the writes are :mod:`jobs.framework.txn`'s). Delta skips a write whose
 ``txnVersion`` it has already recorded for that ``txnAppId``. A rerun after a crash finds writes
 newer than the meta table, resumes that run at its source version (same inputs: the state as
 of the meta's versions and the same source rows, so the same rows come out; the writes that
@@ -53,9 +54,6 @@ Example:
 from __future__ import annotations
 
 import functools
-import json
-import os
-import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -63,35 +61,27 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cep.errors import CepError
 from delta_tables.catalog import read_table
 from delta_tables.predict_state import (COLUMNS, MERGE_KEYS, PredictionConf, PredictStateError,
                                         empty_model, instance_text, instance_values,
                                         load_prediction, state_rows, subscription_rows)
-from delta_tables.settings import Settings, TableConf
+from delta_tables.settings import Settings
 from delta_tables.sketch_state import spark_schema
-# The TXN_* conf names are defined in jobs.txn and re-exported here.
-from jobs.txn import commit_records as _run_records
-from jobs.txn import log_version as _version
-from jobs.txn import (TXN_APP_CONF, TXN_VERSION_CONF, USER_METADATA_CONF,  # noqa: F401
-                      crash_point, ensure_table, merge, read_meta_row, register_existing, save,
-                      say, worker_error)
+from jobs.framework.errors import ErrorCodes, JobError, SettingsChangedError
+from jobs.framework.faults import commit_point
+from jobs.framework.incremental import IncrementalJob, Outcome, Run, RunResult
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["PredictJobError", "SourceNotAppendOnlyError", "PredictSettingsChangedError",
-           "SourceVersionError", "InjectedCrash", "PredictRunResult", "run_predict",
-           "process_bucket", "read_meta", "CRASH_ENV", "CRASH_POINTS"]
+__all__ = ["PredictJob", "PredictRunResult", "run_predict", "process_bucket", "read_meta",
+           "CODES"]
 
-CRASH_ENV = "CEP_PREDICT_CRASH_AFTER"
-CRASH_POINTS = ("instances-files", "instances", "models", "states", "late")
-"""Test hook points: ``instances-files`` writes the instance rows' data files into the
-instances table's folder WITHOUT a Delta commit (what a process killed inside the MERGE leaves)
-and stops; the others stop right after that table's commit (before the meta table)."""
-METADATA_KEY = "cep-predict"
-PROP_SET = "cep.predict.name"
-PROP_TABLE = "cep.predict.table"
+CODES = ErrorCodes(job="CEP-PRED-040", not_append_only="CEP-PRED-041",
+                   settings_changed="CEP-PRED-042", source_version="CEP-PRED-043",
+                   crash="CEP-PRED-045")
+"""The codes of the prediction job's errors (docs/predict-jobs.md); inconsistent state is
+:class:`~delta_tables.predict_state.PredictStateError` (CEP-PRED-044)."""
 LOOKAHEAD = 1
 LOCAL_ROWS = 1_000_000
 """A run that reads at most this many new source rows runs them on the driver (one call of
@@ -106,49 +96,11 @@ OUT_INSTANCE, OUT_MODEL, OUT_LATE, OUT_STATS = 0, 1, 2, 3
 _INT_TYPES = ("tinyint", "smallint", "int", "bigint")
 
 
-class PredictJobError(CepError):
-    """The prediction job cannot run (base of the job's errors): a source column missing or of
-    a type the job cannot order by."""
-
-    code = "CEP-PRED-040"
-
-
-class SourceNotAppendOnlyError(PredictJobError):
-    """The change data feed holds an update or a delete: prediction sources are append-only.
-    Drop the set's tables (or register a new name) after rewriting the source."""
-
-    code = "CEP-PRED-041"
-
-
-class PredictSettingsChangedError(PredictJobError):
-    """``conf/predictions.toml`` no longer agrees with the meta or subscriptions table (source,
-    columns, subscription names or texts); a changed set needs a new name."""
-
-    code = "CEP-PRED-042"
-
-
-class SourceVersionError(PredictJobError):
-    """No source table, ``--until-version`` outside the source's versions, or a change data feed
-    that cannot be read for the needed range (not enabled, or vacuumed)."""
-
-    code = "CEP-PRED-043"
-
-
-class InjectedCrash(PredictJobError):
-    """Raised by the test hook (:data:`CRASH_ENV`, ``crash_after``)."""
-
-    code = "CEP-PRED-045"
-
-
 @dataclass(frozen=True)
-class PredictRunResult:
-    """What one run read and wrote.
+class PredictRunResult(RunResult):
+    """What one run read and wrote (the common fields: :class:`RunResult`).
 
     Attributes:
-        prediction: the set's name.
-        written: False when nothing was new (no table was written).
-        run_id: ``<name>:<first source version read>-<last>``.
-        source_from, source_version: the source versions read (inclusive).
         read: how the source was read (``change data feed``, ``commits from version 0`` or
             ``snapshot``).
         events_read: new source rows; ``events_run`` of them were run, ``late`` and
@@ -156,16 +108,8 @@ class PredictRunResult:
         keys: keys with events run.
         instance_rows, state_rows: rows merged into ``<name>_instances`` / ``<name>_states``.
         model_events: per subscription, the training events of its model after the run.
-        versions: version of each state table after the run.
-        resumed: True when the run finished an interrupted run first.
-        seconds: wall time.
     """
 
-    prediction: str
-    written: bool
-    run_id: str
-    source_from: int | None
-    source_version: int
     read: str = ""
     events_read: int = 0
     events_run: int = 0
@@ -175,73 +119,43 @@ class PredictRunResult:
     instance_rows: int = 0
     state_rows: int = 0
     model_events: dict[str, int] = field(default_factory=dict)
-    versions: dict[str, int | None] = field(default_factory=dict)
-    resumed: bool = False
-    seconds: float = 0.0
 
 
 # ---- meta and settings -------------------------------------------------------------------------
 
 def read_meta(spark: "SparkSession", conf: PredictionConf) -> dict[str, Any] | None:
     """The meta row of ``conf`` as a dict, or None before the first complete run."""
-    return read_meta_row(spark, conf.tables()["meta"], PredictStateError)
-
-
-def _ensure_tables(spark: "SparkSession", conf: PredictionConf) -> None:
-    for suffix, table in conf.tables().items():
-        ensure_table(spark, table, COLUMNS[suffix], {PROP_SET: conf.name, PROP_TABLE: suffix})
+    return PredictJob(conf).read_meta(spark)
 
 
 def _check_settings(spark: "SparkSession", conf: PredictionConf, meta: dict[str, Any]) -> None:
-    """Raise :class:`PredictSettingsChangedError` when the registration contradicts the state."""
+    """Raise SettingsChangedError (CEP-PRED-042) when the registration contradicts the state."""
     stored = {k: meta[k] for k in ("source", "key_col", "ts_col", "id_col", "type_col")}
     wanted = {"source": conf.source.name, "key_col": conf.key_col, "ts_col": conf.ts_col,
               "id_col": conf.id_col, "type_col": conf.type_col}
     if stored != wanted:
-        raise PredictSettingsChangedError(f"prediction set {conf.name}: predictions.toml says "
-                                          f"{wanted}, the meta table {stored}")
+        raise CODES.error(SettingsChangedError, f"prediction set {conf.name}: predictions.toml "
+                                                f"says {wanted}, the meta table {stored}")
     version = meta["subscriptions_version"]
     rows = [] if version is None else read_table(
         spark, conf.tables()["subscriptions"], version=int(version)
     ).select("sub", "pattern").collect()
     have = {r["sub"]: r["pattern"] for r in rows}
     if have != dict(conf.subscriptions):
-        raise PredictSettingsChangedError(
+        raise CODES.error(SettingsChangedError, (
             f"prediction set {conf.name}: predictions.toml registers "
             f"{sorted(dict(conf.subscriptions).items())}, the state was built for "
-            f"{sorted(have.items())}; register the changed subscriptions under a new set name")
-
-
-def _interrupted_target(spark: "SparkSession", conf: PredictionConf,
-                        meta: dict[str, Any] | None) -> int | None:
-    """The source version of a run that wrote some state tables but not the meta table."""
-    done = -1 if meta is None else int(meta["source_version"])
-    found: set[int] = set()
-    for suffix, table in conf.tables().items():
-        if suffix == "meta":
-            continue
-        since = None if meta is None else meta[f"{suffix}_version"]
-        for record in _run_records(table, since):
-            version = int(record.get("source_version", -1))
-            if record.get(METADATA_KEY) == conf.name and version > done:
-                found.add(version)
-    if len(found) > 1:
-        raise PredictStateError(f"prediction set {conf.name}: state tables hold writes of several "
-                                f"unfinished runs (source versions {sorted(found)})")
-    return found.pop() if found else None
+            f"{sorted(have.items())}; register the changed subscriptions under a new set name"))
 
 
 # ---- reading the source ------------------------------------------------------------------------
 
-def _change_feed(spark: "SparkSession", conf: PredictionConf, first: int, target: int
-                 ) -> tuple["DataFrame", int, tuple | None]:
+def _change_feed(run: Run, first: int) -> tuple["DataFrame", int, tuple | None]:
     """The change data feed ``first..target``, its number of rows and its first non-insert
     change ``(type, version)`` (None when it holds inserts only); one scan."""
     from pyspark.sql import functions as F
 
-    frame = (spark.read.format("delta").option("readChangeFeed", "true")
-             .option("startingVersion", first).option("endingVersion", target)
-             .load(str(conf.source.location)))
+    frame = run.feed(first)
     counts = {r[0]: int(r[1]) for r in frame.groupBy("_change_type").count().collect()}
     bad = None
     if set(counts) - {"insert"}:
@@ -251,8 +165,7 @@ def _change_feed(spark: "SparkSession", conf: PredictionConf, first: int, target
     return frame, sum(counts.values()), bad
 
 
-def _source_rows(spark: "SparkSession", conf: PredictionConf, done: int, target: int
-                 ) -> tuple["DataFrame", str, tuple[str, ...], int]:
+def _source_rows(run: Run, conf: PredictionConf) -> tuple["DataFrame", str, tuple[str, ...], int]:
     """``key, kind, e_ts, e_id, e_commit, e_type, a_0..`` of the source rows after ``done`` up
     to ``target``, how they were read, the attribute of each ``a_i`` column (an attribute
     ``ts`` or, with a type column, ``type`` that is not a source column is not one: the events'
@@ -260,27 +173,23 @@ def _source_rows(spark: "SparkSession", conf: PredictionConf, done: int, target:
     from pyspark.sql import functions as F
 
     frame, read = None, "change data feed"
-    if done < 0:
+    target = run.target
+    if run.done < 0:
         try:
-            frame, rows, bad = _change_feed(spark, conf, 0, target)
+            frame, rows, bad = _change_feed(run, 0)
             read = "commits from version 0"
         except Exception:  # no feed from version 0 (enabled later, vacuumed): the snapshot
             frame, bad = None, None
         if frame is None or bad:
-            frame, read = read_table(spark, conf.source, version=target), "snapshot"
+            frame, read = read_table(run.spark, conf.source, version=target), "snapshot"
             rows = frame.count()
     else:
         try:
-            frame, rows, bad = _change_feed(spark, conf, done + 1, target)
+            frame, rows, bad = _change_feed(run, run.first)
         except Exception as exc:  # AnalysisException / Py4J: CDF off, vacuumed, ...
-            raise SourceVersionError(
-                f"prediction set {conf.name}: cannot read the change data feed of "
-                f"{conf.source.name} from version {done + 1} to {target} (is "
-                f"delta.enableChangeDataFeed on?): {str(exc).splitlines()[0][:300]}") from None
+            raise run.unreadable_feed(exc) from None
         if bad:
-            raise SourceNotAppendOnlyError(
-                f"prediction set {conf.name}: source {conf.source.name} has a {bad[0]} change "
-                f"at version {bad[1]}; prediction sources are append-only (rebuild the set)")
+            raise run.not_append_only(bad[0], bad[1])
     have = {c.lower(): c for c in frame.columns if not c.startswith("_")}
     types = {c.lower(): t for c, t in frame.dtypes}
     wanted = [conf.key_col, conf.ts_col] + [c for c in (conf.id_col, conf.type_col) if c]
@@ -288,21 +197,21 @@ def _source_rows(spark: "SparkSession", conf: PredictionConf, done: int, target:
              or not (a == "ts" or (a == "type" and conf.type_col))]
     missing = [c for c in wanted + attrs if c.lower() not in have]
     if missing:
-        raise PredictJobError(f"prediction set {conf.name}: source {conf.source.name} has no "
-                              f"column {missing}; it has {sorted(have.values())}")
+        raise run.job.error(JobError, f"source {conf.source.name} has no column {missing}; it "
+                                      f"has {sorted(have.values())}")
     ts_name, ts_type = have[conf.ts_col.lower()], types[conf.ts_col.lower()]
     if ts_type.startswith("timestamp") or ts_type == "date":
         ts = F.unix_micros(F.col(ts_name).cast("timestamp"))
     elif ts_type in _INT_TYPES:
         ts = F.col(ts_name).cast("bigint")
     else:
-        raise PredictJobError(f"prediction set {conf.name}: ts_col {conf.ts_col} is {ts_type}; "
-                              "expected TIMESTAMP, DATE or an integer type")
+        raise run.job.error(JobError, f"ts_col {conf.ts_col} is {ts_type}; expected TIMESTAMP, "
+                                      "DATE or an integer type")
     if conf.id_col:
         id_type = types[conf.id_col.lower()]
         if id_type not in _INT_TYPES:
-            raise PredictJobError(f"prediction set {conf.name}: id_col {conf.id_col} is {id_type}; "
-                                  "expected an integer type")
+            raise run.job.error(JobError, f"id_col {conf.id_col} is {id_type}; expected an "
+                                          "integer type")
         ident = F.col(have[conf.id_col.lower()]).cast("bigint")
     else:
         ident = F.lit(None).cast("bigint")
@@ -554,34 +463,7 @@ def make_bucket_function(conf: PredictionConf, attributes: tuple[str, ...]
     return per_bucket
 
 
-# ---- writes ------------------------------------------------------------------------------------
-
-def _worker_error(exc: Exception) -> Exception:
-    """A typed error raised in a Python worker, rebuilt on the driver from Spark's message
-    (:func:`jobs.txn.worker_error`; another code becomes a :class:`PredictJobError`)."""
-    from cep.predict import ModelFormatError, PredictEventsError, PredictLimitError
-
-    return worker_error(exc, {
-        ModelFormatError.code: ModelFormatError, PredictEventsError.code: PredictEventsError,
-        PredictLimitError.code: PredictLimitError, PredictStateError.code: PredictStateError},
-        PredictJobError)
-
-
-def _merge(spark: "SparkSession", table: TableConf, source: "DataFrame", keys: list[str],
-           app_id: str, version: int, metadata: str, *, update: bool = True) -> None:
-    """MERGE ``source`` into ``table`` on ``keys`` as one idempotent write. Into a table still at
-    version 0 (created empty by :func:`_ensure_tables`) the MERGE would insert every row: that
-    is an append, which Delta does without the MERGE's join (measured 2-4 s less per table on
-    a first run), with the same ``txnAppId`` / ``txnVersion``."""
-    if _version(table) == 0:
-        save(source, table, "append", app_id, version, metadata)
-        return
-    merge(spark, table, source, keys, app_id, version, metadata, update=update)
-
-
-def _crash_point(where: str, crash_after: str | None) -> None:
-    crash_point(where, crash_after, InjectedCrash, CRASH_ENV)
-
+# ---- the job ----------------------------------------------------------------------------------
 
 def _stored_models(spark: "SparkSession", conf: PredictionConf, meta: dict[str, Any] | None,
                    compiled: dict[str, Any]) -> dict[str, Any]:
@@ -604,7 +486,155 @@ def _stored_models(spark: "SparkSession", conf: PredictionConf, meta: dict[str, 
     return out
 
 
-# ---- the run -----------------------------------------------------------------------------------
+class PredictJob(IncrementalJob):
+    """The prediction set's own part of the protocol: its tables, its settings check, its step.
+
+    Args:
+        conf: The registered prediction set.
+        local_rows: Run on the driver when the run reads at most this many source rows, else in
+            Spark (:data:`LOCAL_ROWS`; the results are the same).
+    """
+
+    kind = "predict"
+    title = "prediction set"
+    state_word = "state"
+    codes = CODES
+    crash_points = ("instances-files", "instances", "models", "states", "late")
+    table_columns = COLUMNS
+    result_type = PredictRunResult
+    state_error = PredictStateError
+
+    conf: PredictionConf
+
+    def __init__(self, conf: PredictionConf, local_rows: int = LOCAL_ROWS) -> None:
+        super().__init__(conf)
+        self.local_rows = local_rows
+
+    def check_settings(self, spark: "SparkSession", meta: dict[str, Any]) -> None:
+        """Raise SettingsChangedError (CEP-PRED-042) when the registration contradicts the
+        meta table or ``<name>_subscriptions``."""
+        _check_settings(spark, self.conf, meta)
+
+    def _worker_error(self, exc: Exception) -> Exception:
+        """A typed error raised in a Python worker, rebuilt on the driver from Spark's message."""
+        from cep.predict import ModelFormatError, PredictEventsError, PredictLimitError
+
+        return self.worker_error(exc, {
+            ModelFormatError.code: ModelFormatError, PredictEventsError.code: PredictEventsError,
+            PredictLimitError.code: PredictLimitError, PredictStateError.code: PredictStateError})
+
+    def process(self, run: Run) -> Outcome:
+        """Run the new events through every subscription; write instances, models, states,
+        late (the subscriptions on a first run)."""
+        from pyspark import StorageLevel
+        from pyspark.sql import functions as F
+
+        conf, spark, meta, local_rows = self.conf, run.spark, run.meta, self.local_rows
+        compiled = conf.compiled()
+        run.ensure_tables()
+        # The persisted models and states first: a corrupt model fails the run before any work.
+        # <name>_states holds the states of every model written so far; counts only grow, so
+        # that is the states of the persisted model (no need to read the table).
+        models = _stored_models(spark, conf, meta, compiled)
+        known = {sub: {(int(r[1]), int(r[2])) for r in state_rows(sub, compiled[sub], models[sub])}
+                 for sub in compiled} if meta is not None else {sub: set() for sub in compiled}
+        events, read, attributes, n_rows = _source_rows(run, conf)
+        where = "on the driver" if n_rows <= local_rows else "in Spark (applyInArrow)"
+        run.say(f"{conf.name}: reading {conf.source.name} versions {run.first}..{run.target} "
+                f"({read}): {n_rows:,} rows, run {where}; {len(compiled)} subscription(s): "
+                f"{', '.join(compiled)}")
+        work = events
+        stored = _state_rows(spark, conf, meta, events)
+        if stored is not None:
+            work = work.unionByName(stored, allowMissingColumns=True)
+        else:
+            work = (work.withColumn("i_sub", F.lit(None).cast("string"))
+                    .withColumn("i_instance", F.lit(None).cast("string"))
+                    .withColumn("i_state", F.lit(None).cast("binary")))
+        if n_rows <= local_rows:
+            # Few rows: one call of the same function on the driver is faster than a shuffle
+            # into Python workers (docs/predict-jobs.md, "Where the events are run").
+            result = process_bucket(work.toArrow(), _spec(conf, attributes))
+            kinds = pa.array([OUT_MODEL, OUT_STATS], pa.int32())
+            small = result.filter(pc.is_in(result.column("out"), value_set=kinds)).to_pylist()
+            out = spark.createDataFrame(result, spark_schema(OUT_COLUMNS))
+        else:
+            buckets = max(64, 4 * int(spark.conf.get("spark.sql.shuffle.partitions")))
+            out = (work.withColumn("bucket", F.pmod(F.xxhash64("key"), F.lit(buckets)))
+                   .groupBy("bucket").applyInArrow(make_bucket_function(conf, attributes),
+                                                   spark_schema(OUT_COLUMNS))
+                   .persist(StorageLevel.MEMORY_AND_DISK))
+        try:
+            try:
+                if n_rows > local_rows:
+                    small = [r.asDict() for r in out.where(F.col("out").isin(OUT_MODEL, OUT_STATS))
+                             .select("out", "sub", "model", *STAT_COLUMNS).collect()]
+            except Exception as exc:
+                raise self._worker_error(exc) from None
+            stats = {c: sum(int(r[c]) for r in small if r["out"] == OUT_STATS)
+                     for c in STAT_COLUMNS}
+            n_read, n_run, n_keys = stats["n_read"], stats["n_run"], stats["n_keys"]
+            instance_rows = stats["n_instances"]
+            late, incomplete = stats["n_late"], stats["n_incomplete"]
+            run.say(f"{conf.name}: {n_read:,} events read: {n_run:,} run in {n_keys:,} keys, "
+                    f"{late:,} late, {incomplete:,} incomplete; {instance_rows:,} instance rows "
+                    f"({run.elapsed():.1f}s)")
+
+            # Models: the persisted ones plus every bucket's counts (order does not matter).
+            from cep.predict import load_model
+
+            trained: dict[str, list] = {sub: [] for sub in compiled}
+            for r in small:
+                if r["out"] == OUT_MODEL:
+                    trained[r["sub"]].append(load_model(r["model"],
+                                                        subscription=compiled[r["sub"]].text))
+            for sub, parts in trained.items():
+                for part in parts:
+                    models[sub] = models[sub].merge(part)
+            new_states = [row for sub, c in compiled.items()
+                          for row in state_rows(sub, c, models[sub], known[sub])]
+
+            if meta is None:
+                run.merge("subscriptions", spark.createDataFrame(
+                    subscription_rows(conf), spark_schema(COLUMNS["subscriptions"])),
+                          MERGE_KEYS["subscriptions"])
+            if instance_rows:
+                names = [name for name, _ in COLUMNS["instances"]]
+                run.merge("instances", out.where(F.col("out") == OUT_INSTANCE).select(*names),
+                          MERGE_KEYS["instances"])
+            run.say(f"{conf.name}: instances merged ({run.elapsed():.1f}s)")
+            commit_point("instances")
+            if n_run:
+                model_rows = [(sub, m.to_bytes(), m.events,
+                               sum(leaf.counts.total for leaf in m.leaves), run.target)
+                              for sub, m in models.items()]
+                run.merge("models", spark.createDataFrame(model_rows,
+                                                          spark_schema(COLUMNS["models"])),
+                          MERGE_KEYS["models"])
+            commit_point("models")
+            if new_states:
+                run.merge("states", spark.createDataFrame(new_states,
+                                                          spark_schema(COLUMNS["states"])),
+                          MERGE_KEYS["states"], update=False)
+            commit_point("states")
+            if late + incomplete:
+                run.append("late", out.where(F.col("out") == OUT_LATE).select(
+                    F.lit(run.run_id).alias("run_id"), F.col("l_version").alias("source_version"),
+                    "key", F.col("l_ts").alias("ts"), F.col("l_id").alias("id"),
+                    F.col("l_reason").alias("reason"), F.col("l_last_ts").alias("last_ts")))
+            commit_point("late")
+        finally:
+            out.unpersist()
+        return Outcome(
+            meta={"prediction": conf.name, "source": conf.source.name, "key_col": conf.key_col,
+                  "ts_col": conf.ts_col, "id_col": conf.id_col, "type_col": conf.type_col,
+                  "events_total": (int(meta["events_total"]) if meta else 0) + n_run,
+                  "late_total": (int(meta["late_total"]) if meta else 0) + late + incomplete},
+            result={"read": read, "events_read": n_read, "events_run": n_run, "late": late,
+                    "incomplete": incomplete, "keys": n_keys, "instance_rows": instance_rows,
+                    "state_rows": len(new_states),
+                    "model_events": {sub: m.events for sub, m in models.items()}})
+
 
 def run_predict(spark: "SparkSession", settings: Settings, conf: PredictionConf | str, *,
                 until_version: int | None = None, quiet: bool = False,
@@ -618,7 +648,8 @@ def run_predict(spark: "SparkSession", settings: Settings, conf: PredictionConf 
         until_version: process the source only up to this version.
         quiet: no progress output.
         crash_after: test hook (default ``$CEP_PREDICT_CRASH_AFTER``), one of
-            :data:`CRASH_POINTS`: raise :class:`InjectedCrash` there.
+            :attr:`PredictJob.crash_points`: raise :class:`~jobs.framework.errors.InjectedCrash`
+            there.
         local_rows: run on the driver when the run reads at most this many source rows, else
             in Spark (:data:`LOCAL_ROWS`; the results are the same).
 
@@ -626,179 +657,11 @@ def run_predict(spark: "SparkSession", settings: Settings, conf: PredictionConf 
         The last run's :class:`PredictRunResult` (``written`` False when nothing was new).
 
     Raises:
-        SourceVersionError, SourceNotAppendOnlyError, PredictSettingsChangedError,
-        PredictJobError: see the classes.
+        SourceVersionError, SourceNotAppendOnlyError, SettingsChangedError, JobError: see
+            :mod:`jobs.framework.errors` (codes CEP-PRED-040..045).
         ModelFormatError: a persisted model or instance state is corrupt (``CEP-PRED-012``).
     """
-    started = time.monotonic()
-    if isinstance(conf, str):
-        conf = load_prediction(settings, conf)
-    crash_after = crash_after if crash_after is not None else os.environ.get(CRASH_ENV) or None
-    if crash_after is not None and crash_after not in CRASH_POINTS:
-        raise PredictJobError(f"crash point {crash_after!r}: expected one of {CRASH_POINTS}")
-    current = _version(conf.source)
-    if current is None:
-        raise SourceVersionError(f"prediction set {conf.name}: source table {conf.source.name} "
-                                 f"does not exist at {conf.source.location}")
-    target = current if until_version is None else int(until_version)
-    if not 0 <= target <= current:
-        raise SourceVersionError(f"prediction set {conf.name}: --until-version {until_version} is "
-                                 f"outside the versions 0..{current} of {conf.source.name}")
-    meta = read_meta(spark, conf)
-    done = -1 if meta is None else int(meta["source_version"])
-    if meta is not None:
-        _check_settings(spark, conf, meta)
-    if target <= done:
-        say(quiet, f"{conf.name}: nothing new in {conf.source.name} (source version {target}, "
-                   f"state at {done}); nothing written")
-        register_existing(spark, conf.tables().values())
-        return PredictRunResult(conf.name, False, "", None, done,
-                                seconds=time.monotonic() - started)
-    interrupted = _interrupted_target(spark, conf, meta)
-    resumed = False
-    result: PredictRunResult | None = None
-    if interrupted is not None and interrupted > done:
-        say(quiet, f"{conf.name}: resuming the run interrupted at source version {interrupted}")
-        result = _run_once(spark, conf, meta, done, interrupted, quiet, crash_after, started,
-                           resumed=True, local_rows=local_rows)
-        meta, done, resumed = read_meta(spark, conf), interrupted, True
-    if target <= done and result is not None:
-        return result
-    return _run_once(spark, conf, meta, done, target, quiet, crash_after, started, resumed=resumed,
-                     local_rows=local_rows)
-
-
-def _run_once(spark: "SparkSession", conf: PredictionConf, meta: dict[str, Any] | None,
-              done: int, target: int, quiet: bool, crash_after: str | None, started: float, *,
-              resumed: bool, local_rows: int) -> PredictRunResult:
-    """Process source versions ``done + 1 .. target`` and write the state (meta last)."""
-    from pyspark import StorageLevel
-    from pyspark.sql import functions as F
-
-    tables = conf.tables()
-    compiled = conf.compiled()
-    _ensure_tables(spark, conf)
-    first = done + 1
-    run_id = f"{conf.name}:{first}-{target}"
-    # The persisted models and states first: a corrupt model fails the run before any work.
-    # <name>_states holds the states of every model written so far; counts only grow, so that
-    # is the states of the persisted model (no need to read the table).
-    models = _stored_models(spark, conf, meta, compiled)
-    known = {sub: {(int(r[1]), int(r[2])) for r in state_rows(sub, compiled[sub], models[sub])}
-             for sub in compiled} if meta is not None else {sub: set() for sub in compiled}
-    events, read, attributes, n_rows = _source_rows(spark, conf, done, target)
-    where = "on the driver" if n_rows <= local_rows else "in Spark (applyInArrow)"
-    say(quiet, f"{conf.name}: reading {conf.source.name} versions {first}..{target} ({read}): "
-               f"{n_rows:,} rows, run {where}; {len(compiled)} subscription(s): "
-               f"{', '.join(compiled)}")
-    work = events
-    stored = _state_rows(spark, conf, meta, events)
-    if stored is not None:
-        work = work.unionByName(stored, allowMissingColumns=True)
-    else:
-        work = (work.withColumn("i_sub", F.lit(None).cast("string"))
-                .withColumn("i_instance", F.lit(None).cast("string"))
-                .withColumn("i_state", F.lit(None).cast("binary")))
-    if n_rows <= local_rows:
-        # Few rows: one call of the same function on the driver is faster than a shuffle into
-        # Python workers (docs/predict-jobs.md, "Where the events are run").
-        result = process_bucket(work.toArrow(), _spec(conf, attributes))
-        kinds = pa.array([OUT_MODEL, OUT_STATS], pa.int32())
-        small = result.filter(pc.is_in(result.column("out"), value_set=kinds)).to_pylist()
-        out = spark.createDataFrame(result, spark_schema(OUT_COLUMNS))
-    else:
-        buckets = max(64, 4 * int(spark.conf.get("spark.sql.shuffle.partitions")))
-        out = (work.withColumn("bucket", F.pmod(F.xxhash64("key"), F.lit(buckets)))
-               .groupBy("bucket").applyInArrow(make_bucket_function(conf, attributes),
-                                               spark_schema(OUT_COLUMNS))
-               .persist(StorageLevel.MEMORY_AND_DISK))
-    try:
-        try:
-            if n_rows > local_rows:
-                small = [r.asDict() for r in out.where(F.col("out").isin(OUT_MODEL, OUT_STATS))
-                         .select("out", "sub", "model", *STAT_COLUMNS).collect()]
-        except Exception as exc:
-            raise _worker_error(exc) from None
-        stats = {c: sum(int(r[c]) for r in small if r["out"] == OUT_STATS) for c in STAT_COLUMNS}
-        n_read, n_run, n_keys = stats["n_read"], stats["n_run"], stats["n_keys"]
-        instance_rows = stats["n_instances"]
-        late, incomplete = stats["n_late"], stats["n_incomplete"]
-        say(quiet, f"{conf.name}: {n_read:,} events read: {n_run:,} run in {n_keys:,} keys, "
-                   f"{late:,} late, {incomplete:,} incomplete; {instance_rows:,} instance rows "
-                   f"({time.monotonic() - started:.1f}s)")
-
-        # Models: the persisted ones plus every bucket's counts (order does not matter).
-        from cep.predict import load_model
-
-        trained: dict[str, list] = {sub: [] for sub in compiled}
-        for r in small:
-            if r["out"] == OUT_MODEL:
-                trained[r["sub"]].append(load_model(r["model"],
-                                                    subscription=compiled[r["sub"]].text))
-        for sub, parts in trained.items():
-            for part in parts:
-                models[sub] = models[sub].merge(part)
-        new_states = [row for sub, c in compiled.items()
-                      for row in state_rows(sub, c, models[sub], known[sub])]
-
-        metadata = json.dumps({METADATA_KEY: conf.name, "run_id": run_id,
-                               "source_version": target})
-
-        def app(suffix: str) -> str:
-            return f"cep-predict-{conf.name}-{suffix}"
-
-        def write(suffix: str, frame: "DataFrame", *, update: bool = True) -> None:
-            _merge(spark, tables[suffix], frame, MERGE_KEYS[suffix], app(suffix), target,
-                   metadata, update=update)
-
-        if meta is None:
-            write("subscriptions", spark.createDataFrame(subscription_rows(conf),
-                                                         spark_schema(COLUMNS["subscriptions"])))
-        names = [name for name, _ in COLUMNS["instances"]]
-        instance_frame = out.where(F.col("out") == OUT_INSTANCE).select(*names)
-        if crash_after == "instances-files":
-            # What a process killed inside the MERGE leaves: data files, no commit.
-            instance_frame.write.mode("append").parquet(str(tables["instances"].location))
-            _crash_point("instances-files", crash_after)
-        if instance_rows:
-            write("instances", instance_frame)
-        say(quiet, f"{conf.name}: instances merged ({time.monotonic() - started:.1f}s)")
-        _crash_point("instances", crash_after)
-        if n_run:
-            model_rows = [(sub, m.to_bytes(), m.events,
-                           sum(leaf.counts.total for leaf in m.leaves), target)
-                          for sub, m in models.items()]
-            write("models", spark.createDataFrame(model_rows, spark_schema(COLUMNS["models"])))
-        _crash_point("models", crash_after)
-        if new_states:
-            write("states", spark.createDataFrame(new_states, spark_schema(COLUMNS["states"])),
-                  update=False)
-        _crash_point("states", crash_after)
-        if late + incomplete:
-            save(out.where(F.col("out") == OUT_LATE)
-                 .select(F.lit(run_id).alias("run_id"), F.col("l_version").alias("source_version"),
-                         "key", F.col("l_ts").alias("ts"), F.col("l_id").alias("id"),
-                         F.col("l_reason").alias("reason"), F.col("l_last_ts").alias("last_ts")),
-                 tables["late"], "append", app("late"), target, metadata)
-        _crash_point("late", crash_after)
-    finally:
-        out.unpersist()
-    versions = {suffix: _version(table) for suffix, table in tables.items() if suffix != "meta"}
-    meta_row = {
-        "prediction": conf.name, "source": conf.source.name, "key_col": conf.key_col,
-        "ts_col": conf.ts_col, "id_col": conf.id_col, "type_col": conf.type_col,
-        "source_version": target, "run_id": run_id,
-        **{f"{suffix}_version": v for suffix, v in versions.items()},
-        "events_total": (int(meta["events_total"]) if meta else 0) + n_run,
-        "late_total": (int(meta["late_total"]) if meta else 0) + late + incomplete}
-    save(spark.createDataFrame([tuple(meta_row[name] for name, _ in COLUMNS["meta"])],
-                               spark_schema(COLUMNS["meta"])),
-         tables["meta"], "overwrite", app("meta"), target, metadata)
-    versions["meta"] = _version(tables["meta"])
-    seconds = time.monotonic() - started
-    say(quiet, f"{conf.name}: source version {target} done in {seconds:.1f}s; versions "
-               + ", ".join(f"{k}={v}" for k, v in versions.items()))
-    return PredictRunResult(conf.name, True, run_id, first, target, read, n_read, n_run, late,
-                            incomplete, n_keys, instance_rows, len(new_states),
-                            {sub: m.events for sub, m in models.items()}, versions, resumed,
-                            seconds)
+    job = PredictJob(load_prediction(settings, conf) if isinstance(conf, str) else conf,
+                     local_rows)
+    return job.run(spark, until_version=until_version, quiet=quiet,  # type: ignore[return-value]
+                   crash_after=crash_after)

@@ -38,10 +38,10 @@ from cep.prob.stream import ProbStream
 from cep.datasets.prob_streams import long_columns
 from cep.datasets.sensors import SensorFileError, change_pstream, read_sensor_csv
 from delta_tables.settings import Settings, check_identifier
-from jobs.datasets import fetch_pinned_member, read_pin_section, sha256_of
-from jobs.staging import replace_table, version_if_holding
-from jobs.load_logs import PROP_LOADER, PROP_SHA, PROP_SOURCE, LoadResult
-from jobs.stocks import MAX_MEMBER_BYTES
+from jobs.loaders.datasets import fetch_pinned_member, read_pin_section, sha256_of
+from jobs.loaders.staging import replace_table, version_if_holding
+from jobs.loaders.load_logs import PROP_LOADER, PROP_SHA, PROP_SOURCE, LoadResult
+from jobs.loaders.stocks import MAX_MEMBER_BYTES
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -138,7 +138,7 @@ def load_sensors(spark: "SparkSession", settings: Settings, *, force: bool = Fal
         quiet: print nothing on stderr.
 
     Returns:
-        A :class:`jobs.load_logs.LoadResult` (``events`` is the number of ``(t, value)`` rows);
+        A :class:`jobs.loaders.load_logs.LoadResult` (``events`` is the number of ``(t, value)`` rows);
         ``written`` is False when the table was already up to date.
     """
     started = time.monotonic()

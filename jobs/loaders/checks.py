@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Any
 
 from cep.datasets.checks import CheckSpec, Checks, generate_checks
 from delta_tables.settings import Settings, TableConf, check_identifier
-from jobs.staging import replace_table, version_if_holding
-from jobs.load_logs import LoadResult
+from jobs.loaders.staging import replace_table, version_if_holding
+from jobs.loaders.load_logs import LoadResult
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -89,7 +89,7 @@ def write_checks(spark: "SparkSession", settings: Settings, spec: CheckSpec = DE
         quiet: print nothing on stderr.
 
     Returns:
-        A :class:`jobs.load_logs.LoadResult` (``events`` is the number of checks).
+        A :class:`jobs.loaders.load_logs.LoadResult` (``events`` is the number of checks).
 
     Raises:
         ConfigError: ``table_name`` is not an identifier.

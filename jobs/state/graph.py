@@ -1,10 +1,12 @@
 """Incremental trend-graph job: the ABI graph of every (key, window) in Delta (``python -m jobs graph``).
 
 One run of :func:`run_graph` for a registered graph (``conf/graphs.toml``,
-:mod:`delta_tables.graph_state`):
+:mod:`delta_tables.graph_state`) follows the protocol of :mod:`jobs.framework.incremental`
+(target version, nothing new, resuming an interrupted run, the meta table last); what is the
+graph's own is :class:`GraphJob`:
 
-1. Read ``<name>_meta``. If the source's version (or ``--until-version``) is not newer than the
-   recorded ``source_version``, say that nothing is new and write nothing.
+1. (The framework: nothing new when the source's version, or ``--until-version``, is not newer
+   than the ``source_version`` ``<name>_meta`` records.)
 2. Read the new source rows (the change data feed after ``source_version``; a first run reads
    the feed from version 0 when it holds inserts only, so every row keeps the commit it arrived
    in, else the table as of the target as one commit) and sort them out: a row with a NULL
@@ -22,8 +24,9 @@ One run of :func:`run_graph` for a registered graph (``conf/graphs.toml``,
    (:func:`cep.trends.build_graph`, ordered by ``(ts, id)``) and returns its state rows.
 5. MERGE the rows of each state table on ``(key, window_start[, predicate])``: a rebuilt
    window's row replaces the old one, a new window is inserted; rows are whole windows, so a
-   window is never half written. Then append the set-aside rows to ``<name>_late``, and
-   overwrite ``<name>_meta`` LAST with the run, the version each table is at and the counts.
+   window is never half written. Then append the set-aside rows to ``<name>_late``; the
+   framework overwrites ``<name>_meta`` LAST with the run, the version each table is at and
+   the counts.
 
 **Watermark** (docs/watermarks.md). With ``lateness`` set, the watermark of a source commit is
 the newest timestamp of the complete rows of all EARLIER commits minus ``lateness``; an event of
@@ -32,7 +35,7 @@ into runs does not change what is late or what the state holds. Without ``latene
 is ever late: windows are rebuilt whole, so any out-of-order event is applied exactly.
 
 **Idempotency and crashes.** Every write carries ``txnAppId = cep-graph-<name>-<table>``,
-``txnVersion`` = the target source version (:mod:`jobs.txn`) and the run's record
+``txnVersion`` = the target source version (:mod:`jobs.framework.txn`) and the run's record
 ``{"cep-graph": name, "run_id": ..., "source_version": target}`` as the commit's
 ``userMetadata`` (the tables a run creates too). Delta skips a repeated write of the same run.
 A rerun after a crash finds that record newer than the meta table, first finishes the
@@ -51,9 +54,7 @@ Example:
 from __future__ import annotations
 
 import datetime as _dt
-import json
-import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
@@ -61,124 +62,63 @@ import pyarrow as pa
 
 from cep.errors import CepError
 from delta_tables.catalog import read_table
-from delta_tables.graph_state import (COLUMNS, KIND, MERGE_KEYS, OUT_DDL, OUT_SCHEMA,
-                                      STATE_SUFFIXES, GraphConf, load_graph, window_rows)
-from delta_tables.settings import Settings, TableConf
+from delta_tables.graph_state import (COLUMNS, KIND, MERGE_KEYS, OUT_DDL, OUT_SCHEMA, GraphConf,
+                                      load_graph, window_rows)
+from delta_tables.settings import Settings
 from delta_tables.sketch_state import spark_schema
-# The TXN_* conf names are defined in jobs.txn and re-exported here.
-from jobs.txn import commit_records as _run_records
-from jobs.txn import log_version as _version
-from jobs.txn import (TXN_APP_CONF, TXN_VERSION_CONF, USER_METADATA_CONF,  # noqa: F401
-                      ensure_table, merge, read_meta_row, register_existing, save, say)
+from jobs.framework.errors import ErrorCodes, JobError
+from jobs.framework.faults import commit_point
+from jobs.framework.incremental import IncrementalJob, Outcome, Run, RunResult, create_tables
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
-__all__ = ["GraphJobError", "GraphRunResult", "run_graph", "read_meta", "make_window_function",
-           "CRASH_POINTS", "METADATA_KEY", "LATE", "INCOMPLETE"]
+__all__ = ["GraphJob", "GraphRunResult", "run_graph", "read_meta", "make_window_function",
+           "CODES", "METADATA_KEY", "LATE", "INCOMPLETE"]
 
-PROP_GRAPH = "cep.graph.name"
-PROP_TABLE = "cep.graph.table"
 METADATA_KEY = "cep-graph"
 """Key of the run record in every commit's ``userMetadata``."""
-CRASH_POINTS = ("event_vertices", "attribute_vertices", "from_edges", "to_edges", "late")
-"""Test hook: the writes after which ``crash_after`` stops a run."""
+CODES = ErrorCodes(job="CEP-TREND-040", not_append_only="CEP-TREND-040",
+                   source_version="CEP-TREND-040", settings_changed="CEP-TREND-040",
+                   crash="CEP-TREND-040")
+"""The graph job's errors all carry CEP-TREND-040 (docs/trends.md)."""
 LATE, INCOMPLETE = "late", "incomplete"
 """The ``reason`` of a row of ``<name>_late``."""
 NO_WINDOW = 0
 """``window_start`` of the one window of a query without ``WITHIN``."""
 
 
-class GraphJobError(CepError):
-    """The graph job cannot run: no source, a bad ``--until-version``, a source column missing,
-    an unreadable change data feed, an update/delete in the source's new versions, or state
-    tables holding writes of several unfinished runs."""
-
-    code = "CEP-TREND-040"
-
-
 @dataclass(frozen=True)
-class GraphRunResult:
-    """What one run read and wrote.
+class GraphRunResult(RunResult):
+    """What one run read and wrote (the common fields: :class:`RunResult`).
 
     Attributes:
-        graph: The graph's name.
-        written: False when nothing was new (no table was written).
-        source_version: The last source version read (the state is complete up to it).
         windows: Windows rebuilt.
-        seconds: Wall time.
-        run_id: ``<name>:<first source version read>-<last>`` ("" when nothing was written).
-        source_from: The first source version read (None when nothing was written).
         events_read: New source rows; ``late`` and ``incomplete`` of them were set aside
             (``<name>_late``), the rest applied.
         late: New rows below their commit's watermark.
         incomplete: New rows with a NULL key, timestamp or id.
         watermark: The bound the next commit's events are held to (None without a lateness).
-        versions: Version of each state table after the run, ``meta`` included.
-        resumed: True when the run finished an interrupted run first.
     """
 
-    graph: str
-    written: bool
-    source_version: int
-    windows: int
-    seconds: float
-    run_id: str = ""
-    source_from: int | None = None
+    windows: int = 0
     events_read: int = 0
     late: int = 0
     incomplete: int = 0
     watermark: int | None = None
-    versions: dict[str, int | None] = field(default_factory=dict)
-    resumed: bool = False
 
 
 # ---- meta and state tables ---------------------------------------------------------------------
 
 def read_meta(spark: "SparkSession", conf: GraphConf) -> dict[str, Any] | None:
     """The meta row as a dict, or None before the first complete run."""
-    return read_meta_row(spark, conf.tables()["meta"], GraphJobError)
-
-
-def _interrupted_target(conf: GraphConf, meta: dict[str, Any] | None) -> int | None:
-    """The target source version of a run that wrote (or created) some state tables but not
-    the meta table, or None."""
-    done = -1 if meta is None else int(meta["source_version"])
-    found: set[int] = set()
-    for suffix in STATE_SUFFIXES:
-        # A meta row of a state older than these columns has no versions: scan all commits
-        # (the old ones carry no record).
-        since = None if meta is None else meta.get(f"{suffix}_version")
-        for record in _run_records(conf.tables()[suffix], since):
-            version = int(record.get("source_version", -1))
-            if record.get(METADATA_KEY) == conf.name and version > done:
-                found.add(version)
-    if len(found) > 1:
-        raise GraphJobError(f"graph {conf.name}: state tables hold writes of several unfinished "
-                            f"runs (source versions {sorted(found)})")
-    return found.pop() if found else None
-
-
-class _Metadata:
-    """Sets only the commit ``userMetadata`` session conf around writes that take no writer
-    options (table creation), so they too carry the run's record; unset on exit."""
-
-    def __init__(self, spark: "SparkSession", metadata: str) -> None:
-        self.spark, self.metadata = spark, metadata
-
-    def __enter__(self) -> None:
-        self.spark.conf.set(USER_METADATA_CONF, self.metadata)
-
-    def __exit__(self, *exc: object) -> None:
-        self.spark.conf.unset(USER_METADATA_CONF)
+    return GraphJob(conf).read_meta(spark)
 
 
 def _ensure_tables(spark: "SparkSession", conf: GraphConf, metadata: str) -> None:
-    """Create the missing state tables and give an older meta table the newer columns."""
-    with _Metadata(spark, metadata):
-        for suffix, table in conf.tables().items():
-            ensure_table(spark, table, COLUMNS[suffix],
-                         {PROP_GRAPH: conf.name, PROP_TABLE: suffix})
+    """Create the missing state tables (carrying the run's record ``metadata``) and give an
+    older meta table the newer columns."""
+    create_tables(spark, GraphJob(conf), metadata)
     meta = conf.tables()["meta"]
     have = set(read_table(spark, meta).columns)
     if any(name not in have for name, _ in COLUMNS["meta"]):
@@ -222,7 +162,7 @@ def _select(frame: "DataFrame", conf: GraphConf, attributes: tuple[str, ...],
             commit: "Column", *extra: "Column") -> tuple["DataFrame", bool]:
     """``key, ts_us, id, commit, a_0.., (etype), extra..`` of a source frame, and whether
     ``ts_col`` is a TIMESTAMP (``ts_us`` in microseconds) rather than a number (raw units);
-    GraphJobError when a column is missing."""
+    JobError (CEP-TREND-040) when a column is missing."""
     from pyspark.sql import functions as F
 
     have = {c.lower(): c for c in frame.columns}
@@ -230,8 +170,9 @@ def _select(frame: "DataFrame", conf: GraphConf, attributes: tuple[str, ...],
         [conf.type_col] if conf.type_col else [])
     missing = [c for c in wanted if c.lower() not in have]
     if missing:
-        raise GraphJobError(f"graph {conf.name}: source {conf.source.name} has no column "
-                            f"{missing}; it has {sorted(c for c in frame.columns if not c.startswith('_'))}")
+        raise CODES.error(JobError, (
+            f"graph {conf.name}: source {conf.source.name} has no column {missing}; it has "
+            f"{sorted(c for c in frame.columns if not c.startswith('_'))}"))
     ts = F.col(have[conf.ts_col.lower()])
     is_timestamp = dict(frame.dtypes)[have[conf.ts_col.lower()]].startswith("timestamp")
     ts_us = F.unix_micros(ts.cast("timestamp")) if is_timestamp else ts
@@ -254,13 +195,6 @@ def _source_rows(spark: "SparkSession", conf: GraphConf, version: int,
                    F.lit(version))[0]
 
 
-def _feed(spark: "SparkSession", conf: GraphConf, first: int, last: int) -> "DataFrame":
-    """The source's change data feed from version ``first`` to ``last`` (lazy)."""
-    return (spark.read.format("delta").option("readChangeFeed", "true")
-            .option("startingVersion", first).option("endingVersion", last)
-            .load(str(conf.source.location)))
-
-
 @dataclass(frozen=True)
 class _Commit:
     """What one source commit of a run brings: rows, incomplete rows, newest complete ts."""
@@ -271,8 +205,7 @@ class _Commit:
     newest: int | None
 
 
-def _new_rows(spark: "SparkSession", conf: GraphConf, done: int, target: int, quiet: bool
-              ) -> tuple["DataFrame", list[_Commit], bool]:
+def _new_rows(run: Run, conf: GraphConf) -> tuple["DataFrame", list[_Commit], bool]:
     """The new source rows ``key, ts_us, id, commit`` (persisted: every later step reads them),
     what each commit brings, and whether ``ts_col`` is a TIMESTAMP (:func:`_select`).
 
@@ -284,7 +217,8 @@ def _new_rows(spark: "SparkSession", conf: GraphConf, done: int, target: int, qu
     reads the snapshot as of ``target`` as one commit.
 
     Raises:
-        GraphJobError: after a first run, an unreadable feed or an update/delete in it.
+        SourceVersionError: after a first run, an unreadable feed.
+        SourceNotAppendOnlyError: after a first run, an update/delete in the feed.
     """
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
@@ -298,10 +232,9 @@ def _new_rows(spark: "SparkSession", conf: GraphConf, done: int, target: int, qu
         rows, is_timestamp = _select(frame, conf, (), commit, change.alias("change"))
         return rows.persist(StorageLevel.MEMORY_AND_DISK), is_timestamp
 
-    first = done + 1
     new, stats, why = None, None, ""
     try:
-        feed = _feed(spark, conf, first, target)
+        feed = run.feed(run.first)
         new, is_timestamp = narrow(feed, F.col("_commit_version"), F.col("_change_type"))
         stats = per_commit(new)
     except CepError:
@@ -310,23 +243,20 @@ def _new_rows(spark: "SparkSession", conf: GraphConf, done: int, target: int, qu
         if new is not None:
             new.unpersist()
         new, why = None, str(exc).splitlines()[0][:200]
-        if done >= 0:
-            raise GraphJobError(f"graph {conf.name}: cannot read the change data feed of "
-                                f"{conf.source.name} from version {first} to {target}: "
-                                f"{str(exc).splitlines()[0][:300]}") from None
+        if run.done >= 0:
+            raise run.unreadable_feed(exc) from None
     bad = sorted((int(r[0]), str(r[1])) for r in stats or () if r[1] != "insert")
-    if bad and done >= 0:
+    if bad and run.done >= 0:
         new.unpersist()  # type: ignore[union-attr]
-        raise GraphJobError(f"graph {conf.name}: source {conf.source.name} has a {bad[0][1]} "
-                            f"change at version {bad[0][0]}; graph sources are append-only")
+        raise run.not_append_only(bad[0][1], bad[0][0])
     if new is None or bad:
         if new is not None:
             new.unpersist()
-        say(quiet, f"{conf.name}: no insert-only change data feed of {conf.source.name} from "
-                   f"version 0 ({why or f'a {bad[0][1]} at version {bad[0][0]}'}); reading "
-                   f"version {target} as one commit")
-        new, is_timestamp = narrow(read_table(spark, conf.source, version=target),
-                                   F.lit(target), F.lit("insert"))
+        run.say(f"{conf.name}: no insert-only change data feed of {conf.source.name} from "
+                f"version 0 ({why or f'a {bad[0][1]} at version {bad[0][0]}'}); reading "
+                f"version {run.target} as one commit")
+        new, is_timestamp = narrow(read_table(run.spark, conf.source, version=run.target),
+                                   F.lit(run.target), F.lit("insert"))
         stats = per_commit(new)
     commits = sorted((_Commit(int(r[0]), int(r[2]), int(r[3]),
                               None if r[4] is None else int(r[4])) for r in stats or ()),
@@ -427,27 +357,107 @@ def _values(column: Any) -> np.ndarray:
     return values.astype(object) if values.dtype.kind in "USO" else values
 
 
-def _merge(spark: "SparkSession", conf: GraphConf, suffix: str, source: "DataFrame",
-           version: int, metadata: str) -> None:
-    """MERGE ``source`` into the state table ``suffix`` on its keys, with the run's record.
+# ---- the job ----------------------------------------------------------------------------------
 
-    Into a table still at version 0 (created empty by this run) the MERGE would insert every
-    row: that is an append, which Delta does without the MERGE's join, with the same
-    ``txnAppId`` / ``txnVersion`` (as :func:`jobs.predict._merge` does).
+class GraphJob(IncrementalJob):
+    """The graph's own part of the protocol: its tables, its step (classify, rebuild, write).
+
+    Args:
+        conf: The registered graph.
     """
-    table, app_id = conf.tables()[suffix], f"cep-graph-{conf.name}-{suffix}"
-    if _version(table) == 0:
-        save(source, table, "append", app_id, version, metadata)
-        return
-    merge(spark, table, source, MERGE_KEYS[suffix], app_id, version, metadata)
 
+    kind = "graph"
+    title = "graph"
+    state_word = "graph"
+    codes = CODES
+    crash_points = ("event_vertices", "attribute_vertices", "from_edges", "to_edges", "late")
+    table_columns = COLUMNS
+    result_type = GraphRunResult
 
-def _crash_point(where: str, crash_after: str | None) -> None:
-    if crash_after == where:
-        raise RuntimeError(f"injected crash after the {where} write")
+    conf: GraphConf
 
+    def idle_fields(self, meta: dict[str, Any] | None) -> dict[str, Any]:
+        """A run with nothing new still reports the watermark."""
+        return {"watermark": meta.get("watermark") if meta else None}
 
-# ---- the run -----------------------------------------------------------------------------------
+    def done_line(self, run: Run, outcome: Outcome, seconds: float) -> str:
+        """``state complete up to ...`` with the graph's totals."""
+        return (f"{self.name}: state complete up to source version {run.target} "
+                f"({outcome.summary}) in {seconds:.1f} s; ")
+
+    def process(self, run: Run) -> Outcome:
+        """Classify the new rows, rebuild the affected windows, write the vertex and edge
+        tables and the set-aside rows."""
+        from pyspark import StorageLevel
+        from pyspark.sql import functions as F
+
+        conf, spark, meta = self.conf, run.spark, run.meta
+        query = conf.query
+        attributes = tuple(a for a in query.attributes if a.lower() != "ts")
+        since = None if run.done < 0 else run.done
+        max_ts, read_before, set_aside_before = _baseline(spark, conf, meta, run.done)
+        new, commits, is_timestamp = _new_rows(run, conf)
+        out: "DataFrame | None" = None
+        try:
+            # Checked before the first write: a lateness that does not fit ts_col is a config
+            # error.
+            lateness = conf.lateness_amount(not is_timestamp)
+            bounds, newest = _bounds(commits, max_ts, lateness)
+            tagged = _classify(spark, new, bounds)
+            read = sum(c.rows for c in commits)
+            incomplete = sum(c.incomplete for c in commits)
+            late = tagged.where(F.col("reason") == LATE).count() if bounds else 0
+            applied = read - late - incomplete
+            run.say(f"{conf.name}: {conf.source.name} versions {run.first}..{run.target}: "
+                    f"{read:,} events read, {applied:,} applied, {late:,} late, "
+                    f"{incomplete:,} incomplete"
+                    + (f" (lateness {conf.lateness})" if lateness is not None else "")
+                    + f" ({run.elapsed():.1f}s)")
+            _ensure_tables(spark, conf, run.metadata)
+            windows = 0
+            if applied:
+                out = _rebuild(spark, conf, meta, run.target, since, attributes, tagged,
+                               excluded=late > 0 or set_aside_before > 0)
+                out = out.persist(StorageLevel.MEMORY_AND_DISK)
+                windows = out.where(F.col("kind") == KIND["event_vertices"]).count()
+            run.say(f"{conf.name}: {windows} window(s) rebuilt; writing")
+            for suffix, kind in KIND.items():
+                if windows:
+                    names = [name for name, _ in COLUMNS[suffix]]
+                    run.merge(suffix, out.where(F.col("kind") == kind).select(*names),
+                              MERGE_KEYS[suffix])
+                commit_point(suffix)
+            if late + incomplete:
+                run.append("late", tagged.where(F.col("reason").isNotNull()).select(
+                    F.lit(run.run_id).alias("run_id"), F.col("commit").alias("source_version"),
+                    "key", F.col("ts_us").cast("bigint").alias("ts"), "id", "reason",
+                    F.when(F.col("reason") == LATE, F.col("bound")).alias("watermark")))
+            commit_point("late")
+        finally:
+            new.unpersist()
+            if out is not None:
+                out.unpersist()
+        if windows or meta is None or meta.get("windows") is None:
+            totals = read_table(spark, self.tables["event_vertices"],
+                                version=run.versions()["event_vertices"]).agg(
+                F.count(F.lit(1)), F.coalesce(F.sum(F.size("event_id")), F.lit(0))).first()
+            total, events = int(totals[0]), int(totals[1])
+        else:  # no window changed: the counts of the last run still hold
+            total, events = int(meta["windows"]), int(meta["events"])
+        watermark = None if lateness is None or newest is None else newest - lateness
+        return Outcome(
+            meta={"graph": conf.name, "source": conf.source.name, "pattern": conf.pattern,
+                  "key_col": conf.key_col, "windows": total, "events": events,
+                  "updated_at": _dt.datetime.now(_dt.timezone.utc), "source_from": run.first,
+                  "lateness": None if conf.lateness is None else str(conf.lateness),
+                  "max_ts": newest, "watermark": watermark,
+                  "events_read_total": read_before + read,
+                  "late_total": set_aside_before + late + incomplete},
+            result={"windows": int(windows), "events_read": read, "late": late,
+                    "incomplete": incomplete, "watermark": watermark},
+            summary=(f"{total} windows, {events} event vertices, {late + incomplete} set "
+                     f"aside"))
+
 
 def run_graph(spark: "SparkSession", settings: Settings, conf: GraphConf | str, *,
               until_version: int | None = None, quiet: bool = False,
@@ -460,135 +470,22 @@ def run_graph(spark: "SparkSession", settings: Settings, conf: GraphConf | str, 
         conf: The graph (or its name in ``conf/graphs.toml``).
         until_version: Process the source only up to this version.
         quiet: No progress output.
-        crash_after: Test hook, one of :data:`CRASH_POINTS`: raise ``RuntimeError`` right
-            after that write (before the next one).
+        crash_after: Test hook (default ``$CEP_GRAPH_CRASH_AFTER``), one of
+            :attr:`GraphJob.crash_points`: raise :class:`~jobs.framework.errors.InjectedCrash`
+            (a RuntimeError) right after that write (before the next one).
 
     Returns:
         The last run's :class:`GraphRunResult` (``written`` False when nothing was new).
 
     Raises:
-        GraphJobError: no source, a bad ``until_version``, a missing column, an update/delete,
-            writes of several unfinished runs.
+        SourceVersionError, SourceNotAppendOnlyError, JobError: no source, a bad
+            ``until_version``, an update/delete, a missing column, writes of several
+            unfinished runs (all CEP-TREND-040).
         ConfigError: the ``lateness`` does not fit the source's ``ts_col``.
     """
-    started = time.monotonic()
-    if isinstance(conf, str):
-        conf = load_graph(settings, conf)
-    if crash_after is not None and crash_after not in CRASH_POINTS:
-        raise GraphJobError(f"crash point {crash_after!r}: expected one of {CRASH_POINTS}")
-    current = _version(conf.source)
-    if current is None:
-        raise GraphJobError(f"graph {conf.name}: source table {conf.source.name} does not exist")
-    target = current if until_version is None else int(until_version)
-    if not 0 <= target <= current:
-        raise GraphJobError(f"graph {conf.name}: --until-version {until_version} is outside the "
-                            f"versions 0..{current} of {conf.source.name}")
-    meta = read_meta(spark, conf)
-    done = -1 if meta is None else int(meta["source_version"])
-    if target <= done:
-        say(quiet, f"{conf.name}: nothing new in {conf.source.name} (source version {target}, "
-                   f"graph at {done}); nothing written")
-        # Another process may have built the state: make it queryable by name here too.
-        register_existing(spark, conf.tables().values())
-        return GraphRunResult(conf.name, False, done, 0, time.monotonic() - started,
-                              watermark=meta.get("watermark") if meta else None)
-    interrupted = _interrupted_target(conf, meta)
-    resumed = False
-    result: GraphRunResult | None = None
-    if interrupted is not None and interrupted > done:
-        say(quiet, f"{conf.name}: resuming the run interrupted at source version {interrupted}")
-        result = _run_once(spark, conf, meta, done, interrupted, quiet, crash_after, started,
-                           resumed=True)
-        meta, done, resumed = read_meta(spark, conf), interrupted, True
-    if target <= done and result is not None:
-        return result
-    return _run_once(spark, conf, meta, done, target, quiet, crash_after, started,
-                     resumed=resumed)
-
-
-def _run_once(spark: "SparkSession", conf: GraphConf, meta: dict[str, Any] | None, done: int,
-              target: int, quiet: bool, crash_after: str | None, started: float, *,
-              resumed: bool) -> GraphRunResult:
-    """Process source versions ``done + 1 .. target`` and write the state (meta last)."""
-    from pyspark import StorageLevel
-    from pyspark.sql import functions as F
-
-    query = conf.query
-    attributes = tuple(a for a in query.attributes if a.lower() != "ts")
-    tables = conf.tables()
-    first = done + 1
-    run_id = f"{conf.name}:{first}-{target}"
-    metadata = json.dumps({METADATA_KEY: conf.name, "run_id": run_id, "source_version": target})
-    since = None if done < 0 else done
-    max_ts, read_before, set_aside_before = _baseline(spark, conf, meta, done)
-    new, commits, is_timestamp = _new_rows(spark, conf, done, target, quiet)
-    out: "DataFrame | None" = None
-    try:
-        # Checked before the first write: a lateness that does not fit ts_col is a config error.
-        lateness = conf.lateness_amount(not is_timestamp)
-        bounds, newest = _bounds(commits, max_ts, lateness)
-        tagged = _classify(spark, new, bounds)
-        read = sum(c.rows for c in commits)
-        incomplete = sum(c.incomplete for c in commits)
-        late = tagged.where(F.col("reason") == LATE).count() if bounds else 0
-        applied = read - late - incomplete
-        say(quiet, f"{conf.name}: {conf.source.name} versions {first}..{target}: {read:,} events "
-                   f"read, {applied:,} applied, {late:,} late, {incomplete:,} incomplete"
-                   + (f" (lateness {conf.lateness})" if lateness is not None else "")
-                   + f" ({time.monotonic() - started:.1f}s)")
-        _ensure_tables(spark, conf, metadata)
-        windows = 0
-        if applied:
-            out = _rebuild(spark, conf, meta, target, since, attributes, tagged,
-                           excluded=late > 0 or set_aside_before > 0)
-            out = out.persist(StorageLevel.MEMORY_AND_DISK)
-            windows = out.where(F.col("kind") == KIND["event_vertices"]).count()
-        say(quiet, f"{conf.name}: {windows} window(s) rebuilt; writing")
-        for suffix, kind in KIND.items():
-            if windows:
-                names = [name for name, _ in COLUMNS[suffix]]
-                _merge(spark, conf, suffix, out.where(F.col("kind") == kind).select(*names),
-                       target, metadata)
-            _crash_point(suffix, crash_after)
-        if late + incomplete:
-            save(tagged.where(F.col("reason").isNotNull()).select(
-                     F.lit(run_id).alias("run_id"), F.col("commit").alias("source_version"),
-                     "key", F.col("ts_us").cast("bigint").alias("ts"), "id", "reason",
-                     F.when(F.col("reason") == LATE, F.col("bound")).alias("watermark")),
-                 tables["late"], "append", f"cep-graph-{conf.name}-late", target, metadata)
-        _crash_point("late", crash_after)
-    finally:
-        new.unpersist()
-        if out is not None:
-            out.unpersist()
-    versions = {suffix: _version(tables[suffix]) for suffix in STATE_SUFFIXES}
-    if windows or meta is None or meta.get("windows") is None:
-        totals = read_table(spark, tables["event_vertices"],
-                            version=versions["event_vertices"]).agg(
-            F.count(F.lit(1)), F.coalesce(F.sum(F.size("event_id")), F.lit(0))).first()
-        total, events = int(totals[0]), int(totals[1])
-    else:  # no window changed: the counts of the last run still hold
-        total, events = int(meta["windows"]), int(meta["events"])
-    max_ts = newest
-    watermark = None if lateness is None or max_ts is None else max_ts - lateness
-    meta_row = {
-        "graph": conf.name, "source": conf.source.name, "pattern": conf.pattern,
-        "key_col": conf.key_col, "source_version": target, "windows": total, "events": events,
-        "updated_at": _dt.datetime.now(_dt.timezone.utc), "source_from": first, "run_id": run_id,
-        **{f"{suffix}_version": v for suffix, v in versions.items()},
-        "lateness": None if conf.lateness is None else str(conf.lateness), "max_ts": max_ts,
-        "watermark": watermark, "events_read_total": read_before + read,
-        "late_total": set_aside_before + late + incomplete}
-    save(spark.createDataFrame([tuple(meta_row[name] for name, _ in COLUMNS["meta"])],
-                               spark_schema(COLUMNS["meta"])),
-         tables["meta"], "overwrite", f"cep-graph-{conf.name}-meta", target, metadata)
-    versions["meta"] = _version(tables["meta"])
-    seconds = time.monotonic() - started
-    say(quiet, f"{conf.name}: state complete up to source version {target} ({total} windows, "
-               f"{events} event vertices, {late + incomplete} set aside) in {seconds:.1f} s; "
-               + ", ".join(f"{k}={v}" for k, v in versions.items()))
-    return GraphRunResult(conf.name, True, target, int(windows), seconds, run_id, first, read,
-                          late, incomplete, watermark, versions, resumed)
+    job = GraphJob(load_graph(settings, conf) if isinstance(conf, str) else conf)
+    return job.run(spark, until_version=until_version, quiet=quiet,  # type: ignore[return-value]
+                   crash_after=crash_after)
 
 
 def _rebuild(spark: "SparkSession", conf: GraphConf, meta: dict[str, Any] | None, target: int,

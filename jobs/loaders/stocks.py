@@ -32,10 +32,10 @@ from typing import TYPE_CHECKING, Any
 from cep.errors import InputDataError
 from cep.datasets.prices import DailyPrices, PriceFileError, read_price_csv
 from delta_tables.settings import Settings, check_identifier
-from jobs.datasets import fetch_pinned_member, fetch_pinned_wheel, read_pin_section, sha256_of
-from jobs.datasets import read_wheel_member as read_pinned_member
-from jobs.staging import replace_table, version_if_holding
-from jobs.load_logs import PROP_LOADER, PROP_SHA, PROP_SOURCE, LoadResult
+from jobs.loaders.datasets import fetch_pinned_member, fetch_pinned_wheel, read_pin_section, sha256_of
+from jobs.loaders.datasets import read_wheel_member as read_pinned_member
+from jobs.loaders.staging import replace_table, version_if_holding
+from jobs.loaders.load_logs import PROP_LOADER, PROP_SHA, PROP_SOURCE, LoadResult
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -122,7 +122,7 @@ def load_stocks(spark: "SparkSession", settings: Settings, *, force: bool = Fals
         quiet: print nothing on stderr.
 
     Returns:
-        A :class:`jobs.load_logs.LoadResult` (``events`` is the number of price rows);
+        A :class:`jobs.loaders.load_logs.LoadResult` (``events`` is the number of price rows);
         ``written`` is False when the table was already up to date.
     """
     started = time.monotonic()

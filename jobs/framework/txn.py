@@ -1,6 +1,7 @@
 """Idempotent Delta writes and the plumbing the incremental jobs share (sketch, predict, graph).
 
-Every write of :mod:`jobs.sketch`, :mod:`jobs.predict` and :mod:`jobs.graph` carries Delta's
+Every write of the state jobs (:mod:`jobs.state`, through :class:`jobs.framework.incremental.Run`)
+carries Delta's
 idempotent-write identity: a ``txnAppId`` (``cep-<job>-<name>-<table>``) and a ``txnVersion``
 (the source version the run processes up to). Delta skips a write whose ``txnVersion`` is not
 above the last one it recorded for that ``txnAppId``, so a rerun after a crash repeats no write.
@@ -9,9 +10,9 @@ confs :data:`TXN_APP_CONF` / :data:`TXN_VERSION_CONF`, set around it by :class:`
 (:func:`merge`). The run's record for the commit's ``userMetadata`` travels the same way.
 
 The rest is what the jobs do alike around those writes: create and register their state
-tables, read their one-row meta table, turn a worker's coded error back into its class, stop
-at a test crash point and print progress. What differs between the jobs (app ids, the records,
-which classes a code names, what a run does) stays in the jobs.
+tables, read their one-row meta table and their commits' records, turn a worker's coded error
+back into its class and print progress. The protocol that uses them is
+:mod:`jobs.framework.incremental`.
 
 Example:
     >>> from cep.errors import CepError
@@ -32,7 +33,7 @@ from __future__ import annotations
 import json
 import re
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from cep.errors import CepError
@@ -43,9 +44,9 @@ from delta_tables.sketch_state import spark_schema
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["TXN_APP_CONF", "TXN_VERSION_CONF", "USER_METADATA_CONF", "TxnConfs", "merge", "save",
-           "ensure_table", "register_existing", "read_meta_row", "worker_error", "crash_point",
-           "say", "log_version", "commit_records"]
+__all__ = ["TXN_APP_CONF", "TXN_VERSION_CONF", "USER_METADATA_CONF", "TxnConfs",
+           "CommitMetadata", "merge", "save", "ensure_table", "register_existing",
+           "read_meta_row", "worker_error", "say", "log_version", "commit_records"]
 
 TXN_APP_CONF = "spark.databricks.delta.write.txnAppId"
 """Session conf: the ``txnAppId`` of the next write (a MERGE has no writer options)."""
@@ -85,6 +86,25 @@ class TxnConfs:
     def __exit__(self, *exc: object) -> None:
         for key in self.values:
             self.spark.conf.unset(key)
+
+
+class CommitMetadata:
+    """Sets only the commit ``userMetadata`` session conf around writes that take no writer
+    options (table creation), so they too carry the run's record; unset on exit.
+
+    Args:
+        spark: The session whose conf is set.
+        metadata: The commits' ``userMetadata``.
+    """
+
+    def __init__(self, spark: "SparkSession", metadata: str) -> None:
+        self.spark, self.metadata = spark, metadata
+
+    def __enter__(self) -> None:
+        self.spark.conf.set(USER_METADATA_CONF, self.metadata)
+
+    def __exit__(self, *exc: object) -> None:
+        self.spark.conf.unset(USER_METADATA_CONF)
 
 
 def merge(spark: "SparkSession", table: TableConf, source: "DataFrame", keys: Iterable[str],
@@ -167,13 +187,14 @@ def register_existing(spark: "SparkSession", tables: Iterable[TableConf]) -> Non
 
 
 def read_meta_row(spark: "SparkSession", table: TableConf,
-                  error: type[Exception]) -> dict[str, Any] | None:
+                  error: Callable[[str], Exception]) -> dict[str, Any] | None:
     """The one row of a job's meta table as a dict, or None before the first complete run.
 
     Args:
         spark: The session.
         table: The meta table.
-        error: The class raised when the table has more than one row.
+        error: Makes the error raised when the table has more than one row (a class, or a
+            function of the message).
 
     Raises:
         error: The table holds several rows.
@@ -187,7 +208,7 @@ def read_meta_row(spark: "SparkSession", table: TableConf,
 
 
 def worker_error(exc: Exception, classes: Mapping[str, type[CepError]],
-                 fallback: type[CepError]) -> Exception:
+                 fallback: Callable[[str], Exception]) -> Exception:
     """A typed error raised in a Python worker, rebuilt on the driver from Spark's message.
 
     Spark wraps worker exceptions (``PythonException``); the first ``CEP-XXX-NNN: message`` in
@@ -196,7 +217,8 @@ def worker_error(exc: Exception, classes: Mapping[str, type[CepError]],
     Args:
         exc: What the Spark action raised.
         classes: The error class of each code the job can rebuild.
-        fallback: The class of any other code; it carries ``"<code>: <message>"``.
+        fallback: Makes the error of any other code (a class, or a function of the message);
+            it carries ``"<code>: <message>"``.
 
     Returns:
         ``exc`` itself when it is a :class:`~cep.errors.CepError` already or has no code,
@@ -211,22 +233,6 @@ def worker_error(exc: Exception, classes: Mapping[str, type[CepError]],
     if code in classes:
         return classes[code](message)
     return fallback(f"{code}: {message}")
-
-
-def crash_point(where: str, crash_after: str | None, error: type[Exception], env: str) -> None:
-    """Test hook: raise ``error`` when ``crash_after`` names this point of the run.
-
-    Args:
-        where: This point (the write just committed).
-        crash_after: The point the test asks for (None: none).
-        error: The job's injected-crash class.
-        env: The environment variable the test may set instead (named in the message).
-
-    Raises:
-        error: ``crash_after == where``.
-    """
-    if crash_after == where:
-        raise error(f"injected crash after the {where} write ({env}={where})")
 
 
 def say(quiet: bool, message: str) -> None:

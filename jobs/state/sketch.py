@@ -1,34 +1,33 @@
 """Incremental sketch job: new source events into a sketch's Delta state (``python -m jobs sketch``).
 
-One run of :func:`run_sketch` for a registered sketch (``conf/sketches.toml``):
+One run of :func:`run_sketch` for a registered sketch (``conf/sketches.toml``) follows the
+protocol of :mod:`jobs.framework.incremental` (target version, nothing new, resuming an
+interrupted run, the meta table last); what is the sketch's own is :class:`SketchJob`:
 
-1. Read ``<name>_meta``. If the source's version (or ``--until-version``) equals the recorded
-   ``source_version``, print that nothing is new and write nothing.
+1. Its settings check: ``conf/sketches.toml`` against the settings frozen in ``<name>_meta``
+   (:class:`~jobs.framework.errors.SettingsChangedError`, CEP-SKETCH-044).
 2. Read only the new source rows: the change data feed from ``source_version + 1`` to the target
    version (a first run reads the feed from version 0 when it holds inserts only, else the
-   table as of the target version). An update or delete in that
-   range is a :class:`SourceNotAppendOnlyError` (sketch sources are append-only).
+   table as of the target version). An update or delete in that range is a
+   :class:`~jobs.framework.errors.SourceNotAppendOnlyError` (sketch sources are append-only).
 3. Per stream, in Spark (``groupBy(bucket).applyInArrow`` over hash buckets of streams; no event
-   reaches the driver): the new events are joined with the stream's **frontier** (its top-level node rows and its open-leaf
-   row, read AS OF the versions the meta table records), sorted by ``(ts, id)``, late ones are
-   split off, the rest are appended to the restored frontier tree
+   reaches the driver): the new events are joined with the stream's **frontier** (its top-level
+   node rows and its open-leaf row, read AS OF the versions the meta table records), sorted by
+   ``(ts, id)``, late ones are split off, the rest are appended to the restored frontier tree
    (:meth:`cep.sketch.SketchTree.restore`), and the changed rows come out: new nodes, old nodes
    whose ``is_top``/``parent_id`` changed, the ``is_open`` row, the new open-leaf state and the
    late events.
 4. Write ``<name>_nodes`` (MERGE on ``(stream, node_id)``: update matched rows, insert the
-   others), ``<name>_open`` (MERGE on ``stream``), ``<name>_late`` (append) and ``<name>_meta``
-   (overwrite, LAST).
+   others), ``<name>_open`` (MERGE on ``stream``) and ``<name>_late`` (append); the framework
+   then overwrites ``<name>_meta`` LAST.
 
 **Idempotency.** Every write carries Delta's idempotent-write identity: ``txnAppId =
 cep-sketch-<name>-<table>`` and ``txnVersion`` = the source version the run processes up to
-(DataFrameWriter options for the append and the overwrite; the session confs
-``spark.databricks.delta.write.txnAppId`` / ``txnVersion`` around each MERGE; both in
-:mod:`jobs.txn`). Delta skips a write whose ``txnVersion`` is not above the last one recorded
-for its ``txnAppId``. Each write also records the run in its commit's ``userMetadata``. A
-rerun after a crash between the writes finds that record newer than the meta table, resumes
-the interrupted run at its source version (even if the source has grown since), recomputes
-the same rows from the same state versions, and Delta skips the writes already applied; then
-it continues to the newest version.
+(:mod:`jobs.framework.txn`), and records the run in its commit's ``userMetadata``. A rerun
+after a crash between the writes finds that record newer than the meta table, resumes the
+interrupted run at its source version (even if the source has grown since), recomputes the
+same rows from the same state versions, and Delta skips the writes already applied; then it
+continues to the newest version.
 
 Example:
     >>> from jobs.session import build_session                           # doctest: +SKIP
@@ -39,11 +38,8 @@ Example:
 
 from __future__ import annotations
 
-import json
-import os
-import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -52,8 +48,8 @@ import pyarrow.compute as pc
 
 from cep.errors import CepError
 from cep.sketch.config import SketchConfig
-from delta_tables.catalog import current_version, is_delta_table, read_table
-from delta_tables.settings import Settings, load_settings
+from delta_tables.catalog import read_table
+from delta_tables.settings import Settings, TableConf, load_settings
 from delta_tables.sketch_conf import SketchConf, load_sketch
 from delta_tables.sketch_state import (
     LATE_COLUMNS,
@@ -71,166 +67,81 @@ from delta_tables.sketch_state import (
     restore_frontier,
     spark_schema,
 )
-# The TXN_* conf names are defined in jobs.txn and re-exported here.
-from jobs.txn import (TXN_APP_CONF, TXN_VERSION_CONF, USER_METADATA_CONF,  # noqa: F401
-                      crash_point, ensure_table, merge, read_meta_row, register_existing, save,
-                      say, worker_error)
+from jobs.framework.errors import ErrorCodes, SettingsChangedError
+from jobs.framework.faults import commit_point
+from jobs.framework.incremental import IncrementalJob, Outcome, Run, RunResult
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["SketchJobError", "SourceNotAppendOnlyError", "SourceVersionError",
-           "SketchSettingsChangedError", "InjectedCrash", "SketchRunResult", "run_sketch",
-           "process_bucket", "read_meta", "load_settings", "CRASH_ENV"]
+__all__ = ["SketchJob", "SketchRunResult", "run_sketch", "process_bucket", "read_meta",
+           "load_settings", "CODES"]
 
-CRASH_ENV = "CEP_SKETCH_CRASH_AFTER"
-"""Test hook: ``nodes``, ``open`` or ``late`` makes a run raise :class:`InjectedCrash` right
-after that write (before the next one)."""
-METADATA_KEY = "cep-sketch"
-PROP_SKETCH = "cep.sketch.name"
-PROP_TABLE = "cep.sketch.table"
+CODES = ErrorCodes(job="CEP-SKETCH-041", not_append_only="CEP-SKETCH-042",
+                   source_version="CEP-SKETCH-043", settings_changed="CEP-SKETCH-044",
+                   crash="CEP-SKETCH-045")
+"""The codes of the sketch job's errors (docs/sketch.md)."""
 
 # Kinds of the rows that go into and come out of the per-stream function.
 EVENT, NODE, OPEN = 0, 1, 2
 OUT_NODE, OUT_OPEN, OUT_LATE = 0, 1, 2
 
 
-class SketchJobError(CepError):
-    """The sketch job cannot run (base of the job's errors)."""
-
-    code = "CEP-SKETCH-041"
-
-
-class SourceNotAppendOnlyError(SketchJobError):
-    """The change data feed of the source holds an update or a delete: sketches summarise
-    append-only sources. Rebuild the sketch (drop its tables) after rewriting the source."""
-
-    code = "CEP-SKETCH-042"
-
-
-class SourceVersionError(SketchJobError):
-    """The source table is missing, ``--until-version`` is outside the source's versions, or the
-    change data feed cannot be read for the needed range (not enabled, or vacuumed)."""
-
-    code = "CEP-SKETCH-043"
-
-
-class SketchSettingsChangedError(SketchJobError):
-    """``conf/sketches.toml`` no longer agrees with the settings frozen in the meta table
-    (source, columns or explicit m/k/C/fanout/seeds); a new config needs a new sketch."""
-
-    code = "CEP-SKETCH-044"
-
-
-class InjectedCrash(SketchJobError):
-    """Raised by the test hook :data:`CRASH_ENV` between two writes."""
-
-    code = "CEP-SKETCH-045"
-
-
 @dataclass(frozen=True)
-class SketchRunResult:
-    """What one run read and wrote.
+class SketchRunResult(RunResult):
+    """What one run read and wrote (the common fields: :class:`RunResult`).
 
     Attributes:
-        sketch: The sketch name.
-        written: False when nothing was new (no table was written).
-        run_id: ``<name>:<first source version read>-<last>``.
-        source_from, source_version: The source versions read (inclusive).
         events_read, events_accepted, late: New source rows, those appended to trees, those
             rejected (written to ``<name>_late``).
         streams: Streams with new events.
         node_rows: Rows merged into ``<name>_nodes``.
-        versions: Version of each state table after the run.
         config: The sketch's settings.
-        resumed: True when the run finished an interrupted run first.
-        seconds: Wall time.
     """
 
-    sketch: str
-    written: bool
-    run_id: str
-    source_from: int | None
-    source_version: int
     events_read: int = 0
     events_accepted: int = 0
     late: int = 0
     streams: int = 0
     node_rows: int = 0
-    versions: dict[str, int | None] = field(default_factory=dict)
     config: SketchConfig | None = None
-    resumed: bool = False
-    seconds: float = 0.0
 
-
-# ---- meta and state tables ---------------------------------------------------------------------
 
 def read_meta(spark: "SparkSession", conf: SketchConf) -> dict[str, Any] | None:
     """The meta row of ``conf`` as a dict, or None before the first complete run."""
-    return read_meta_row(spark, conf.meta, SketchStateError)
+    return SketchJob(conf).read_meta(spark)
 
 
-def _check_settings(conf: SketchConf, meta: dict[str, Any]) -> SketchConfig:
+def _frozen_config(conf: SketchConf, meta: dict[str, Any]) -> SketchConfig:
     """The frozen config; raises when the registration contradicts the meta table."""
     config = config_from_meta(meta)
     stored = {key: meta[key] for key in ("source", "stream_col", "type_col", "ts_col", "id_col")}
     wanted = {"source": conf.source.name, "stream_col": conf.stream_col,
               "type_col": conf.type_col, "ts_col": conf.ts_col, "id_col": conf.id_col}
     if stored != wanted:
-        raise SketchSettingsChangedError(
-            f"sketch {conf.name}: sketches.toml says {wanted}, the meta table {stored}")
+        raise CODES.error(SettingsChangedError,
+                          f"sketch {conf.name}: sketches.toml says {wanted}, the meta table {stored}")
     if conf.config is not None:
         explicit = conf.config
         if (explicit.m, explicit.k, explicit.C, explicit.fanout, explicit.seeds) != (
                 config.m, config.k, config.C, config.fanout, config.seeds):
-            raise SketchSettingsChangedError(
+            raise CODES.error(SettingsChangedError, (
                 f"sketch {conf.name}: sketches.toml gives m={explicit.m} k={explicit.k} "
                 f"C={explicit.C} fanout={explicit.fanout} seeds={list(explicit.seeds or ())}, "
                 f"the meta table froze m={config.m} k={config.k} C={config.C} "
-                f"fanout={config.fanout} seeds={list(config.seeds or ())}")
+                f"fanout={config.fanout} seeds={list(config.seeds or ())}"))
     elif conf.solver is not None and (conf.solver.window, conf.solver.fanout) != (
             config.C, config.fanout):
-        raise SketchSettingsChangedError(
+        raise CODES.error(SettingsChangedError, (
             f"sketch {conf.name}: sketches.toml gives C={conf.solver.window} "
             f"fanout={conf.solver.fanout}, the meta table froze C={config.C} "
-            f"fanout={config.fanout}")
+            f"fanout={config.fanout}"))
     return config
-
-
-def _interrupted_target(spark: "SparkSession", conf: SketchConf,
-                        meta: dict[str, Any] | None) -> int | None:
-    """The source version of a run that wrote some state tables but not the meta table."""
-    from delta.tables import DeltaTable
-
-    done = -1 if meta is None else int(meta["source_version"])
-    recorded = {"nodes": None if meta is None else meta["nodes_version"],
-                "open": None if meta is None else meta["open_version"],
-                "late": None if meta is None else meta["late_version"]}
-    found: set[int] = set()
-    for suffix, table in (("nodes", conf.nodes), ("open", conf.open), ("late", conf.late)):
-        if not is_delta_table(spark, table):
-            continue
-        since = recorded[suffix]
-        history = DeltaTable.forPath(spark, str(table.location)).history()
-        if since is not None:
-            history = history.where(history.version > int(since))
-        for row in history.select("userMetadata").collect():
-            try:
-                record = json.loads(row[0]) if row[0] else None
-            except ValueError:
-                continue
-            if isinstance(record, dict) and record.get(METADATA_KEY) == conf.name \
-                    and int(record.get("source_version", -1)) > done:
-                found.add(int(record["source_version"]))
-    if len(found) > 1:
-        raise SketchStateError(f"sketch {conf.name}: state tables hold writes of several "
-                               f"unfinished runs (source versions {sorted(found)})")
-    return found.pop() if found else None
 
 
 # ---- reading the source ------------------------------------------------------------------------
 
-def _first_commits(spark: "SparkSession", conf: SketchConf, target: int) -> "DataFrame | None":
+def _first_commits(run: Run) -> "DataFrame | None":
     """The change data feed ``0..target`` when it holds inserts only, else None.
 
     A first run reads it rather than the snapshot so that each event keeps the commit it
@@ -242,9 +153,7 @@ def _first_commits(spark: "SparkSession", conf: SketchConf, target: int) -> "Dat
     from pyspark.sql import functions as F
 
     try:
-        frame = (spark.read.format("delta").option("readChangeFeed", "true")
-                 .option("startingVersion", 0).option("endingVersion", target)
-                 .load(str(conf.source.location)))
+        frame = run.feed(0)
         rewritten = frame.where(F.col("_change_type") != "insert").limit(1).count()
     except Exception as exc:  # AnalysisException / Py4J: no feed from version 0
         if isinstance(exc, CepError):
@@ -253,43 +162,35 @@ def _first_commits(spark: "SparkSession", conf: SketchConf, target: int) -> "Dat
     return None if rewritten else frame
 
 
-def _new_events(spark: "SparkSession", conf: SketchConf, done: int, target: int) -> "DataFrame":
+def _new_events(run: Run, conf: SketchConf) -> "DataFrame":
     """``stream, type, ts, id, version`` of the source rows after ``done`` up to ``target``."""
     from pyspark.sql import functions as F
 
-    path = str(conf.source.location)
-    if done < 0:
-        frame = _first_commits(spark, conf, target)
+    if run.done < 0:
+        frame = _first_commits(run)
         if frame is None:
-            frame = read_table(spark, conf.source, version=target)
-            version = F.lit(target).cast("bigint")
+            frame = read_table(run.spark, conf.source, version=run.target)
+            version = F.lit(run.target).cast("bigint")
         else:
             version = F.col("_commit_version").cast("bigint")
     else:
         try:
-            frame = (spark.read.format("delta").option("readChangeFeed", "true")
-                     .option("startingVersion", done + 1).option("endingVersion", target)
-                     .load(path))
+            frame = run.feed(run.first)
             bad = (frame.where(F.col("_change_type") != "insert")
                    .select("_change_type", "_commit_version").limit(1).collect())
         except Exception as exc:  # AnalysisException / Py4J: CDF off, vacuumed, ...
             if isinstance(exc, CepError):
                 raise
-            raise SourceVersionError(
-                f"sketch {conf.name}: cannot read the change data feed of {conf.source.name} "
-                f"from version {done + 1} to {target} (is delta.enableChangeDataFeed on?): "
-                f"{str(exc).splitlines()[0][:300]}") from None
+            raise run.unreadable_feed(exc) from None
         if bad:
-            raise SourceNotAppendOnlyError(
-                f"sketch {conf.name}: source {conf.source.name} has a {bad[0][0]} change at "
-                f"version {bad[0][1]}; sketch sources are append-only (rebuild the sketch)")
+            raise run.not_append_only(bad[0][0], bad[0][1])
         version = F.col("_commit_version").cast("bigint")
     columns = set(frame.columns)
     for column in (conf.stream_col, conf.type_col, conf.ts_col, conf.id_col):
         if column not in columns:
-            raise SketchSettingsChangedError(
+            raise CODES.error(SettingsChangedError, (
                 f"sketch {conf.name}: source {conf.source.name} has no column {column!r}; it "
-                f"has {sorted(c for c in columns if not c.startswith('_'))}")
+                f"has {sorted(c for c in columns if not c.startswith('_'))}"))
     return frame.select(
         F.col(conf.stream_col).cast("string").alias("stream"),
         F.lit(EVENT).alias("kind"),
@@ -563,28 +464,115 @@ def _check_settings_columns(nodes: pa.Table, config: SketchConfig) -> None:
                                f"({list(config.seeds or ())})")
 
 
-# ---- writes ------------------------------------------------------------------------------------
+# ---- the job ----------------------------------------------------------------------------------
 
-def _worker_error(exc: Exception) -> Exception:
-    """A typed error raised in a Python worker, rebuilt on the driver from Spark's message.
+class SketchJob(IncrementalJob):
+    """The sketch's own part of the protocol: its tables, its settings check, its step.
 
-    Spark wraps worker exceptions (``PythonException``); the first ``CEP-...`` code in the
-    message names the class: 002 a damaged blob, 003 bad events, 040 inconsistent state;
-    any other code becomes a :class:`SketchJobError` carrying the original message. An error
-    without a code is returned unchanged.
+    Args:
+        conf: The registered sketch.
     """
-    from cep.sketch.errors import CorruptSketchError, SketchInputError
 
-    return worker_error(exc, {
-        CorruptSketchError.code: CorruptSketchError, SketchInputError.code: SketchInputError,
-        SketchStateError.code: SketchStateError}, SketchJobError)
+    kind = "sketch"
+    title = "sketch"
+    state_word = "sketch"
+    codes = CODES
+    crash_points = ("nodes", "open", "late")
+    table_columns = {"nodes": NODES_COLUMNS, "open": OPEN_COLUMNS, "late": LATE_COLUMNS,
+                     "meta": META_COLUMNS}
+    result_type = SketchRunResult
+    state_error = SketchStateError
 
+    conf: SketchConf
 
-def _crash_point(where: str, crash_after: str | None) -> None:
-    crash_point(where, crash_after, InjectedCrash, CRASH_ENV)
+    @property
+    def tables(self) -> dict[str, TableConf]:
+        """``nodes``, ``open``, ``late`` and ``meta``, in the order a run writes them."""
+        return {suffix: self.conf.state_tables()[suffix] for suffix in self.table_columns}
 
+    def check_settings(self, spark: "SparkSession", meta: dict[str, Any]) -> None:
+        """Raise SettingsChangedError (CEP-SKETCH-044) when sketches.toml contradicts the meta."""
+        _frozen_config(self.conf, meta)
 
-# ---- the run -----------------------------------------------------------------------------------
+    def idle_fields(self, meta: dict[str, Any] | None) -> dict[str, Any]:
+        """A run with nothing new still reports the sketch's settings."""
+        return {"config": config_from_meta(meta) if meta else None}
+
+    def _worker_error(self, exc: Exception) -> Exception:
+        """A typed error raised in a Python worker, rebuilt on the driver from Spark's message:
+        002 a damaged blob, 003 bad events, 040 inconsistent state."""
+        from cep.sketch.errors import CorruptSketchError, SketchInputError
+
+        return self.worker_error(exc, {
+            CorruptSketchError.code: CorruptSketchError, SketchInputError.code: SketchInputError,
+            SketchStateError.code: SketchStateError})
+
+    def process(self, run: Run) -> Outcome:
+        """Append the new events to their streams' frontiers; write nodes, open, late."""
+        from pyspark import StorageLevel
+        from pyspark.sql import functions as F
+
+        conf, spark, meta = self.conf, run.spark, run.meta
+        config = _frozen_config(conf, meta) if meta is not None else conf.initial_config()
+        run.ensure_tables()
+        run.say(f"{conf.name}: reading {conf.source.name} versions {run.first}..{run.target} "
+                f"({'snapshot' if run.done < 0 else 'change data feed'}); m={config.m} "
+                f"k={config.k} C={config.C} fanout={config.fanout}")
+        events = _new_events(run, conf)
+        work = events
+        for part in _state(spark, conf, meta, events):
+            work = work.unionByName(part, allowMissingColumns=True)
+        buckets = max(64, 4 * int(spark.conf.get("spark.sql.shuffle.partitions")))
+        out = (work.withColumn("bucket", F.pmod(F.xxhash64("stream"), F.lit(buckets)))
+               .groupBy("bucket").applyInArrow(make_bucket_function(config),
+                                               spark_schema(OUT_COLUMNS))
+               .persist(StorageLevel.MEMORY_AND_DISK))
+        try:
+            try:
+                stats = {row["out"]: row for row in out.groupBy("out").agg(
+                    F.count(F.lit(1)).alias("rows"),
+                    F.coalesce(F.sum("n_accepted"), F.lit(0)).alias("accepted")).collect()}
+            except Exception as exc:
+                raise self._worker_error(exc) from None
+            node_rows = int(stats[OUT_NODE]["rows"]) if OUT_NODE in stats else 0
+            streams = int(stats[OUT_OPEN]["rows"]) if OUT_OPEN in stats else 0
+            accepted = int(stats[OUT_OPEN]["accepted"]) if OUT_OPEN in stats else 0
+            late = int(stats[OUT_LATE]["rows"]) if OUT_LATE in stats else 0
+            run.say(f"{conf.name}: {accepted + late:,} events read in {streams:,} streams: "
+                    f"{accepted:,} accepted, {late:,} late; {node_rows:,} node rows to merge "
+                    f"({run.elapsed():.1f}s)")
+            if node_rows:
+                run.merge("nodes", out.where(F.col("out") == OUT_NODE)
+                          .select([name for name, _ in NODES_COLUMNS]), ["stream", "node_id"])
+            run.say(f"{conf.name}: nodes merged ({run.elapsed():.1f}s)")
+            commit_point("nodes")
+            if streams:
+                run.merge("open", out.where(F.col("out") == OUT_OPEN).select(
+                    F.col("stream"), *[F.col(f"o_{name}").alias(name)
+                                       for name, _ in OPEN_COLUMNS if name != "stream"]),
+                          ["stream"])
+            run.say(f"{conf.name}: open leaves merged ({run.elapsed():.1f}s)")
+            commit_point("open")
+            if late:
+                run.append("late", out.where(F.col("out") == OUT_LATE).select(
+                    F.lit(run.run_id).alias("run_id"), F.col("l_version").alias("source_version"),
+                    "stream", F.col("l_type").alias("type"), F.col("l_ts").alias("ts"),
+                    F.col("l_id").alias("id"), F.col("l_reason").alias("reason"),
+                    F.col("l_last_ts").alias("last_ts"), F.col("l_last_id").alias("last_id")))
+            commit_point("late")
+        finally:
+            out.unpersist()
+        return Outcome(
+            meta={"sketch": conf.name, "source": conf.source.name, "stream_col": conf.stream_col,
+                  "type_col": conf.type_col, "ts_col": conf.ts_col, "id_col": conf.id_col,
+                  "m": config.m, "k": config.k, "C": config.C, "fanout": config.fanout,
+                  "seeds": list(config.seeds or ()), "target_fpq": config.target_fpq,
+                  "config_version": config.config_version,
+                  "events_total": (int(meta["events_total"]) if meta else 0) + accepted,
+                  "late_total": (int(meta["late_total"]) if meta else 0) + late},
+            result={"events_read": accepted + late, "events_accepted": accepted, "late": late,
+                    "streams": streams, "node_rows": node_rows, "config": config})
+
 
 def run_sketch(spark: "SparkSession", settings: Settings, conf: SketchConf | str, *,
                until_version: int | None = None, quiet: bool = False,
@@ -598,7 +586,8 @@ def run_sketch(spark: "SparkSession", settings: Settings, conf: SketchConf | str
         until_version: Process the source only up to this version.
         quiet: No progress output.
         crash_after: Test hook (default ``$CEP_SKETCH_CRASH_AFTER``): raise
-            :class:`InjectedCrash` right after the ``nodes``, ``open`` or ``late`` write.
+            :class:`~jobs.framework.errors.InjectedCrash` right after the ``nodes``, ``open``
+            or ``late`` write.
 
     Returns:
         The last run's :class:`SketchRunResult` (``written`` False when nothing was new).
@@ -606,135 +595,9 @@ def run_sketch(spark: "SparkSession", settings: Settings, conf: SketchConf | str
     Raises:
         SourceVersionError: no source table, a bad ``until_version``, or an unreadable feed.
         SourceNotAppendOnlyError: an update or delete in the source's new versions.
-        SketchSettingsChangedError: the registration contradicts the meta table.
+        SettingsChangedError: the registration contradicts the meta table.
         CorruptSketchError: a stored filter is damaged (CEP-SKETCH-002, naming stream and node).
     """
-    started = time.monotonic()
-    if isinstance(conf, str):
-        conf = load_sketch(settings, conf)
-    crash_after = crash_after if crash_after is not None else os.environ.get(CRASH_ENV) or None
-    current = current_version(spark, conf.source)
-    if current is None:
-        raise SourceVersionError(f"sketch {conf.name}: source table {conf.source.name} does not "
-                                 f"exist at {conf.source.location}")
-    target = current if until_version is None else int(until_version)
-    if not 0 <= target <= current:
-        raise SourceVersionError(f"sketch {conf.name}: --until-version {until_version} is outside "
-                                 f"the versions 0..{current} of {conf.source.name}")
-    meta = read_meta(spark, conf)
-    done = -1 if meta is None else int(meta["source_version"])
-    if target <= done:
-        say(quiet, f"{conf.name}: nothing new in {conf.source.name} (source version {target}, "
-                   f"sketch at {done}); nothing written")
-        # Another process (the demo, a scheduler) may have built the state: make its tables
-        # queryable by name in this session too. Registration writes nothing to Delta.
-        register_existing(spark, conf.state_tables().values())
-        return SketchRunResult(conf.name, False, "", None, done,
-                               config=config_from_meta(meta) if meta else None,
-                               seconds=time.monotonic() - started)
-    interrupted = _interrupted_target(spark, conf, meta)
-    resumed = False
-    result: SketchRunResult | None = None
-    if interrupted is not None and interrupted > done:
-        say(quiet, f"{conf.name}: resuming the run interrupted at source version {interrupted}")
-        result = _run_once(spark, conf, meta, done, interrupted, quiet, crash_after, started,
-                           resumed=True)
-        meta, done, resumed = read_meta(spark, conf), interrupted, True
-    if target <= done and result is not None:
-        return result
-    return _run_once(spark, conf, meta, done, target, quiet, crash_after, started,
-                     resumed=resumed)
-
-
-def _run_once(spark: "SparkSession", conf: SketchConf, meta: dict[str, Any] | None, done: int,
-              target: int, quiet: bool, crash_after: str | None, started: float, *,
-              resumed: bool) -> SketchRunResult:
-    """Process source versions ``done + 1 .. target`` and write the state (meta last)."""
-    from pyspark import StorageLevel
-    from pyspark.sql import functions as F
-
-    config = _check_settings(conf, meta) if meta is not None else conf.initial_config()
-    for table, columns, suffix in ((conf.nodes, NODES_COLUMNS, "nodes"),
-                                   (conf.open, OPEN_COLUMNS, "open"),
-                                   (conf.late, LATE_COLUMNS, "late"),
-                                   (conf.meta, META_COLUMNS, "meta")):
-        ensure_table(spark, table, columns, {PROP_SKETCH: conf.name, PROP_TABLE: suffix})
-    first = done + 1
-    run_id = f"{conf.name}:{first}-{target}"
-    say(quiet, f"{conf.name}: reading {conf.source.name} versions {first}..{target} "
-               f"({'snapshot' if done < 0 else 'change data feed'}); m={config.m} k={config.k} "
-               f"C={config.C} fanout={config.fanout}")
-    events = _new_events(spark, conf, done, target)
-    work = events
-    for part in _state(spark, conf, meta, events):
-        work = work.unionByName(part, allowMissingColumns=True)
-    buckets = max(64, 4 * int(spark.conf.get("spark.sql.shuffle.partitions")))
-    out = (work.withColumn("bucket", F.pmod(F.xxhash64("stream"), F.lit(buckets)))
-           .groupBy("bucket").applyInArrow(make_bucket_function(config),
-                                           spark_schema(OUT_COLUMNS))
-           .persist(StorageLevel.MEMORY_AND_DISK))
-    try:
-        try:
-            stats = {row["out"]: row for row in out.groupBy("out").agg(
-                F.count(F.lit(1)).alias("rows"),
-                F.coalesce(F.sum("n_accepted"), F.lit(0)).alias("accepted")).collect()}
-        except Exception as exc:
-            raise _worker_error(exc) from None
-        node_rows = int(stats[OUT_NODE]["rows"]) if OUT_NODE in stats else 0
-        streams = int(stats[OUT_OPEN]["rows"]) if OUT_OPEN in stats else 0
-        accepted = int(stats[OUT_OPEN]["accepted"]) if OUT_OPEN in stats else 0
-        late = int(stats[OUT_LATE]["rows"]) if OUT_LATE in stats else 0
-        say(quiet, f"{conf.name}: {accepted + late:,} events read in {streams:,} streams: "
-                   f"{accepted:,} accepted, {late:,} late; {node_rows:,} node rows to merge "
-                   f"({time.monotonic() - started:.1f}s)")
-        metadata = json.dumps({METADATA_KEY: conf.name, "run_id": run_id,
-                               "source_version": target})
-
-        def app(suffix: str) -> str:
-            return f"cep-sketch-{conf.name}-{suffix}"
-
-        if node_rows:
-            merge(spark, conf.nodes, out.where(F.col("out") == OUT_NODE)
-                  .select([name for name, _ in NODES_COLUMNS]),
-                  ["stream", "node_id"], app("nodes"), target, metadata)
-        say(quiet, f"{conf.name}: nodes merged ({time.monotonic() - started:.1f}s)")
-        _crash_point("nodes", crash_after)
-        if streams:
-            merge(spark, conf.open, out.where(F.col("out") == OUT_OPEN)
-                  .select(F.col("stream"), *[F.col(f"o_{name}").alias(name)
-                                             for name, _ in OPEN_COLUMNS if name != "stream"]),
-                  ["stream"], app("open"), target, metadata)
-        say(quiet, f"{conf.name}: open leaves merged ({time.monotonic() - started:.1f}s)")
-        _crash_point("open", crash_after)
-        if late:
-            save(out.where(F.col("out") == OUT_LATE)
-                 .select(F.lit(run_id).alias("run_id"), F.col("l_version").alias("source_version"),
-                         "stream", F.col("l_type").alias("type"), F.col("l_ts").alias("ts"),
-                         F.col("l_id").alias("id"), F.col("l_reason").alias("reason"),
-                         F.col("l_last_ts").alias("last_ts"), F.col("l_last_id").alias("last_id")),
-                 conf.late, "append", app("late"), target, metadata)
-        _crash_point("late", crash_after)
-    finally:
-        out.unpersist()
-    versions = {suffix: current_version(spark, table)
-                for suffix, table in (("nodes", conf.nodes), ("open", conf.open),
-                                      ("late", conf.late))}
-    meta_row = {
-        "sketch": conf.name, "source": conf.source.name, "stream_col": conf.stream_col,
-        "type_col": conf.type_col, "ts_col": conf.ts_col, "id_col": conf.id_col,
-        "m": config.m, "k": config.k, "C": config.C, "fanout": config.fanout,
-        "seeds": list(config.seeds or ()), "target_fpq": config.target_fpq,
-        "config_version": config.config_version, "source_version": target,
-        "nodes_version": versions["nodes"], "open_version": versions["open"],
-        "late_version": versions["late"], "run_id": run_id,
-        "events_total": (int(meta["events_total"]) if meta else 0) + accepted,
-        "late_total": (int(meta["late_total"]) if meta else 0) + late}
-    save(spark.createDataFrame([tuple(meta_row[name] for name, _ in META_COLUMNS)],
-                               spark_schema(META_COLUMNS)),
-         conf.meta, "overwrite", f"cep-sketch-{conf.name}-meta", target, metadata)
-    versions["meta"] = current_version(spark, conf.meta)
-    seconds = time.monotonic() - started
-    say(quiet, f"{conf.name}: source version {target} done in {seconds:.1f}s; versions "
-               + ", ".join(f"{k}={v}" for k, v in versions.items()))
-    return SketchRunResult(conf.name, True, run_id, first, target, accepted + late, accepted,
-                           late, streams, node_rows, versions, config, resumed, seconds)
+    job = SketchJob(load_sketch(settings, conf) if isinstance(conf, str) else conf)
+    return job.run(spark, until_version=until_version, quiet=quiet,  # type: ignore[return-value]
+                   crash_after=crash_after)
