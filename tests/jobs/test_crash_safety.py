@@ -33,14 +33,15 @@ table). The prediction set's subscriptions (first run only) and states (new mach
 only) are crashed in process by its job's own tests (``crash_after``).
 
 Which crashes kill a real process: one per distinct way a commit is reached, each a
-``python -m jobs`` child SIGKILLed by the hook: the first MERGE of a run (sketch nodes), a MERGE
-after a committed one, then resumed (prediction models), an append after four commits (graph
-late), the meta table written last, with the source grown before the rerun (sketch meta), and
-the runner's manifest row (prediction set, grown). Every other table is stopped at the same
-place in this process: its write goes through the same ``Run.merge`` / ``Run.append`` (or the
-meta write of ``IncrementalJob``) as the killed ones, so what differs from a kill is only how
-the process ends, which the five kills cover. A child costs a JVM start (20-60 s on this
-machine); the ten in-process crashes cost a few seconds each (docs/testing.md).
+``python -m jobs`` child SIGKILLed by the hook: a run's first MERGE (sketch nodes), an append
+after four commits (graph late), the meta table written last, with the source grown before the
+rerun (sketch meta), and the runner's manifest row (prediction set, grown). Every other table
+is stopped in this process at the same place, one kind at a time and one table after another
+(each rerun resumes the stopped run and stops at the next table, the last rerun finishes it):
+its write goes through the same ``Run.merge`` / ``Run.append`` (or the meta write of
+``IncrementalJob``) as the killed ones, so what differs from a kill is only how the process
+ends, which the four kills cover. A child costs a JVM start and a run (35-100 s on this
+machine); a stop costs one run (docs/testing.md, "The crash suite").
 
 Each child costs a JVM start, so this process works while children start: it builds the
 from-scratch state of the child's commit and makes the jobs later tests need, and a kill test
@@ -656,24 +657,19 @@ def kill_before_commit(world: World, suffix: str, errands: Sequence[Callable[[],
     pytest.fail(f"the commit of {table.name} beat the kill {RACE_ATTEMPTS} times")
 
 
-def crash_in_process(world: World, suffix: str) -> Kill:
-    """Run the job in this process on a fresh commit, stopped inside its write to ``suffix``
-    after the data files (``crash_after="<suffix>-files"``), and check what it left: an
-    InjectedCrash, an orphan data file, the table's version unchanged."""
+def stop_in_process(world: World, suffix: str) -> dict[str, int | None]:
+    """Run the job in this process, stopped inside its write to ``suffix`` after the data
+    files (``crash_after="<suffix>-files"``), and check what it left: an InjectedCrash, a new
+    orphan data file, the table's version unchanged. Returns :meth:`World.versions` after."""
     table = killed_table(world, suffix)
-    target = world.append(set_aside=world.kind != "sketch" or suffix == "late")
-    previous = find_run(world.spark, world.manifest, world.job.key)
     before = world.versions()
-    world.scratch(target)
-    previous_state = (None if world.verified.get(previous.run_id) == previous
-                      else world.state(previous))
     orphans = set(orphan_files(table.location))
     with pytest.raises(InjectedCrash, match=f"{suffix}-files"):
         world.job.run(world.spark, world.lab.settings, quiet=True, crash_after=f"{suffix}-files")
     after = world.versions()
     assert set(orphan_files(table.location)) - orphans, f"no orphan data file in {table.name}"
     assert after[suffix] == before[suffix], (suffix, before, after)
-    return Kill(target, before, after, previous, previous_state)
+    return after
 
 
 def start_next_child(request: pytest.FixtureRequest, worlds: Worlds, kind: str) -> None:
@@ -685,8 +681,6 @@ def start_next_child(request: pytest.FixtureRequest, worlds: Worlds, kind: str) 
         return
     item = items[index + 1]
     if item.originalname == KILL_TEST:
-        if not item.callspec.params["killed"]:
-            return
         next_kind, suffix = item.callspec.params["kind"], item.callspec.params["suffix"]
     elif item.originalname == PAUSE_TEST:
         next_kind, suffix = "predict", None
@@ -705,79 +699,118 @@ def start_next_child(request: pytest.FixtureRequest, worlds: Worlds, kind: str) 
 
 KILL_TEST = "test_killed_before_a_commit_then_rerun_equals_a_from_scratch_build"
 PAUSE_TEST = "test_two_overlapping_runs_apply_once"
-KILLS = [  # (kind, table, tables the crashed run must have committed, grow the source first,
-           #  killed: a child SIGKILLed, else stopped in this process)
-    # Every table an incremental run writes (the prediction set's subscriptions are written by
-    # its first run only, its states when a run meets a new machine state). The killed ones
-    # come first, the kinds taking turns, so each can start the next one's child early.
-    ("sketch", "nodes", set(), False, True),
-    ("predict", "models", {"instances"}, False, True),
+KILLS = [  # (kind, table, tables the crashed run must have committed, grow the source first)
+    # One child per distinct way a commit is reached, the kinds taking turns where they can,
+    # so each test can start the next one's child early (start_next_child).
+    ("sketch", "nodes", set(), False),                                  # Run.merge, first
     ("graph", "late", {"event_vertices", "attribute_vertices", "from_edges", "to_edges"},
-     False, True),
-    ("sketch", "meta", {"nodes", "open"}, True, True),
-    ("predict", "manifest", {"instances", "models", "late", "meta"}, True, True),
-    ("predict", "instances", set(), False, False),
-    ("graph", "event_vertices", set(), False, False),
-    ("sketch", "open", {"nodes"}, False, False),
-    ("graph", "attribute_vertices", {"event_vertices"}, False, False),
-    ("predict", "late", {"instances", "models"}, False, False),
-    ("graph", "from_edges", {"event_vertices", "attribute_vertices"}, False, False),
-    ("graph", "to_edges", {"event_vertices", "attribute_vertices", "from_edges"}, False, False),
-    ("predict", "meta", {"instances", "models", "late"}, False, False),
-    ("graph", "meta", {"event_vertices", "attribute_vertices", "from_edges", "to_edges",
-                       "late"}, True, False),
-    # Last of the sketch's commits: its late rows (see sketch_rows).
-    ("sketch", "late", {"nodes", "open"}, False, False),
+     False),                                                            # Run.append
+    ("sketch", "meta", {"nodes", "open"}, True),                        # the meta write
+    ("predict", "manifest", {"instances", "models", "late", "meta"}, True),  # the runner's row
+]
+STOPS = [  # (kind, ((table, tables a run must have committed before it), ...), grow first)
+    # Every other table an incremental run writes (the prediction set's subscriptions are
+    # written by its first run only, its states when a run meets a new machine state: both are
+    # crashed by the job's own tests), stopped in turn: each rerun resumes the run before it.
+    # The sketch's chain is the last of its commits with set-aside rows (see sketch_rows).
+    ("sketch", (("open", {"nodes"}), ("late", {"nodes", "open"})), False),
+    ("predict", (("instances", set()), ("models", {"instances"}),
+                 ("late", {"instances", "models"}), ("meta", {"instances", "models", "late"})),
+     False),
+    ("graph", (("event_vertices", set()), ("attribute_vertices", {"event_vertices"}),
+               ("from_edges", {"event_vertices", "attribute_vertices"}),
+               ("to_edges", {"event_vertices", "attribute_vertices", "from_edges"}),
+               ("meta", {"event_vertices", "attribute_vertices", "from_edges", "to_edges",
+                         "late"})), True),
 ]
 
 
-@pytest.mark.parametrize("kind, suffix, committed, grow, killed", KILLS,
-                         ids=[f"{k}-{s}{'-then-grow' if g else ''}-{'killed' if x else 'stopped'}"
-                              for k, s, _, g, x in KILLS])
+@pytest.mark.parametrize("kind, suffix, committed, grow", KILLS,
+                         ids=[f"{k}-{s}{'-then-grow' if g else ''}" for k, s, _, g in KILLS])
 def test_killed_before_a_commit_then_rerun_equals_a_from_scratch_build(
         request: pytest.FixtureRequest, worlds: Worlds, kind: str, suffix: str,
-        committed: set[str], grow: bool, killed: bool) -> None:
+        committed: set[str], grow: bool) -> None:
     world = worlds[kind]
-    if killed:
-        kill = kill_before_commit(world, suffix, worlds.errands(),
-                                  worlds.launched.pop(request.node.nodeid, None))
-    else:
-        kill = crash_in_process(world, suffix)
+    kill = kill_before_commit(world, suffix, worlds.errands(),
+                              worlds.launched.pop(request.node.nodeid, None))
     start_next_child(request, worlds, kind)
     order = (*WRITE_ORDER[kind], "manifest")
-    earlier = set(order[:order.index(suffix)])
     moved = {t for t in order if kill.after[t] != kill.before[t]}
     # The crash fell between two tables: those before the killed one that had rows were
     # committed once, the killed one and those after it not at all.
-    assert committed <= moved <= earlier, (suffix, kill.before, kill.after)
+    assert committed <= moved <= set(order[:order.index(suffix)]), (suffix, kill.before,
+                                                                      kill.after)
     assert all(kill.after[t] == kill.before[t] + 1 for t in moved), (kill.before, kill.after)
+    rerun_after_crashes(world, kill, (suffix,), grow)
 
+
+@pytest.mark.parametrize("kind, stops, grow", STOPS,
+                         ids=[f"{k}-{'-'.join(s for s, _ in stops)}{'-then-grow' if g else ''}"
+                              for k, stops, g in STOPS])
+def test_stopped_before_each_commit_in_turn_then_rerun_equals_a_from_scratch_build(
+        request: pytest.FixtureRequest, worlds: Worlds, kind: str,
+        stops: tuple[tuple[str, set[str]], ...], grow: bool) -> None:
+    """The run on a fresh commit stops before the commit of the first table; its rerun
+    resumes it and stops before the next one, and so on; a last rerun finishes it."""
+    world = worlds[kind]
+    target = world.append(set_aside=kind != "sketch" or any(s == "late" for s, _ in stops))
+    previous = find_run(world.spark, world.manifest, world.job.key)
+    first = before = world.versions()
+    world.scratch(target)
+    previous_state = (None if world.verified.get(previous.run_id) == previous
+                      else world.state(previous))
+    start_next_child(request, worlds, kind)
+    order = (*WRITE_ORDER[kind], "manifest")
+    moved_so_far: set[str] = set()
+    for suffix, committed in stops:
+        after = stop_in_process(world, suffix)
+        moved = {t for t in order if after[t] != before[t]}
+        # This run committed, once each, what the runs before it had not and that comes
+        # before the stopped table; the stopped table and those after it not at all.
+        allowed = set(order[:order.index(suffix)]) - moved_so_far
+        assert committed - moved_so_far <= moved <= allowed, (suffix, before, after)
+        assert all(after[t] == before[t] + 1 for t in moved), (suffix, before, after)
+        assert find_run(world.spark, world.manifest, world.job.key) == previous, suffix
+        moved_so_far |= moved
+        before = after
+    kill = Kill(target, first, before, previous, previous_state)
+    rerun_after_crashes(world, kill, tuple(s for s, _ in stops), grow)
+
+
+def rerun_after_crashes(world: World, kill: Kill, stopped: tuple[str, ...], grow: bool) -> None:
+    """After runs that stopped before the commits of ``stopped`` (what :class:`Kill` holds):
+    readers still see the previous run; a rerun (after one more commit when ``grow``) writes
+    each missing table once; every run then equals the from-scratch build."""
+    kind = world.kind
+    order = (*WRITE_ORDER[kind], "manifest")
+    moved = {t for t in order if kill.after[t] != kill.before[t]}
     # Readers going through the manifest still see the previous run, exactly (the same row,
     # so the same versions and rows), although the newest versions of the tables committed
-    # before the kill belong to the crashed run.
+    # before the crash belong to the crashed run.
     previous = kill.previous
     assert find_run(world.spark, world.manifest, world.job.key) == previous
     for t in moved - {"manifest"}:
         assert kill.after[t] > previous.state_versions[world.job.tables[t].name]
     if kill.previous_state is not None:  # else compared with a from-scratch build already
         world.assert_state(kill.previous_state, previous.source_version,
-                           f"{kind} read through the manifest after a kill before {suffix}")
+                           f"{kind} read through the manifest after crashes before {stopped}")
 
     final = kill.target
     if grow:
         final = world.append(set_aside=kind != "sketch")
     rerun = world.run()
     done = world.versions()
-    assert rerun.written == (grow or suffix != "manifest"), rerun
+    assert rerun.written == (grow or stopped != ("manifest",)), rerun
     if not grow:
-        # The rerun wrote each missing table once and left the crashed run's commits alone.
+        # The rerun wrote each missing table once and left the crashed runs' commits alone.
         for t in order:
             if t in moved:
                 assert done[t] == kill.after[t], (t, kill.after, done)
             else:
                 assert done[t] - kill.before[t] in (0, 1), (t, kill.before, done)
-        assert done[suffix] == kill.before[suffix] + 1, (suffix, kill.before, done)
-        if suffix != "manifest":
+        for suffix in stopped:
+            assert done[suffix] == kill.before[suffix] + 1, (suffix, kill.before, done)
+        if stopped != ("manifest",):
             assert rerun.result.resumed == bool(moved - {"manifest"}), rerun.result
     runs = world.runs()
     last = find_run(world.spark, world.manifest, world.job.key)
@@ -789,8 +822,8 @@ def test_killed_before_a_commit_then_rerun_equals_a_from_scratch_build(
     recorded = {r.source_version: r for r in runs}
     assert kill.target in recorded, (kill.target, sorted(recorded))
     for version in sorted({kill.target, final}):
-        world.check_run(recorded[version], f"{kind} at source version {version} after a kill "
-                                           f"before {suffix} and a rerun, through the manifest")
+        world.check_run(recorded[version], f"{kind} at source version {version} after crashes "
+                                           f"before {stopped} and a rerun, through the manifest")
 
 
 # ---- two runs at once ---------------------------------------------------------------------------
