@@ -30,13 +30,17 @@ PROCESS_MODULES = (
 SLOW_FIXTURES = ("loaded_logs", "sketched_logs", "predicted_heat")
 """Fixtures that load the full real event logs or build state from them: ``slow``."""
 
+JOB_MODULES = ("tests/jobs/",)
+"""The state jobs and loaders end to end on real Delta: a run of a job over 50 rows is about
+50 Spark jobs and 6 s (docs/testing.md), and these tests run many: ``slow``."""
+
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark every test ``spark`` (needs the JVM) and ``slow`` (end to end) from what it uses.
 
     ``spark``: the test asks for the ``spark`` fixture, directly or through another fixture,
-    or starts JVMs itself (:data:`PROCESS_MODULES`). ``slow``: the test starts processes or
-    needs the full real logs (:data:`SLOW_FIXTURES`). So ``pytest -m "not slow"`` is the
+    or starts JVMs itself (:data:`PROCESS_MODULES`). ``slow``: the test starts processes,
+    needs the full real logs (:data:`SLOW_FIXTURES`) or runs the jobs (:data:`JOB_MODULES`). So ``pytest -m "not slow"`` is the
     inner loop and ``pytest -m "not spark"`` needs no JVM at all (docs/testing.md).
     """
     for item in items:
@@ -46,7 +50,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         processes = where.startswith(PROCESS_MODULES)
         if processes or "spark" in uses:
             item.add_marker(pytest.mark.spark)
-        if processes or uses & set(SLOW_FIXTURES):
+        if processes or uses & set(SLOW_FIXTURES) or where.startswith(JOB_MODULES):
             item.add_marker(pytest.mark.slow)
 
 
