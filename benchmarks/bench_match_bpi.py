@@ -17,19 +17,17 @@ In ONE run, on the same data and machine, it measures for every query:
 1. the core engine in one process: ``cep.match.compile_query`` once, ``find_matches`` per case
    (events per second per core), and the segmented matcher (``cep.match.segments``) over all
    cases laid end to end as one stream;
-2. ``match_seq`` (row UDTF, ``key_col``) and ``match_seq_arrow`` (Arrow UDTF, ``key_col`` by
-   name) end to end through Spark SQL, written to the ``noop`` sink; the latter with
-   ``PARTITION BY case_id`` (one engine call per case) and, where the build supports it, with
-   ``PARTITION BY pmod(hash(case_id), 16)`` (the cases of a bucket matched as segments);
+2. ``match_seq`` (``key_col``: ``analyze`` plus Arrow batches, the cases of each of 64 key
+   buckets matched as segments) end to end through Spark SQL, written to the ``noop`` sink;
 3. the same question in plain Spark SQL as an analyst writes it (``row_number`` positions,
    self-joins with ``min`` for "the next event", ``lead`` for contiguity, a running count for
    "the second incomplete", ``NOT EXISTS``), whose match count must equal ours;
 4. Flink SQL ``MATCH_RECOGNIZE`` through PyFlink (batch mode, parallelism 2, the same events
    exported as CSV in this run; ``make flink-venv``) for the queries it can express.
 
-Ratios are the baseline's wall time divided by our best end-to-end time (above 1: we are
+Ratios are the baseline's wall time divided by our end-to-end time (above 1: we are
 faster). The events are read from Delta once and cached; every Spark query reads the cached
-view. A disagreement between our match counts (core, ``match_seq``, ``match_seq_arrow``) and
+view. A disagreement between our match counts (core, segmented, ``match_seq``) and
 plain Spark SQL ends the run with exit code 1 after the table is printed.
 
 Every query has a WITHIN clause: without one, Flink returned fewer matches than ours and Spark
@@ -73,10 +71,6 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
     from delta_tables.settings import Settings
-
-# match_seq_arrow is also run with PARTITION BY pmod(hash(case_id), BUCKETS): many cases per
-# Spark partition, matched together as segments.
-BUCKETS = 16
 
 # One cached view per log, with the columns the queries read.
 LOGS: dict[str, dict[str, Any]] = {
@@ -384,22 +378,12 @@ def run(names: list[str], sample_pct: float | None, repeats: int, flink: bool
             row["match_seq_matches"], row["match_seq_s"] = count_and_time(spark.sql(
                 f"SELECT * FROM match_seq(pattern => {sql_string(pattern)}, "
                 f"policy => {sql_string(policy)}, key_col => 'case_id', events => TABLE({view}))"))
-            arrow_call = (f"SELECT * FROM match_seq_arrow({sql_string(pattern)}, "
-                          f"{sql_string(policy)}, 'case_id', TABLE({view}) ")
-            row["arrow_matches"], row["arrow_s"] = count_and_time(
-                spark.sql(arrow_call + "PARTITION BY case_id ORDER BY ts)"))
-            try:
-                row["bucket_matches"], row["bucket_s"] = count_and_time(
-                    spark.sql(arrow_call + f"PARTITION BY pmod(hash(case_id), {BUCKETS}))"))
-            except Exception as err:  # a build whose match_seq_arrow needs one key per partition
-                row["bucket_note"] = str(err).strip().splitlines()[0][:120]
             row["sql_matches"], row["sql_s"] = count_and_time(spark.sql(q["sql"]))
             if q["flink"] and flink:
                 row["flink_matches"], row["flink_s"], row["flink_note"] = run_flink(q["flink"],
                                                                                     csv_dir)
             counts = {row[k] for k in ("core_matches", "segmented_matches", "match_seq_matches",
-                                       "arrow_matches", "bucket_matches", "sql_matches")
-                      if k in row}
+                                       "sql_matches")}
             row["agree"] = len(counts) == 1
             row["load_end"] = os.getloadavg()[0]
             rows.append(row)
@@ -408,30 +392,23 @@ def run(names: list[str], sample_pct: float | None, repeats: int, flink: bool
     return rows
 
 
-def _best(r: dict[str, Any]) -> float:
-    """Our best end-to-end wall time: match_seq, match_seq_arrow by key or by bucket."""
-    return min(r[k] for k in ("match_seq_s", "arrow_s", "bucket_s") if k in r)
-
-
 def _line(r: dict[str, Any]) -> str:
-    best = _best(r)
+    best = r["match_seq_s"]
     flink = (f"{r['flink_s']:.2f} s ({r['flink_matches']:,})" if r.get("flink_s") is not None
              else (r.get("flink_note") or "-"))
-    bucket = f"{r['bucket_s']:.2f} s" if "bucket_s" in r else r.get("bucket_note", "-")
     mark = "" if r["agree"] else " **DISAGREE**"
     return (f"| {r['query']} | {r['events']:,} | {r['match_seq_matches']:,}{mark} | "
             f"{r['core_s']:.2f} s | {r['events'] / r['core_s']:,.0f} | "
             f"{r['events'] / r['segmented_s']:,.0f} | {r['match_seq_s']:.2f} s | "
-            f"{r['arrow_s']:.2f} s | {bucket} | {r['events'] / best:,.0f} | "
+            f"{r['events'] / best:,.0f} | "
             f"{r['sql_s']:.2f} s ({r['sql_matches']:,}) | {ratio(r['sql_s'], best)} | "
             f"{flink} | {ratio(r.get('flink_s'), best)} |")
 
 
 HEADER = ("| query | events | matches | core per case | core events/s | core segmented events/s | "
-          f"match_seq | match_seq_arrow by case | match_seq_arrow by {BUCKETS} buckets | "
-          "end-to-end events/s (best) | Spark SQL (matches) | SQL/best | "
-          "Flink MATCH_RECOGNIZE (matches) | Flink/best |\n"
-          "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "match_seq | end-to-end events/s | Spark SQL (matches) | SQL/ours | "
+          "Flink MATCH_RECOGNIZE (matches) | Flink/ours |\n"
+          "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -463,7 +440,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"wrote {args.json}")
     wrong = [r["query"] for r in rows if not r["agree"]]
     if wrong:
-        print("match counts disagree (core, match_seq, match_seq_arrow, Spark SQL): "
+        print("match counts disagree (core, segmented, match_seq, Spark SQL): "
               f"{', '.join(wrong)}", file=sys.stderr)
         return 1
     return 0

@@ -4,7 +4,7 @@ On ``cep.datasets.synthetic.generate_events(SyntheticSpec(n_events=N, n_keys=100
 split into one :class:`~cep.match.EventStream` per key (numpy stable sort by key, ts, id),
 it times ``find_matches`` over every key in one process (events per second per core), and
 ``iter_segment_matches`` on all keys laid end to end as one segmented stream (one engine call
-for the 1,000 keys, as ``match_seq_arrow`` does per Spark partition), for:
+for the 1,000 keys, as ``match_seq`` does per Spark partition), for:
 
 * a SEQ of three with a cross-event predicate under each selection policy;
 * a Kleene query (rising values, skip-till-next-match);

@@ -4,9 +4,8 @@ For each size N (synthetic stream, 1,000 keys, 50 Zipf types, written to Delta o
 query, it times in ONE run, on the same data and machine:
 
 * ``match_seq`` through Spark SQL (``key_col`` form, results written to Spark's ``noop`` sink
-  so every output column is computed) and ``match_seq_arrow`` (the Arrow transport), the
-  latter both with ``PARTITION BY key`` (one engine call per key) and with ``PARTITION BY
-  pmod(hash(key), BUCKETS)`` (keys of a bucket matched together as segments);
+  so every output column is computed): the one function, ``analyze`` plus Arrow batches, the
+  keys of each of its 64 buckets matched together as segments (``udfs/match_seq.py``);
 * the same question in plain Spark SQL as an analyst writes it (window functions for
   positions, self-joins, ``min`` to pick the next event);
 * Flink SQL ``MATCH_RECOGNIZE`` through PyFlink (batch mode, parallelism 2, same data as CSV),
@@ -41,7 +40,6 @@ from cep.datasets.synthetic import SyntheticSpec
 ROOT = Path(__file__).resolve().parent.parent
 FLINK_PYTHON = ROOT / ".venv-flink" / "bin" / "python"
 WINDOW = "1 MINUTE"
-BUCKETS = 16
 
 # Positions per key, shared by the plain-SQL baselines.
 POSITIONS = ("SELECT key, id, type, ts, v0, "
@@ -180,20 +178,6 @@ def run(sizes: list[int]) -> list[dict[str, Any]]:
             _, ours_s = _timed(lambda: ours_df.write.format("noop").mode("overwrite").save())
             row: dict[str, Any] = {"events": n, "query": name, "matches": ours_count,
                                    "ours_s": ours_s, "events_per_s": n / ours_s}
-            arrow_df = spark.sql(
-                f"SELECT * FROM match_seq_arrow({sql_string(q['pattern'])}, "
-                f"{sql_string(q['policy'])}, 'key', "
-                "TABLE(bench_events) PARTITION BY key ORDER BY ts)")
-            row["arrow_matches"] = arrow_df.count()
-            _, row["arrow_s"] = _timed(
-                lambda: arrow_df.write.format("noop").mode("overwrite").save())
-            bucket_df = spark.sql(
-                f"SELECT * FROM match_seq_arrow({sql_string(q['pattern'])}, "
-                f"{sql_string(q['policy'])}, 'key', "
-                f"TABLE(bench_events) PARTITION BY pmod(hash(key), {BUCKETS}))")
-            row["bucket_matches"] = bucket_df.count()
-            _, row["bucket_s"] = _timed(
-                lambda: bucket_df.write.format("noop").mode("overwrite").save())
             if q["sql"]:
                 base = spark.sql(q["sql"])
                 row["sql_matches"] = base.count()
@@ -214,12 +198,10 @@ def _line(r: dict[str, Any]) -> str:
     sql = (f"{r['sql_s']:.2f} s ({r['sql_matches']:,})" if "sql_s" in r else "-")
     flink = (f"{r['flink_s']:.2f} s ({r['flink_matches']:,})" if r.get("flink_s") is not None
              else (r.get("flink_note") or "-"))
-    best = min(r["ours_s"], r["arrow_s"], r["bucket_s"])
-    return (f"| {r['events']:,} | {r['query']} | {r['ours_s']:.2f} s ({r['matches']:,}) | "
-            f"{r['arrow_s']:.2f} s ({r['arrow_matches']:,}) | "
-            f"{r['bucket_s']:.2f} s ({r['bucket_matches']:,}) | {r['events'] / best:,.0f} | "
-            f"{sql} | {_ratio(r.get('sql_s'), best)} | "
-            f"{flink} | {_ratio(r.get('flink_s'), best)} |")
+    ours = r["ours_s"]
+    return (f"| {r['events']:,} | {r['query']} | {ours:.2f} s ({r['matches']:,}) | "
+            f"{r['events'] / ours:,.0f} | {sql} | {_ratio(r.get('sql_s'), ours)} | "
+            f"{flink} | {_ratio(r.get('flink_s'), ours)} |")
 
 
 def main() -> None:
@@ -228,10 +210,9 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
-    print("| events | query | match_seq (matches) | match_seq_arrow by key (matches) | "
-          f"match_seq_arrow by {BUCKETS} buckets (matches) | events/s (best) | "
-          "Spark SQL (matches) | SQL/best | Flink MATCH_RECOGNIZE (matches) | Flink/best |")
-    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("| events | query | match_seq (matches) | events/s | "
+          "Spark SQL (matches) | SQL/ours | Flink MATCH_RECOGNIZE (matches) | Flink/ours |")
+    print("|---:|---|---:|---:|---:|---:|---:|---:|")
     rows = run(args.sizes)
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2, default=str))

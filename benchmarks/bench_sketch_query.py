@@ -14,10 +14,10 @@ In ONE run, on the same data and machine, it prints five Markdown tables:
    a. in one process: :func:`cep.sketch.evaluate_sketch` over every stream's tree (``exists``
       and ``intervals``, level 0) against the exact core matcher on the raw events
       (``cep.match.segments.iter_segment_matches`` over all streams laid end to end, as
-      ``match_seq_arrow`` runs per Spark partition); best of 3, interleaved;
+      ``match_seq`` runs per Spark partition); best of 3, interleaved;
    b. end to end in Spark SQL: the node rows (``delta_tables.sketch_state.tree_to_arrow``) in a
-      Delta table queried by ``approx_match_seq`` against ``match_seq_arrow`` over the raw
-      events' Delta table (``id, key, type, ts``; ``PARTITION BY pmod(hash(key), 16)``), results
+      Delta table queried by ``approx_match_seq`` against ``match_seq`` over the raw
+      events' Delta table (``id, key, type, ts``; ``key_col => 'key'``), results
       to the ``noop`` sink; one counting run first, then the best of 2 timed runs (1 at 10^7).
 
 2. **False positives on the real logs** (``bpi2017_applications``, ``bpi2017_offers``,
@@ -536,13 +536,12 @@ def latency_core(streams: Streams, trees: Sequence[SketchTree], pattern: str
 
 def latency_sql(spark: "SparkSession", events: str, nodes: str, pattern: str, repeats: int
                 ) -> dict[str, Any]:
-    """``match_seq_arrow`` vs ``approx_match_seq`` and ``approx_match_seq_arrow`` (exists,
+    """``match_seq`` vs ``approx_match_seq`` and ``approx_match_seq_arrow`` (exists,
     intervals) to the noop sink."""
     from sql_ext.quoting import sql_string
 
     p, pol = sql_string(pattern), sql_string(POLICY)
-    exact = (f"SELECT * FROM match_seq_arrow({p}, {pol}, 'key', "
-             f"TABLE({events}) PARTITION BY pmod(hash(key), {BUCKETS}))")
+    exact = f"SELECT * FROM match_seq({p}, 'key', TABLE({events}), policy => {pol})"
     approx = {mode: (f"SELECT * FROM approx_match_seq(pattern => {p}, policy => {pol}, "
                      f"mode => '{mode}', sketch => TABLE({nodes}) PARTITION BY stream)")
               for mode in ("exists", "intervals")}
@@ -657,7 +656,7 @@ def _latency_line(r: dict[str, Any]) -> str:
 LATENCY_HEAD = (
     "| shape | events | streams | question | exact core s (matches; streams) | "
     "sketch exists s (true) | sketch intervals s (records) | exact/exists | exact/intervals | "
-    "match_seq_arrow s (matches) | approx exists s (true) | approx intervals s (records) | "
+    "match_seq s (matches) | approx exists s (true) | approx intervals s (records) | "
     "SQL exact/exists | SQL exact/intervals | arrow exists s (true) | "
     "arrow intervals s (records) | SQL exact/arrow exists | SQL exact/arrow intervals |\n"
     "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")

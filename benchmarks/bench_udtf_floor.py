@@ -8,8 +8,8 @@ same ``PARTITION BY`` and does *nothing* (``noop_arrow``): no Python-side change
 that.
 
 Part 1 (issue 3): 10^6 synthetic events (1,000 keys, 50 Zipf types, cached like
-``bench_match_sql``); the ``lead()`` query of ``seq3_strict``, ``match_seq_arrow`` with 16
-buckets, the no-op Arrow UDTF with the same partitioning, with three columns only, without
+``bench_match_sql``); the ``lead()`` query of ``seq3_strict``, ``match_seq`` (``key_col``,
+64 buckets), the no-op Arrow UDTF with the same partitioning, with three columns only, without
 ``PARTITION BY``, and the shuffle alone.
 
 Part 2 (issue 4): the 10^7-event ``keys`` sketch of ``bench_sketch_query`` (100 streams, solver
@@ -79,9 +79,9 @@ def strict_rows(spark: Any, settings: Any, n: int) -> list[tuple[str, float]]:
     part = f"PARTITION BY pmod(hash(key), {BUCKETS})"
     rows = [
         ("plain SQL, one lead() window pass", noop_sql(spark, q["sql"])),
-        ("match_seq_arrow, 16 buckets", noop_sql(spark, (
-            f"SELECT * FROM match_seq_arrow({sql_string(q['pattern'])}, "
-            f"{sql_string(q['policy'])}, 'key', TABLE(bench_events) {part})"))),
+        ("match_seq, key_col (64 buckets)", noop_sql(spark, (
+            f"SELECT * FROM match_seq({sql_string(q['pattern'])}, 'key', TABLE(bench_events), "
+            f"policy => {sql_string(q['policy'])})"))),
         ("no-op Arrow UDTF, same partitioning", noop_sql(
             spark, f"SELECT * FROM noop_arrow(TABLE(bench_events) {part})")),
         ("no-op Arrow UDTF, key/type/ts only", noop_sql(

@@ -8,7 +8,7 @@ imports neither pyspark nor ``udfs`` when it is imported.
 
 Example:
     >>> [f.name for f in FUNCTIONS if f.status == "available"]
-    ['cep_functions', 'match_seq', 'match_seq_arrow', 'approx_match_seq', 'approx_match_seq_arrow', 'sketch_stats', 'cet_trends', 'match_prob', 'match_prob_arrow', 'predict_match', 'predict_match_arrow']
+    ['cep_functions', 'match_seq', 'approx_match_seq', 'approx_match_seq_arrow', 'sketch_stats', 'cet_trends', 'match_prob', 'match_prob_arrow', 'predict_match', 'predict_match_arrow']
     >>> function("predict_match").adapter
     'udfs.predict_match:predict_match_udtf'
 """
@@ -46,19 +46,12 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
         "Lists every CEP SQL function, its signature and whether it is available."),
     FunctionSpec(
         "match_seq",
-        "match_seq(pattern STRING, events TABLE, policy STRING, ts_col STRING, type_col STRING, "
-        "id_col STRING, key_col STRING, max_matches BIGINT)",
-        "<key_col>, match_id BIGINT, start_ts TIMESTAMP, end_ts TIMESTAMP, "
+        "match_seq(pattern STRING, [key_col STRING,] events TABLE; named: policy STRING, "
+        "ts_col STRING, type_col STRING, id_col STRING, max_matches BIGINT)",
+        "<key_col>, match_id BIGINT, start_ts <ts type>, end_ts <ts type>, "
         "event_ids ARRAY<BIGINT>, variables ARRAY<STRING>, n_events INT",
         "available", "udfs.match_seq:match_seq_udtf",
         "Exact pattern matches (SEQ/AND/OR/NOT, Kleene, predicates, windows, three policies)."),
-    FunctionSpec(
-        "match_seq_arrow",
-        "match_seq_arrow(pattern STRING, policy STRING, key_col STRING, events TABLE)",
-        "key STRING, match_id BIGINT, start_ts TIMESTAMP, end_ts TIMESTAMP, "
-        "event_ids ARRAY<BIGINT>, variables ARRAY<STRING>, n_events INT",
-        "available", "udfs.match_seq_arrow:match_seq_arrow_udtf",
-        "match_seq over Arrow batches: same matches, cheaper transport on large tables."),
     FunctionSpec(
         "approx_match_seq",
         "approx_match_seq(pattern STRING, sketch TABLE PARTITION BY stream, policy STRING, "

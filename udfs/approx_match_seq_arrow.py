@@ -29,7 +29,7 @@ from typing import Any, Iterator
 
 from cep.errors import CepError
 from udfs.approx_match_seq import check_arguments, compiled_query
-from udfs.match_seq_arrow import _scalar
+from udfs.shell import scalar as _scalar
 
 RETURN_TYPE = ("stream STRING, matched BOOLEAN, match_id BIGINT, pos_start BIGINT, "
                "pos_end BIGINT, ts_start TIMESTAMP, ts_end TIMESTAMP, node_ids ARRAY<BIGINT>, "

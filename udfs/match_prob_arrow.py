@@ -50,7 +50,7 @@ from typing import Any, Iterator
 
 from cep.errors import CepError
 from udfs.match_prob import ProbCallPlan, answer_rows, check_arguments
-from udfs.match_seq_arrow import _key_strings, _scalar
+from udfs.shell import key_strings as _key_strings, scalar as _scalar
 
 RETURN_TYPE = ("stream STRING, match_id BIGINT, t_start BIGINT, t_end BIGINT, "
                "probability DOUBLE, n_matches BIGINT, core_start BIGINT, core_end BIGINT, "

@@ -49,7 +49,7 @@ from dataclasses import dataclass
 from typing import Any, Iterator
 
 from cep.errors import CepError
-from udfs.match_seq_arrow import _key_strings, _scalar
+from udfs.shell import key_strings as _key_strings, scalar as _scalar
 from udfs.predict_match import (PredictCallPlan, _model, answer_partition, check_call,
                                 check_timestamps, read_attributes)
 

@@ -1,6 +1,6 @@
 """The timeline of matches: one row per key, one bar per match from its first to its last event.
 
-Made for the output of ``match_seq`` / ``match_seq_arrow`` (``<key>, match_id, start_ts,
+Made for the output of ``match_seq`` (``<key>, match_id, start_ts,
 end_ts, ...``; docs/sql.md) and, with other column names, any table of intervals per key
 (``approx_match_seq`` intervals: ``stream``, ``ts_start``, ``ts_end``; ``cet_trends``:
 ``first_ts``, ``last_ts``).
@@ -39,8 +39,7 @@ def plot_match_timeline(matches: Any, key_col: str = "key", *, start_col: str = 
     Args:
         matches: The matches: a Spark DataFrame (the result of a ``match_seq`` query, for
             example), a pyarrow Table or a pandas DataFrame.
-        key_col: The key column (``match_seq`` names it after its ``key_col`` argument;
-            ``match_seq_arrow`` calls it ``key``).
+        key_col: The key column (``match_seq`` names it after its ``key_col`` argument).
         start_col, end_col: First and last timestamps of a match (TIMESTAMP or DATE, or both
             numeric for numeric ``ts_col``).
         max_keys: The most keys drawn.

@@ -6,7 +6,7 @@ prints). Before it starts, this process writes a small Delta table in two commit
 server registers it by name like every other warehouse table. A Connect client session in
 this process (made by the Connect builder itself, beside the classic ``spark`` fixture) calls
 ``sql_ext.register_all`` and runs ``match_seq`` (now and ``VERSION AS OF 0``),
-``match_seq_arrow``, ``cet_trends`` and ``cep_functions()``; every answer must equal the same
+``match_seq`` positionally, ``cet_trends`` and ``cep_functions()``; every answer must equal the same
 SQL in the classic in-process session. A second client in a fresh interpreter takes the path
 docs/connect.md shows (``SparkSession.builder.remote(url).getOrCreate()``, which puts the
 process in Connect mode). A malformed pattern must fail with its CEP code in the client's
@@ -52,9 +52,9 @@ FROM match_seq(pattern => 'PATTERN a; b+; c WHERE c.price > a.price WITHIN 30 MI
 """
 NOW = MATCH_SEQ.format(source=TABLE)
 AS_OF_0 = MATCH_SEQ.format(source=f"SELECT * FROM {TABLE} VERSION AS OF 0")
-MATCH_SEQ_ARROW = f"""
-SELECT * FROM match_seq_arrow('PATTERN a; b+; c WITHIN 30 MINUTES', NULL, 'key',
-                              TABLE({TABLE}) PARTITION BY key ORDER BY ts)
+MATCH_SEQ_POSITIONAL = f"""
+SELECT * FROM match_seq('PATTERN a; b+; c WITHIN 30 MINUTES', 'key', TABLE({TABLE}),
+                        policy => 'skip-till-any-match')
 """
 CET_TRENDS = f"""
 SELECT * FROM cet_trends(pattern => 'PATTERN up+ u[] WHERE u[i].price > u[i-1].price
@@ -70,7 +70,7 @@ FROM match_seq(pattern => 'PATTERN a; b+; c WITHIN 30 MINUTES', key_col => 'key'
                events => TABLE({TABLE}))
 """
 FUNCTIONS_SQL = "SELECT name, signature, status FROM cep_functions()"
-QUERIES = {"functions": FUNCTIONS_SQL, "now": NOW, "as_of_0": AS_OF_0, "arrow": MATCH_SEQ_ARROW,
+QUERIES = {"functions": FUNCTIONS_SQL, "now": NOW, "as_of_0": AS_OF_0, "positional": MATCH_SEQ_POSITIONAL,
            "trends": CET_TRENDS, "as_text": AS_TEXT}
 """Every query a client runs, by name; the classic session's answers are the expected ones."""
 # The client of docs/connect.md, in a fresh interpreter: URL and SQL in, rows out as JSON.
@@ -253,10 +253,10 @@ def test_time_travel_over_connect_equals_classic(server: Server, remote: Any,
     assert sorted(r.version for r in history) == [0, 1]
 
 
-@pytest.mark.parametrize("name", ["arrow", "trends"])
+@pytest.mark.parametrize("name", ["positional", "trends"])
 def test_more_cep_functions_over_connect_equal_classic(server: Server, remote: Any,
                                                        registered: list[str], name: str) -> None:
-    # match_seq_arrow is an Arrow UDTF, cet_trends a row UDTF with analyze, like match_seq.
+    # match_seq in its positional form with a named option; cet_trends, another function.
     got = sorted_rows(remote.sql(QUERIES[name]).collect())
     assert got and got == server.expected[name]
 
@@ -265,7 +265,7 @@ def test_malformed_pattern_reaches_the_client_with_its_code(remote: Any,
                                                             registered: list[str]) -> None:
     from pyspark.errors import AnalysisException
 
-    bad = f"SELECT * FROM match_seq('PATTERN a; ;', TABLE({TABLE}) PARTITION BY key ORDER BY ts)"
+    bad = f"SELECT * FROM match_seq('PATTERN a; ;', 'key', TABLE({TABLE}))"
     with pytest.raises(AnalysisException) as caught:
         remote.sql(bad).collect()
     text = str(caught.value)

@@ -93,18 +93,15 @@ def test_spark_equals_engine_equals_oracle(spark, events_view, pattern: str, pol
         assert r.n_events == len(r.event_ids) and r.start_ts <= r.end_ts
 
 
-def test_partition_by_form_and_match_ids(spark, events_view) -> None:
+def test_positional_forms_and_match_ids(spark, events_view) -> None:
     pattern = "PATTERN A; B WITHIN 20 SECONDS"
-    rows = spark.sql(f"SELECT * FROM match_seq({sql_string(pattern)}, TABLE(ms_events) "
-                     "PARTITION BY key ORDER BY ts)").collect()
-    assert set(rows[0].asDict()) == {"match_id", "start_ts", "end_ts", "event_ids", "variables",
-                                     "n_events"}
     streams = streams_by_key(events_view)
-    assert sorted((tuple(r.event_ids), tuple(r.variables)) for r in rows) == sorted(
-        (ids, var) for _, ids, var in expected(pattern, "skip-till-next-match", streams, False))
-    # match_id is 1..n within each partition, in order of the first bound event.
-    keyed = spark.sql(f"SELECT key, match_id, event_ids FROM match_seq({sql_string(pattern)}, "
-                      "key_col => 'key', events => TABLE(ms_events))").collect()
+    want = expected(pattern, "skip-till-next-match", streams, False)
+    # match_seq(pattern, key_col, TABLE(t)): the table is the last positional argument.
+    keyed = spark.sql(f"SELECT key, match_id, event_ids, variables FROM match_seq("
+                      f"{sql_string(pattern)}, 'key', TABLE(ms_events))").collect()
+    assert {(r.key, tuple(r.event_ids), tuple(r.variables)) for r in keyed} == want
+    # match_id is 1..n within each key, in order of the first bound event.
     per_key: dict[str, list] = {}
     for r in keyed:
         per_key.setdefault(r.key, []).append((r.match_id, r.event_ids))
@@ -114,20 +111,38 @@ def test_partition_by_form_and_match_ids(spark, events_view) -> None:
         assert [m for m, _ in ms] == list(range(1, len(ms) + 1)), key
         starts = [positions[ids[0]] for _, ids in ms]
         assert starts == sorted(starts), key
+    # match_seq(pattern, TABLE(t)): the whole table is one stream, and no key column comes back.
+    busiest = max(per_key, key=lambda k: len(per_key[k]))
+    one = spark.sql(f"SELECT * FROM match_seq({sql_string(pattern)}, "
+                    f"TABLE(SELECT * FROM ms_events WHERE key = {sql_string(busiest)}))").collect()
+    assert one and set(one[0].asDict()) == {"match_id", "start_ts", "end_ts", "event_ids", "variables",
+                                    "n_events"}
+    assert {(tuple(r.event_ids), tuple(r.variables)) for r in one} == \
+        {(ids, var) for key, ids, var in want if key == busiest}
+
+
+def test_a_partition_by_of_the_caller_is_refused(spark, events_view) -> None:
+    # The function partitions the table itself (by the key, or as one stream); a PARTITION BY
+    # in the call is refused by Spark before anything runs, never answered without the key.
+    for call in ("match_seq('PATTERN A; B', TABLE(ms_events) PARTITION BY key ORDER BY ts)",
+                 "match_seq('PATTERN A; B', 'key', TABLE(ms_events) PARTITION BY key)"):
+        with pytest.raises(Exception, match="PARTITION BY"):
+            spark.sql(f"SELECT * FROM {call}").collect()
 
 
 def test_bad_pattern_reaches_the_sql_caller_with_code_and_position(spark, events_view) -> None:
     with pytest.raises(Exception) as info:
-        spark.sql("SELECT * FROM match_seq('PATTERN A; B WHERE A.v0 >', TABLE(ms_events) "
-                  "PARTITION BY key ORDER BY ts)").collect()
+        spark.sql("SELECT * FROM match_seq('PATTERN A; B WHERE A.v0 >', 'key', TABLE(ms_events))"
+                  ).collect()
     message = str(info.value)
     assert "CEP-PAT-" in message and "line 1, column" in message and "^" in message
+    assert "Traceback" not in message.split("CEP-PAT-")[1]
 
 
 def test_unknown_attribute_lists_the_columns(spark, events_view) -> None:
     with pytest.raises(Exception) as info:
-        spark.sql("SELECT * FROM match_seq('PATTERN A; B WHERE A.price > 1', TABLE(ms_events) "
-                  "PARTITION BY key ORDER BY ts)").collect()
+        spark.sql("SELECT * FROM match_seq('PATTERN A; B WHERE A.price > 1', 'key', "
+                  "TABLE(ms_events))").collect()
     message = str(info.value)
     assert "price" in message and "v0" in message and "grp" in message
 
@@ -135,14 +150,30 @@ def test_unknown_attribute_lists_the_columns(spark, events_view) -> None:
 def test_bad_argument_is_a_typed_error(spark, events_view) -> None:
     with pytest.raises(Exception, match="CEP-SQL-010.*ts_col 'when'"):
         spark.sql("SELECT * FROM match_seq(pattern => 'PATTERN A; B', ts_col => 'when', "
-                  "events => TABLE(ms_events) PARTITION BY key ORDER BY ts)").collect()
+                  "key_col => 'key', events => TABLE(ms_events))").collect()
+    with pytest.raises(Exception, match="CEP-SQL-010.*key_col 'nope'.*columns: id, key"):
+        spark.sql("SELECT * FROM match_seq('PATTERN A; B', 'nope', TABLE(ms_events))").collect()
+    with pytest.raises(Exception, match="CEP-SQL-010.*id_col 'grp' must be an integer"):
+        spark.sql("SELECT * FROM match_seq('PATTERN A; B', 'key', TABLE(ms_events), "
+                  "id_col => 'grp')").collect()
+    with pytest.raises(Exception, match="CEP-SQL-010.*max_matches"):
+        spark.sql("SELECT * FROM match_seq('PATTERN A; B', 'key', TABLE(ms_events), "
+                  "max_matches => 0)").collect()
+
+
+def test_null_id_or_timestamp_is_a_typed_error(spark) -> None:
+    spark.createDataFrame([(1, "k", "A", T0), (2, "k", "B", None)],
+                          "id BIGINT, key STRING, type STRING, ts TIMESTAMP") \
+        .createOrReplaceTempView("ms_nulls")
+    with pytest.raises(Exception, match="CEP-SQL-010.*id 2 has a NULL id or timestamp"):
+        spark.sql("SELECT * FROM match_seq('PATTERN A; B', 'key', TABLE(ms_nulls))").collect()
 
 
 def test_injection_through_the_pattern_stays_data(spark, events_view) -> None:
     # A quote-laden class name and a string literal are data, never SQL text.
     pattern = "PATTERN A; B WHERE A.grp = 'g1'' OR 1=1 --' WITHIN 20 SECONDS"
-    rows = spark.sql(f"SELECT * FROM match_seq({sql_string(pattern)}, TABLE(ms_events) "
-                     "PARTITION BY key ORDER BY ts)").collect()
+    rows = spark.sql(f"SELECT * FROM match_seq({sql_string(pattern)}, 'key', TABLE(ms_events))"
+                     ).collect()
     assert rows == []
     assert spark.sql("SELECT count(*) FROM ms_events").first()[0] == len(events_view)
 
@@ -159,67 +190,57 @@ def test_numeric_timestamps_and_units_windows(spark) -> None:
     spark.createDataFrame(rows, "id BIGINT, key STRING, type STRING, ts BIGINT") \
         .createOrReplaceTempView("ms_units")
     got = spark.sql("SELECT start_ts, end_ts, event_ids FROM match_seq("
-                    "'PATTERN A; B WITHIN 5 UNITS', TABLE(ms_units) PARTITION BY key ORDER BY ts)"
-                    ).collect()
+                    "'PATTERN A; B WITHIN 5 UNITS', 'key', TABLE(ms_units))").collect()
     assert sorted((r.start_ts, r.end_ts, tuple(r.event_ids)) for r in got) == \
         [(10, 12, (0, 1)), (30, 31, (2, 3))]
 
 
+@pytest.mark.parametrize("ts_type, key_type", [("TIMESTAMP_NTZ", "INT"), ("DATE", "DATE"),
+                                               ("TIMESTAMP", "BIGINT")])
+def test_timestamp_and_key_types_users_have(spark, ts_type: str, key_type: str) -> None:
+    # TIMESTAMP_NTZ (what Spark reads from most pandas-written Parquet) and DATE timestamps;
+    # the key comes back with its own name and type, and start_ts/end_ts with the ts type.
+    days = [0, 1, 3, 0, 2, 9]
+    rows = [(i, k, t, d) for i, (k, t, d) in enumerate(zip([1, 1, 1, 2, 2, 2], "ABBABB", days))]
+    spark.createDataFrame(rows, "id BIGINT, k INT, type STRING, d INT").createOrReplaceTempView(
+        "ms_types_raw")
+    ts_sql = {"TIMESTAMP_NTZ": "CAST(date_from_unix_date(d) AS TIMESTAMP_NTZ)",
+              "DATE": "date_from_unix_date(d)",
+              "TIMESTAMP": "CAST(date_from_unix_date(d) AS TIMESTAMP)"}[ts_type]
+    key_sql = {"INT": "k", "DATE": "date_from_unix_date(k)", "BIGINT": "CAST(k AS BIGINT)"}[key_type]
+    spark.sql(f"SELECT id, {key_sql} AS user_key, type, {ts_sql} AS day FROM ms_types_raw") \
+        .createOrReplaceTempView("ms_types")
+    frame = spark.sql("SELECT * FROM match_seq('PATTERN A; B WITHIN 3 DAYS', 'user_key', "
+                      "TABLE(ms_types), ts_col => 'day')")
+    fields = {f.name: f.dataType.simpleString() for f in frame.schema.fields}
+    assert fields["user_key"] == key_type.lower()
+    assert fields["start_ts"] == fields["end_ts"] == ts_type.lower()
+    got = sorted((str(r.user_key), tuple(r.event_ids), str(r.start_ts)[:10], str(r.end_ts)[:10])
+                 for r in frame.collect())
+    keys = {1: "1", 2: "2"} if key_type != "DATE" else {1: "1970-01-02", 2: "1970-01-03"}
+    assert got == [(keys[1], (0, 1), "1970-01-01", "1970-01-02"),
+                   (keys[2], (3, 4), "1970-01-01", "1970-01-03")]
+
+
 @pytest.mark.parametrize("policy", POLICIES)
 @pytest.mark.parametrize("pattern", PATTERNS)
-def test_arrow_variant_equals_engine(spark, events_view, pattern: str, policy: str) -> None:
-    got = spark.sql(
-        f"SELECT key, event_ids, variables, n_events FROM match_seq_arrow({sql_string(pattern)}, "
-        f"{sql_string(policy)}, 'key', TABLE(ms_events) PARTITION BY key ORDER BY ts)").collect()
-    assert {(r.key, tuple(r.event_ids), tuple(r.variables)) for r in got} == \
-        expected(pattern, policy, streams_by_key(events_view), use_oracle=False)
-
-
-def test_arrow_variant_errors_reach_sql(spark, events_view) -> None:
-    with pytest.raises(Exception) as info:
-        spark.sql("SELECT * FROM match_seq_arrow('PATTERN A; B WHERE A.nope > 1', NULL, NULL, "
-                  "TABLE(ms_events) PARTITION BY key ORDER BY ts)").collect()
-    assert "CEP-PAT-203" in str(info.value) and "nope" in str(info.value)
-
-
-@pytest.mark.parametrize("policy", POLICIES)
-@pytest.mark.parametrize("pattern", PATTERNS)
-def test_arrow_variant_many_keys_per_partition(spark, pattern: str, policy: str) -> None:
-    # A bucket of the key (or a single partition) holds many keys: they are matched as
-    # segments of one stream and must give each key's own matches and match_ids.
-    rows = random_events(11, n_keys=9, per_key=10)
-    spark.createDataFrame(rows, SCHEMA).createOrReplaceTempView("ms_many")
-    by_key = streams_by_key(rows)
-    want = set()
-    for key, stream in by_key.items():
-        found = find_matches(compile_query(pattern, policy=policy), stream)
-        for match_id, m in enumerate(found.to_matches(), start=1):
-            want.add((key, match_id, tuple(int(stream.ids[p]) for p in m.positions), m.variables,
-                      int(stream.ts[m.positions[0]]), int(stream.ts[m.positions[-1]])))
-    for partition in ("pmod(hash(key), 2)", "1"):
-        got = spark.sql(
-            f"SELECT key, match_id, event_ids, variables, unix_micros(start_ts) AS s, "
-            f"unix_micros(end_ts) AS e FROM match_seq_arrow({sql_string(pattern)}, "
-            f"{sql_string(policy)}, 'key', TABLE(ms_many) PARTITION BY {partition})").collect()
-        assert {(r.key, r.match_id, tuple(r.event_ids), tuple(r.variables), r.s, r.e)
-                for r in got} == want, partition
-
-
-def test_key_col_form_with_many_keys_per_bucket(spark) -> None:
-    # 150 keys in 64 buckets: several keys share a UDTF partition and are matched as segments.
+def test_many_keys_per_bucket(spark, pattern: str, policy: str) -> None:
+    # 150 keys in 64 buckets: several keys share a partition and are matched as segments of one
+    # stream; each key must still get its own matches, match_ids and timestamps.
     rows = random_events(5, n_keys=150, per_key=10)
     spark.createDataFrame(rows, SCHEMA).createOrReplaceTempView("ms_buckets")
-    pattern, policy = "PATTERN A; B WHERE B.v0 >= A.v0 WITHIN 20 SECONDS", "skip-till-any-match"
     want = set()
     for key, stream in streams_by_key(rows).items():
         found = find_matches(compile_query(pattern, policy=policy), stream).to_matches()
         for match_id, m in enumerate(found, start=1):
-            want.add((key, match_id, tuple(int(stream.ids[p]) for p in m.positions)))
-    got = spark.sql(f"SELECT key, match_id, event_ids FROM match_seq(pattern => {sql_string(pattern)}, "
+            want.add((key, match_id, tuple(int(stream.ids[p]) for p in m.positions), m.variables,
+                      int(stream.ts[m.positions[0]]), int(stream.ts[m.positions[-1]])))
+    got = spark.sql(f"SELECT key, match_id, event_ids, variables, unix_micros(start_ts) AS s, "
+                    f"unix_micros(end_ts) AS e FROM match_seq(pattern => {sql_string(pattern)}, "
                     f"policy => {sql_string(policy)}, key_col => 'key', "
                     "events => TABLE(ms_buckets))").collect()
-    assert len({k for k, _, _ in want}) > 64  # more keys with matches than buckets
-    assert {(r.key, r.match_id, tuple(r.event_ids)) for r in got} == want
+    assert {(r.key, r.match_id, tuple(r.event_ids), tuple(r.variables), r.s, r.e)
+            for r in got} == want
 
 
 def test_ts_and_type_always_mean_the_chosen_columns(spark) -> None:

@@ -1,0 +1,190 @@
+"""The one shell every CEP table function runs in: ``analyze`` plus Arrow batches, typed errors.
+
+Spark 4.2 offers two kinds of Python UDTF: row UDTFs, which may have a static ``analyze`` (a
+schema that depends on the arguments, checks before any task, a ``select`` of pushed-down
+expressions, a required partitioning) but move one Python object per input row, and Arrow
+UDTFs (``arrow_udtf``), which move whole record batches but whose decorator refuses
+``analyze`` (SPARK-53286). The refusal is a check of the decorator only: the JVM plans an
+Arrow UDTF with ``analyze`` like a row one, and the Python worker hands the ``AnalyzeResult``
+to ``__init__`` for every kind (``pyspark/worker.py``, ``read_udtf``). :func:`table_function`
+therefore builds the UDTF object itself with the Arrow evaluation type and the handler's
+``analyze``: one function per capability that has both (docs/decisions.md, "One SQL
+surface"); measured in BENCHMARKS.md.
+
+A function of this project is a :class:`TableFunction` subclass with
+
+* ``analyze(...)`` (static): checks the arguments and the TABLE argument's columns and returns
+  :class:`PlannedResult` carrying a frozen call plan, shipped to every task;
+* ``answer(plan, table)``: one partition's rows (a ``pyarrow.Table`` of the selected
+  columns) to output tables.
+
+The shell collects a partition's batches, calls ``answer`` once in ``terminate``, and turns
+every :class:`~cep.errors.CepError` (at plan time or run time) into :class:`CallFailed`, whose
+message is the error's own ``CEP-...: line L, column C: ...`` text with its caret snippet and
+no chained traceback.
+
+Example (the helpers that need no Spark):
+    >>> quote("weird`name")
+    '`weird``name`'
+    >>> class ArgError(CepError):
+    ...     code = "CEP-SQL-999"
+    >>> constant(None, "policy", ArgError) is None
+    True
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+from pyspark.sql.udtf import AnalyzeResult
+
+from cep.errors import CepError
+
+
+class CallFailed(Exception):
+    """What a SQL caller sees when a CEP function fails: the CepError's message, nothing else."""
+
+
+@dataclass
+class PlannedResult(AnalyzeResult):
+    """``AnalyzeResult`` that carries the function's frozen call plan to every task."""
+
+    plan: Any = None
+
+
+def quote(name: str) -> str:
+    """``name`` as a Spark SQL identifier (backquoted, inner backquotes doubled)."""
+    return "`" + name.replace("`", "``") + "`"
+
+
+def constant(arg: Any, name: str, error: type[CepError], *, required: bool = False) -> Any:
+    """The value of a constant argument (None when absent or NULL); ``error`` otherwise."""
+    if arg is None or (not arg.isTable and arg.isConstantExpression and arg.value is None):
+        if required:
+            raise error(f"argument {name} is required")
+        return None
+    if arg.isTable or not arg.isConstantExpression:
+        raise error(f"argument {name} must be a constant, found "
+                    f"{'a TABLE argument' if arg.isTable else 'an expression'}")
+    return arg.value
+
+
+def string_arg(arg: Any, name: str, error: type[CepError], default: str | None = None,
+               *, required: bool = False) -> str | None:
+    """A constant STRING argument, ``default`` when absent."""
+    value = constant(arg, name, error, required=required)
+    if value is None:
+        return default
+    if not isinstance(value, str):
+        raise error(f"argument {name}: expected a string, found {value!r}")
+    return value
+
+
+def table_fields(arg: Any, name: str, error: type[CepError]) -> dict[str, Any]:
+    """The fields of a TABLE argument by lower-case name; ``error`` if ``arg`` is no table."""
+    if arg is None or not arg.isTable:
+        raise error(f"argument {name} must be a TABLE(...) argument")
+    return {f.name.lower(): f for f in arg.dataType.fields}
+
+
+def field(fields: dict[str, Any], wanted: str, role: str, error: type[CepError],
+          table: str = "events") -> Any:
+    """The field called ``wanted`` (any case); ``error`` names the role and lists the columns."""
+    found = fields.get(wanted.lower())
+    if found is None:
+        names = ", ".join(f.name for f in fields.values())
+        raise error(f"{role} {wanted!r} is not a column of the {table} table; columns: {names}")
+    return found
+
+
+def batch_of(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """The record batch among a call's arguments (the TABLE argument's rows)."""
+    import pyarrow as pa
+
+    for value in (*args, *kwargs.values()):
+        if isinstance(value, pa.RecordBatch):
+            return value
+    raise CallFailed("CEP-SQL-000: the call has no TABLE argument")
+
+
+class TableFunction:
+    """Base of every CEP table function's handler (see the module docstring).
+
+    Subclasses define ``analyze`` (a static method returning :class:`PlannedResult`) and
+    ``answer``. ``eval`` only collects: the engines need a whole partition (a key, a bucket of
+    keys, a stream) before they can answer.
+    """
+
+    def __init__(self, analyze_result: Any) -> None:
+        self.plan = analyze_result.plan
+        self.batches: list[Any] = []
+
+    def eval(self, *args: Any, **kwargs: Any) -> Iterator[Any]:
+        batch = batch_of(args, kwargs)
+        if batch.num_rows:
+            self.batches.append(batch)
+        return iter(())
+
+    def terminate(self) -> Iterator[Any]:
+        if not self.batches:
+            return
+        import pyarrow as pa
+
+        table = pa.Table.from_batches(self.batches)
+        self.batches = []
+        try:
+            yield from self.answer(self.plan, table)
+        except CepError as err:
+            raise CallFailed(str(err)) from None
+
+    def answer(self, plan: Any, table: Any) -> Iterator[Any]:
+        """The output tables of one partition (override)."""
+        raise NotImplementedError
+
+
+def planned(analyze: Any) -> Any:
+    """``analyze`` wrapped so a CepError reaches the SQL caller as :class:`CallFailed`."""
+
+    @functools.wraps(analyze)  # Spark binds the call's arguments to the wrapped signature
+    def run(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return analyze(*args, **kwargs)
+        except CepError as err:
+            # One short frame instead of the compiler's stack: the SQL caller reads the message.
+            raise CallFailed(str(err)) from None
+
+    return run
+
+
+def table_function(handler: type[TableFunction]) -> Any:
+    """The Spark UDTF object of ``handler``: Arrow batches in and out, with its ``analyze``.
+
+    Built from pyspark's own ``UserDefinedTableFunction`` with the Arrow evaluation type, past
+    the ``arrow_udtf`` decorator's refusal of ``analyze`` (see the module docstring);
+    ``sql_ext.register.for_session`` rebuilds it for a Spark Connect session the same way.
+    """
+    from pyspark.sql.udtf import UserDefinedTableFunction
+    from pyspark.util import PythonEvalType
+
+    return UserDefinedTableFunction(handler, None, evalType=PythonEvalType.SQL_ARROW_UDTF,
+                                    deterministic=True)
+
+
+def scalar(value: Any) -> Any:
+    """A scalar argument of an Arrow UDTF without ``analyze`` (one-element or per-row array)."""
+    if hasattr(value, "to_pylist"):
+        items = value.to_pylist()
+        return items[0] if items else None
+    return value
+
+
+def key_strings(keys: Any) -> Any:
+    """Keys as an Arrow STRING column (the fixed ``key STRING`` of the remaining Arrow twins)."""
+    import pyarrow as pa
+
+    try:
+        return keys.cast(pa.string())
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return pa.array([None if k is None else str(k) for k in keys.to_pylist()], pa.string())
