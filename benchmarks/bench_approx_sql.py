@@ -6,8 +6,8 @@ it moves Arrow batches instead of one Python object per row. A sketch moves few 
 node, about ``2 N / C`` for ``N`` events. This benchmark measures what the Arrow transport would
 save, in one run, on the same Delta tables:
 
-* ``row``: the registered ``approx_match_seq`` (row UDTF, ``analyze``, ``select`` of the
-  needed columns);
+* ``row``: the registered ``approx_match_seq`` (a row UDTF when this benchmark was written;
+  since issue 20 the one function in ``udfs/shell.py``: ``analyze`` plus Arrow batches);
 * ``arrow``: a prototype Arrow UDTF defined here, the same per-stream work
   (``SketchTree.restore`` + ``evaluate_sketch``) but its columns taken from Arrow batches with
   numpy instead of from Python rows, the output built as an Arrow table; fixed schema, so one
@@ -194,7 +194,7 @@ def measure(spark: Any, table: str, trees: dict[str, SketchTree], mode: str) -> 
     from cep.sketch import compile_sketch_query
 
     row_sql = (f"SELECT * FROM approx_match_seq(pattern => '{PATTERN}', mode => '{mode}', "
-               f"sketch => TABLE({table}) PARTITION BY stream)")
+               f"sketch => TABLE({table}))")
     arrow_sql = (f"SELECT * FROM bench_approx_{mode}('{PATTERN}', '{mode}', 0, "
                  f"TABLE({table}) PARTITION BY stream)")
 

@@ -116,7 +116,6 @@ if TYPE_CHECKING:
 SEED = 20240101
 SIZES = (100_000, 1_000_000, 10_000_000)
 POLICY = "skip-till-next-match"
-BUCKETS = 16
 FPQ = 1e-4
 FPQ_TREND = 1e-2
 CORE_REPEATS = 3
@@ -536,20 +535,15 @@ def latency_core(streams: Streams, trees: Sequence[SketchTree], pattern: str
 
 def latency_sql(spark: "SparkSession", events: str, nodes: str, pattern: str, repeats: int
                 ) -> dict[str, Any]:
-    """``match_seq`` vs ``approx_match_seq`` and ``approx_match_seq_arrow`` (exists,
-    intervals) to the noop sink."""
+    """``match_seq`` vs ``approx_match_seq`` (exists, intervals) to the noop sink."""
     from sql_ext.quoting import sql_string
 
     p, pol = sql_string(pattern), sql_string(POLICY)
     exact = f"SELECT * FROM match_seq({p}, 'key', TABLE({events}), policy => {pol})"
     approx = {mode: (f"SELECT * FROM approx_match_seq(pattern => {p}, policy => {pol}, "
-                     f"mode => '{mode}', sketch => TABLE({nodes}) PARTITION BY stream)")
+                     f"mode => '{mode}', sketch => TABLE({nodes}))")
               for mode in ("exists", "intervals")}
-    arrow = {mode: (f"SELECT * FROM approx_match_seq_arrow({p}, {pol}, '{mode}', 0, "
-                    f"TABLE({nodes}) PARTITION BY pmod(hash(stream), {BUCKETS}))")
-             for mode in ("exists", "intervals")}
-    queries = {"exact": exact, "exists": approx["exists"], "intervals": approx["intervals"],
-               "arrow_exists": arrow["exists"], "arrow_intervals": arrow["intervals"]}
+    queries = {"exact": exact, "exists": approx["exists"], "intervals": approx["intervals"]}
     row: dict[str, Any] = {}
     try:
         got = spark.sql(f"SELECT count(*), count(DISTINCT key) FROM ({exact})").first()
@@ -558,10 +552,6 @@ def latency_sql(spark: "SparkSession", events: str, nodes: str, pattern: str, re
         row.update(sql_exists_true=int(got[0]), sql_exists_rows=int(got[1]))
         got = spark.sql(f"SELECT count(*) FROM ({approx['intervals']})").first()
         row.update(sql_intervals_records=int(got[0]))
-        got = spark.sql(f"SELECT count_if(matched) FROM ({arrow['exists']})").first()
-        row.update(sql_arrow_exists_true=int(got[0]))
-        got = spark.sql(f"SELECT count(*) FROM ({arrow['intervals']})").first()
-        row.update(sql_arrow_intervals_records=int(got[0]))
         best = {label: float("inf") for label in queries}
         for _ in range(repeats):
             for label, sql in queries.items():
@@ -641,15 +631,11 @@ def _latency_line(r: dict[str, Any]) -> str:
                  f"{_s(r['sql_exists_s'])} ({r['sql_exists_true']}) | "
                  f"{_s(r['sql_intervals_s'])} ({r['sql_intervals_records']:,}) | "
                  f"{_x(r['sql_exact_s'], r['sql_exists_s'])} | "
-                 f"{_x(r['sql_exact_s'], r['sql_intervals_s'])} | "
-                 f"{_s(r['sql_arrow_exists_s'])} ({r['sql_arrow_exists_true']}) | "
-                 f"{_s(r['sql_arrow_intervals_s'])} ({r['sql_arrow_intervals_records']:,}) | "
-                 f"{_x(r['sql_exact_s'], r['sql_arrow_exists_s'])} | "
-                 f"{_x(r['sql_exact_s'], r['sql_arrow_intervals_s'])} |")
+                 f"{_x(r['sql_exact_s'], r['sql_intervals_s'])} |")
     elif "sql_error" in r:
-        core += f" {r['sql_error']} | - | - | - | - | - | - | - | - |"
+        core += f" {r['sql_error']} | - | - | - | - |"
     else:
-        core += " - | - | - | - | - | - | - | - | - |"
+        core += " - | - | - | - | - |"
     return core
 
 
@@ -657,9 +643,8 @@ LATENCY_HEAD = (
     "| shape | events | streams | question | exact core s (matches; streams) | "
     "sketch exists s (true) | sketch intervals s (records) | exact/exists | exact/intervals | "
     "match_seq s (matches) | approx exists s (true) | approx intervals s (records) | "
-    "SQL exact/exists | SQL exact/intervals | arrow exists s (true) | "
-    "arrow intervals s (records) | SQL exact/arrow exists | SQL exact/arrow intervals |\n"
-    "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    "SQL exact/exists | SQL exact/intervals |\n"
+    "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 
 
 # ---------------------------------------------------------------------------------------------

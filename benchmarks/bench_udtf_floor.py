@@ -15,8 +15,8 @@ Part 1 (issue 3): 10^6 synthetic events (1,000 keys, 50 Zipf types, cached like
 Part 2 (issue 4): the 10^7-event ``keys`` sketch of ``bench_sketch_query`` (100 streams, solver
 config) as a ``<name>_nodes`` Delta table in two files; the scan, the shuffle alone, the no-op
 Arrow UDTF over all columns, without ``seeds``, without ``bits`` and over ``stream`` only, and
-``approx_match_seq_arrow`` (exists); plus the Python side of that call alone (``answer_batches``
-over the whole table in this process, one core).
+``approx_match_seq`` (exists); plus the Python side of that call alone (``answer_table`` over
+the whole table's selected columns in this process, one core).
 
 Run: ``python -m benchmarks.bench_udtf_floor [--events N] [--sketch-events N]``; best of 3 after
 one warm-up; prints Markdown rows.
@@ -100,8 +100,10 @@ def sketch_rows(spark: Any, n: int, root: Path) -> list[tuple[str, float]]:
     """Part 2: the sketch query at ``n`` events and its floor."""
     from benchmarks import bench_sketch_query as b
     from delta_tables.sketch_state import NODES_COLUMNS, spark_schema
-    from udfs.approx_match_seq import check_arguments
-    from udfs.approx_match_seq_arrow import answer_batches
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from udfs.approx_match_seq import NODE_COLUMNS, answer_table, check_arguments
 
     streams, names = b.synthetic_streams("keys", n)
     per = n // len(streams.keys)
@@ -111,13 +113,23 @@ def sketch_rows(spark: Any, n: int, root: Path) -> list[tuple[str, float]]:
     table = b.nodes_arrow(streams, trees)
     pattern = b.questions("keys", names)["frequent"]
     plan = check_arguments(pattern, b.POLICY, "exists", 0)
-    batches = table.to_batches(max_chunksize=10_000)
-    python_side = best_seconds(lambda: answer_batches(batches, plan))
+    # The columns as the function's select hands them over: integers as BIGINT, timestamps
+    # as microseconds, named __<column>.
+    selected = {}
+    for name, kind in NODE_COLUMNS:
+        column = table.column(name)
+        if kind == "timestamp":
+            column = pc.cast(pc.cast(column, pa.timestamp("us", tz="UTC")), pa.int64())
+        elif kind == "integer":
+            column = pc.cast(column, pa.int64())
+        selected[f"__{name}"] = column
+    selected_table = pa.table(selected)
+    python_side = best_seconds(lambda: answer_table(plan, selected_table))
     staged = root / "staged.parquet"
     import pyarrow.parquet as pq
 
     pq.write_table(table, staged)
-    del trees, streams, table, batches
+    del trees, streams, table, selected, selected_table
     location = root / "floor_nodes"
     # Two files, as a first run of the sketch job writes them (two shuffle partitions).
     (spark.read.schema(spark_schema(NODES_COLUMNS)).parquet(str(staged)).repartition(2)
@@ -125,10 +137,9 @@ def sketch_rows(spark: Any, n: int, root: Path) -> list[tuple[str, float]]:
     nodes = f"delta.`{location}`"
     part = f"PARTITION BY pmod(hash(stream), {BUCKETS})"
     rows = [
-        (f"approx_match_seq_arrow exists, {pattern!r}", noop_sql(spark, (
-            f"SELECT * FROM approx_match_seq_arrow('{pattern}', NULL, 'exists', 0, "
-            f"TABLE({nodes}) {part})"))),
-        ("its Python side alone (answer_batches, one core)", python_side),
+        (f"approx_match_seq exists, {pattern!r}", noop_sql(spark, (
+            f"SELECT * FROM approx_match_seq('{pattern}', TABLE({nodes}))"))),
+        ("its Python side alone (answer_table, one core)", python_side),
         ("no-op Arrow UDTF, every column", noop_sql(
             spark, f"SELECT * FROM noop_arrow(TABLE({nodes}) {part})")),
         ("no-op Arrow UDTF, without seeds", noop_sql(

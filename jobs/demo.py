@@ -120,12 +120,12 @@ SKETCH_QUERIES: tuple[tuple[str, str], ...] = (
     ("sketch_stats: the Bloom-filter trees of the application log (one per case)",
      "SELECT count(*) AS applications, sum(nodes) AS nodes, max(levels) AS max_levels,\n"
      "       sum(bytes) AS bytes, round(avg(fill), 3) AS mean_fill\n"
-     "FROM sketch_stats(TABLE(app_sketch_nodes) PARTITION BY stream)"),
+     "FROM sketch_stats(TABLE(app_sketch_nodes))"),
     ("approx_match_seq against exact match_seq: incomplete, then pending (per application; "
      "sketch_missed = matches inside one leaf, which a sketch cannot order)",
      "WITH approx AS (SELECT stream AS case_id FROM approx_match_seq(\n"
      "                  'PATTERN A_Incomplete; A_Pending',\n"
-     "                  TABLE(app_sketch_nodes) PARTITION BY stream) WHERE matched),\n"
+     "                  TABLE(app_sketch_nodes)) WHERE matched),\n"
      "     exact AS (SELECT DISTINCT case_id FROM match_seq(\n"
      "                  pattern => 'PATTERN A_Incomplete; A_Pending',\n"
      "                  key_col => 'case_id', events => TABLE(bpi2017_applications)))\n"
@@ -136,7 +136,7 @@ SKETCH_QUERIES: tuple[tuple[str, str], ...] = (
      "SELECT stream, match_id, pos_start, pos_end, ts_start, ts_end, node_ids\n"
      "FROM approx_match_seq(pattern => 'PATTERN T01; T02; NOT(T00); T03 WITHIN 10 MINUTES',\n"
      "                      mode => 'intervals', level => 1,\n"
-     "                      sketch => TABLE(word_sketch_nodes) PARTITION BY stream)\n"
+     "                      sketch => TABLE(word_sketch_nodes))\n"
      "ORDER BY stream, match_id LIMIT 10"),
 )
 
@@ -168,9 +168,9 @@ def _sketches(spark: "SparkSession", settings: Settings, feed_before: int) -> No
     pattern = "'PATTERN \"O_Create Offer\"; O_Cancelled'"
     query = (f"SELECT 'nodes VERSION AS OF {older}' AS sketch, count_if(matched) AS clerks "
              f"FROM approx_match_seq({pattern}, TABLE(SELECT * FROM offer_sketch_nodes "
-             f"VERSION AS OF {older}) PARTITION BY stream) UNION ALL "
+             f"VERSION AS OF {older})) UNION ALL "
              f"SELECT 'current (version {current})', count_if(matched) "
-             f"FROM approx_match_seq({pattern}, TABLE(offer_sketch_nodes) PARTITION BY stream)")
+             f"FROM approx_match_seq({pattern}, TABLE(offer_sketch_nodes))")
     print(query)
     spark.sql(query).show(truncate=False)
 

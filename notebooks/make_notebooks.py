@@ -202,7 +202,7 @@ plot_sketch_levels(nodes, streams=busiest)
 spark.sql("""
     SELECT count(*) AS clerks, sum(nodes) AS nodes, max(levels) AS max_levels,
            sum(bytes) AS bytes, round(avg(fill), 3) AS mean_fill
-    FROM sketch_stats(TABLE(offer_sketch_nodes) PARTITION BY stream)""").toPandas()
+    FROM sketch_stats(TABLE(offer_sketch_nodes))""").toPandas()
 '''),
     ("md", '''
 ## Approximate against exact
@@ -218,8 +218,7 @@ from viz import spark_progress
 with spark_progress(spark):
     compared = spark.sql("""
         WITH approx AS (SELECT stream AS clerk FROM approx_match_seq('PATTERN O_Returned; O_Accepted',
-                            TABLE(SELECT * FROM offer_sketch_nodes WHERE pmod(hash(stream), 3) = 0)
-                            PARTITION BY stream) WHERE matched),
+                            TABLE(SELECT * FROM offer_sketch_nodes WHERE pmod(hash(stream), 3) = 0)) WHERE matched),
              exact AS (SELECT DISTINCT org_resource AS clerk FROM match_seq(
                             pattern => 'PATTERN O_Returned; O_Accepted', key_col => 'org_resource',
                             events => TABLE(SELECT id, org_resource, type, ts FROM offer_feed
@@ -242,11 +241,11 @@ older = max((v for v in history if v < current), default=current)
 spark.sql(f"""
     SELECT 'nodes VERSION AS OF {older}' AS sketch, count_if(matched) AS clerks_created_then_cancelled
     FROM approx_match_seq('PATTERN "O_Create Offer"; O_Cancelled',
-                          TABLE(SELECT * FROM offer_sketch_nodes VERSION AS OF {older}) PARTITION BY stream)
+                          TABLE(SELECT * FROM offer_sketch_nodes VERSION AS OF {older}))
     UNION ALL
     SELECT 'current (version {current})', count_if(matched)
     FROM approx_match_seq('PATTERN "O_Create Offer"; O_Cancelled',
-                          TABLE(offer_sketch_nodes) PARTITION BY stream)""").toPandas()
+                          TABLE(offer_sketch_nodes))""").toPandas()
 '''),
     ("code", '''
 plot_sketch_levels(spark.sql(f"SELECT * FROM offer_sketch_nodes VERSION AS OF {older}"), streams=busiest,

@@ -5,7 +5,7 @@ Usage (needs a Spark session, so not a doctest)::
     from jobs.session import build_session
     spark = build_session()
     register_all(spark)
-    # -> ['cep_functions', 'match_seq', 'approx_match_seq', 'approx_match_seq_arrow', 'sketch_stats',
+    # -> ['cep_functions', 'match_seq', 'approx_match_seq', 'sketch_stats',
     #     'cet_trends', 'match_prob']
     spark.sql("SELECT name, status FROM cep_functions()").show()
 

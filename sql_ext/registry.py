@@ -8,7 +8,7 @@ imports neither pyspark nor ``udfs`` when it is imported.
 
 Example:
     >>> [f.name for f in FUNCTIONS if f.status == "available"]
-    ['cep_functions', 'match_seq', 'approx_match_seq', 'approx_match_seq_arrow', 'sketch_stats', 'cet_trends', 'match_prob', 'match_prob_arrow', 'predict_match', 'predict_match_arrow']
+    ['cep_functions', 'match_seq', 'approx_match_seq', 'sketch_stats', 'cet_trends', 'match_prob', 'match_prob_arrow', 'predict_match', 'predict_match_arrow']
     >>> function("predict_match").adapter
     'udfs.predict_match:predict_match_udtf'
 """
@@ -54,26 +54,18 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
         "Exact pattern matches (SEQ/AND/OR/NOT, Kleene, predicates, windows, three policies)."),
     FunctionSpec(
         "approx_match_seq",
-        "approx_match_seq(pattern STRING, sketch TABLE PARTITION BY stream, policy STRING, "
-        "mode STRING, level INT)",
-        "mode 'exists' (default): stream STRING, matched BOOLEAN; mode 'intervals': "
-        "stream STRING, match_id BIGINT, pos_start BIGINT, pos_end BIGINT, ts_start TIMESTAMP, "
-        "ts_end TIMESTAMP, node_ids ARRAY<BIGINT>, level INT",
+        "approx_match_seq(pattern STRING, sketch TABLE; named: policy STRING, mode STRING, "
+        "level INT)",
+        "mode 'exists' (default): stream, matched BOOLEAN; mode 'intervals': "
+        "stream, match_id BIGINT, pos_start BIGINT, pos_end BIGINT, ts_start TIMESTAMP, "
+        "ts_end TIMESTAMP, node_ids ARRAY<BIGINT>, level INT (stream: the nodes table's type)",
         "available", "udfs.approx_match_seq:approx_match_seq_udtf",
         "Approximate matches from a Bloom-filter-tree sketch of the stream (its <name>_nodes "
         "table), without the raw events."),
     FunctionSpec(
-        "approx_match_seq_arrow",
-        "approx_match_seq_arrow(pattern STRING, policy STRING, mode STRING, level INT, "
-        "sketch TABLE)",
-        "stream STRING, matched BOOLEAN, match_id BIGINT, pos_start BIGINT, pos_end BIGINT, "
-        "ts_start TIMESTAMP, ts_end TIMESTAMP, node_ids ARRAY<BIGINT>, level INT",
-        "available", "udfs.approx_match_seq_arrow:approx_match_seq_arrow_udtf",
-        "approx_match_seq over Arrow batches: same answers, cheaper transport on large sketches."),
-    FunctionSpec(
         "sketch_stats",
-        "sketch_stats(sketch TABLE PARTITION BY stream)",
-        "stream STRING, nodes BIGINT, levels INT, top_level BIGINT, open_events BIGINT, "
+        "sketch_stats(sketch TABLE)",
+        "stream, nodes BIGINT, levels INT, top_level BIGINT, open_events BIGINT, "
         "bytes BIGINT, fill DOUBLE, m INT, k INT",
         "available", "udfs.sketch_stats:sketch_stats_udtf",
         "Size and fill of each stream's sketch tree (nodes, levels, bytes, filter density)."),

@@ -6,8 +6,8 @@ as ``TABLE(t) PARTITION BY k`` fail), but it tokenizes them all, and the words a
 
 Example:
     >>> sorted(statement_words("SELECT * FROM approx_match_seq(pattern => 'A; B', "
-    ...                        "sketch => TABLE(app_sketch_nodes) PARTITION BY stream)"))
-    ['FROM', 'SELECT', 'TABLE', 'app_sketch_nodes', 'approx_match_seq', 'pattern', 'sketch', 'stream']
+    ...                        "sketch => TABLE(app_sketch_nodes))"))
+    ['FROM', 'SELECT', 'TABLE', 'app_sketch_nodes', 'approx_match_seq', 'pattern', 'sketch']
 """
 
 from __future__ import annotations

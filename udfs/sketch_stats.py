@@ -1,18 +1,18 @@
 """Spark adapter of ``sketch_stats``: the size and fill of each stream's sketch tree.
 
-    SELECT * FROM sketch_stats(TABLE(ev_sketch_nodes) PARTITION BY stream)
+    SELECT * FROM sketch_stats(TABLE(ev_sketch_nodes))
 
-A row UDTF with ``analyze``, like ``approx_match_seq``: ``analyze`` checks the columns of the
-table before any task runs (``CEP-SQL-021``) and selects only what is read; each task groups
-its rows by stream, rebuilds each stream's tree with
-:func:`udfs.approx_match_seq.query_tree` (every ``bits`` blob decoded and checked:
+In the shell of :mod:`udfs.shell`, like ``approx_match_seq``: ``analyze`` checks the columns
+of the table before any task runs (``CEP-SQL-021``), selects only what is read and asks for
+the rows of each stream together; each task rebuilds every stream's tree from its columns
+(:func:`udfs.approx_match_seq.stream_trees`: every ``bits`` blob decoded and checked,
 ``CEP-SKETCH-002`` when one is damaged; ``CEP-SQL-022`` when the rows are not one tree) and
-yields one row per stream:
+returns one row per stream:
 
 ==============  =========  ===================================================================
 column          type       meaning
 ==============  =========  ===================================================================
-``stream``      STRING     the stream key
+``stream``      its own    the stream key, with the nodes table's type
 ``nodes``       BIGINT     full nodes (the open leaf is not a node)
 ``levels``      INT        levels with at least one node (0 when the stream has no full leaf)
 ``top_level``   BIGINT     top-level nodes (the entry points of every query)
@@ -27,13 +27,9 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
-from pyspark.sql.udtf import AnalyzeResult
-
 from cep.errors import CepError
-from udfs.approx_match_seq import group_streams, node_selection, query_tree
-
-STATS_SCHEMA = ("stream STRING, nodes BIGINT, levels INT, top_level BIGINT, open_events BIGINT, "
-                "bytes BIGINT, fill DOUBLE, m INT, k INT")
+from udfs.approx_match_seq import node_columns, node_selection, stream_partitioning, stream_trees
+from udfs.shell import PlannedResult, TableFunction, planned, table_fields, table_function
 
 
 class SketchStatsArgumentError(CepError):
@@ -42,66 +38,66 @@ class SketchStatsArgumentError(CepError):
     code = "CEP-SQL-023"
 
 
-class SketchStatsFailed(Exception):
-    """What the SQL caller sees: the message of the CepError."""
+def analyze_stats(sketch: Any = None) -> PlannedResult:
+    """The analysis of one call: the schema, the node columns selected, one stream together."""
+    from pyspark.sql.types import (DoubleType, IntegerType, LongType, StructField, StructType)
 
-
-def analyze_stats(sketch: Any) -> AnalyzeResult:
-    """The ``AnalyzeResult`` of one call: fixed schema, the node columns selected."""
-    from pyspark.sql.types import (DoubleType, IntegerType, LongType, StringType, StructField,
-                                   StructType)
-
-    if sketch is None or not sketch.isTable:
-        raise SketchStatsArgumentError("sketch_stats takes one TABLE(...) argument over a "
-                                       "<name>_nodes table, with PARTITION BY stream")
-    schema = StructType([StructField("stream", StringType()), StructField("nodes", LongType()),
-                         StructField("levels", IntegerType()), StructField("top_level", LongType()),
+    fields = table_fields(sketch, "sketch", SketchStatsArgumentError)
+    select = node_selection(fields, "sketch_stats")
+    stream = fields["stream"]
+    schema = StructType([StructField(stream.name, stream.dataType),
+                         StructField("nodes", LongType()), StructField("levels", IntegerType()),
+                         StructField("top_level", LongType()),
                          StructField("open_events", LongType()), StructField("bytes", LongType()),
                          StructField("fill", DoubleType()), StructField("m", IntegerType()),
                          StructField("k", IntegerType())])
-    return AnalyzeResult(schema=schema, select=node_selection(sketch.dataType, "sketch_stats"))
+    return PlannedResult(schema=schema, select=select, plan=stream.name,
+                         partitionBy=stream_partitioning(fields))
 
 
-def stream_stats(rows: list[Any]) -> Iterator[tuple[Any, ...]]:
-    """One output row per stream of ``rows`` (tuples in ``NODE_COLUMNS`` order)."""
-    for stream, mine in group_streams(rows).items():
-        tree = query_tree(stream, mine)
+class SketchStats(TableFunction):
+    """The ``sketch_stats`` handler: one row per stream of a bucket."""
+
+    analyze = staticmethod(planned(analyze_stats))
+
+    def answer(self, plan: str, table: Any) -> Iterator[Any]:
+        yield stats_table(plan, table)
+
+
+def stats_table(stream_name: str, table: Any) -> Any:
+    """One output row per stream of the selected node columns."""
+    import numpy as np
+    import pyarrow as pa
+
+    cols = node_columns(table)
+    offsets = cols["bits_offsets"].astype(np.int64)
+    stored = offsets[1:] - offsets[:-1]  # bytes of each row's blob
+    rows: dict[str, list[Any]] = {name: [] for name in (
+        "first", "nodes", "levels", "top_level", "open_events", "bytes", "fill", "m", "k")}
+    for lo, hi, _, tree in stream_trees(cols):
         s = tree.stats()
-        stored = sum(len(r[-1]) for r in mine)  # bits is the last selected column
+        rows["first"].append(lo)
+        rows["nodes"].append(s["nodes"])
+        rows["levels"].append(s["levels"])
+        rows["top_level"].append(s["top_level"])
         # open_leaf.n_events, not stats()["open_events"]: a restored tree's open leaf is a
         # summary without its events, which stats() counts as 0.
-        yield (stream, s["nodes"], s["levels"], s["top_level"], tree.open_leaf.n_events, stored,
-               s["mean_fill"], tree.config.m, tree.config.k)
-
-
-class SketchStatsTable:
-    """Row UDTF handler: buffers a partition's node rows, one row per stream in ``terminate``."""
-
-    @staticmethod
-    def analyze(sketch: Any = None) -> Any:
-        try:
-            return analyze_stats(sketch)
-        except CepError as err:
-            raise SketchStatsFailed(str(err)) from None
-
-    def __init__(self) -> None:
-        self.rows: list[Any] = []
-
-    def eval(self, sketch: Any) -> Iterator[Any]:
-        self.rows.append(sketch)
-        return iter(())
-
-    def terminate(self) -> Iterator[tuple[Any, ...]]:
-        if not self.rows:
-            return
-        try:
-            yield from stream_stats(self.rows)
-        except CepError as err:
-            raise SketchStatsFailed(str(err)) from None
+        rows["open_events"].append(tree.open_leaf.n_events)
+        rows["bytes"].append(int(stored[lo:hi].sum()))
+        rows["fill"].append(s["mean_fill"])
+        rows["m"].append(tree.config.m)
+        rows["k"].append(tree.config.k)
+    return pa.table({
+        stream_name: cols["stream"].take(pa.array(rows["first"], pa.int64())),
+        "nodes": pa.array(rows["nodes"], pa.int64()),
+        "levels": pa.array(rows["levels"], pa.int32()),
+        "top_level": pa.array(rows["top_level"], pa.int64()),
+        "open_events": pa.array(rows["open_events"], pa.int64()),
+        "bytes": pa.array(rows["bytes"], pa.int64()),
+        "fill": pa.array(rows["fill"], pa.float64()),
+        "m": pa.array(rows["m"], pa.int32()), "k": pa.array(rows["k"], pa.int32())})
 
 
 def sketch_stats_udtf() -> Any:
-    """The Spark UDTF object for ``sketch_stats`` (row UDTF with ``analyze``)."""
-    from pyspark.sql.functions import udtf
-
-    return udtf(SketchStatsTable, useArrow=False)
+    """The Spark UDTF object of ``sketch_stats``."""
+    return table_function(SketchStats)

@@ -70,9 +70,9 @@ def test_register_tables_registers_the_named_tables_or_all(spark, settings) -> N
 def test_the_sql_command_registers_the_tables_its_statement_names() -> None:
     from sql_ext.statement import statement_words
 
-    names = statement_words("SELECT * FROM approx_match_seq('PATTERN bpi2012; x', NULL, NULL, "
-                            "0, TABLE(SELECT * FROM `app_sketch_nodes` VERSION AS OF 3) "
-                            "PARTITION BY stream)")
+    names = statement_words("SELECT * FROM approx_match_seq('PATTERN bpi2012; x', "
+                            "TABLE(SELECT * FROM `app_sketch_nodes` VERSION AS OF 3), "
+                            "mode => 'exists')")
     assert {"app_sketch_nodes", "approx_match_seq"} <= names
     assert "bpi2012" not in names  # inside a string literal: the pattern's text
     assert statement_words("SELECT 'no end") is None  # does not tokenize: register everything

@@ -90,7 +90,7 @@ def sketches(spark, settings) -> dict[str, Any]:
 
 
 def call(pattern: str, policy: str | None = None, mode: str | None = None, level: int | None = None,
-         table: str = "TABLE(ams_nodes) PARTITION BY stream") -> str:
+         table: str = "TABLE(ams_nodes)") -> str:
     """The SQL text of one approx_match_seq call (named arguments, the table last)."""
     args = [f"pattern => {sql_string(pattern)}"]
     if policy is not None:
@@ -174,7 +174,7 @@ def test_the_data_has_bloom_false_positives(sketches) -> None:
 
 def test_default_mode_policy_level(spark, sketches) -> None:
     rows = spark.sql("SELECT * FROM approx_match_seq('PATTERN A; B', "
-                     "TABLE(ams_nodes) PARTITION BY stream)").collect()
+                     "TABLE(ams_nodes))").collect()
     assert set(rows[0].asDict()) == {"stream", "matched"}
     q = compile_sketch_query("PATTERN A; B")
     assert {r.stream: r.matched for r in rows} == {
@@ -182,23 +182,32 @@ def test_default_mode_policy_level(spark, sketches) -> None:
 
 
 def test_short_form_with_named_arguments_after_the_table(spark, sketches) -> None:
-    short = spark.sql("SELECT * FROM approx_match_seq('PATTERN A; B', TABLE(ams_nodes) "
-                      "PARTITION BY stream, mode => 'intervals', level => 1)").collect()
+    short = spark.sql("SELECT * FROM approx_match_seq('PATTERN A; B', TABLE(ams_nodes), "
+                      "mode => 'intervals', level => 1)").collect()
     named = spark.sql(f"SELECT * FROM {call('PATTERN A; B', None, 'intervals', 1)}").collect()
     assert sorted(short) == sorted(named) and short
 
 
-def test_bucketed_partitions_give_the_same_answer(spark, sketches) -> None:
-    one = spark.sql(f"SELECT * FROM {call('PATTERN A; B', None, 'intervals')}").collect()
-    bucketed = spark.sql("SELECT * FROM " + call(
-        "PATTERN A; B", None, "intervals",
-        table="TABLE(ams_nodes) PARTITION BY pmod(hash(stream), 2)")).collect()
-    assert sorted(one) == sorted(bucketed) and one
+def test_a_partition_by_of_the_caller_is_refused(spark, sketches) -> None:
+    # The function partitions the rows by stream itself; Spark refuses a second partitioning.
+    for sql in (call("PATTERN A; B", table="TABLE(ams_nodes) PARTITION BY stream"),
+                "sketch_stats(TABLE(ams_nodes) PARTITION BY stream)"):
+        with pytest.raises(Exception, match="PARTITION BY"):
+            spark.sql(f"SELECT * FROM {sql}").collect()
+
+
+def test_stream_keeps_its_type(spark, sketches) -> None:
+    # The stream column comes back with the nodes table's own name and type.
+    frame = spark.sql("SELECT * FROM approx_match_seq('PATTERN A; B', TABLE(SELECT "
+                      "CAST(substr(stream, 2) AS INT) AS stream, * EXCEPT (stream) FROM ams_nodes))")
+    assert frame.schema["stream"].dataType.simpleString() == "int"
+    want = {int(s[1:]) for s in sketches["full"]}
+    assert {r.stream for r in frame.collect()} == want
 
 
 def test_version_as_of_answers_from_the_earlier_tree(spark, sketches) -> None:
     pattern = "PATTERN A; OR(B, C); D"
-    table = "TABLE(SELECT * FROM ams_nodes VERSION AS OF 0) PARTITION BY stream"
+    table = "TABLE(SELECT * FROM ams_nodes VERSION AS OF 0)"
     rows = spark.sql(f"SELECT * FROM {call(pattern, None, 'intervals', 0, table)}").collect()
     q = compile_sketch_query(pattern)
     for name, trees in (("prefix", sketches["prefix"]), ("full", sketches["full"])):
@@ -209,7 +218,7 @@ def test_version_as_of_answers_from_the_earlier_tree(spark, sketches) -> None:
 
 
 def test_sketch_stats_equal_the_trees(spark, sketches) -> None:
-    rows = spark.sql("SELECT * FROM sketch_stats(TABLE(ams_nodes) PARTITION BY stream)").collect()
+    rows = spark.sql("SELECT * FROM sketch_stats(TABLE(ams_nodes))").collect()
     assert [r.stream for r in sorted(rows)] == sorted(sketches["full"])
     for r in rows:
         tree = sketches["full"][r.stream]
@@ -219,7 +228,7 @@ def test_sketch_stats_equal_the_trees(spark, sketches) -> None:
             s["nodes"], s["levels"], s["top_level"], s["open_events"], blobs, CONFIG.m, CONFIG.k)
         assert r.fill == pytest.approx(s["mean_fill"])
     old = spark.sql("SELECT stream, nodes FROM sketch_stats("
-                    "TABLE(SELECT * FROM ams_nodes VERSION AS OF 0) PARTITION BY stream)").collect()
+                    "TABLE(SELECT * FROM ams_nodes VERSION AS OF 0))").collect()
     assert {r.stream: r.nodes for r in old} == {s: len(t) for s, t in sketches["prefix"].items()}
 
 
@@ -254,16 +263,16 @@ def test_unsupported_construct_has_code_and_caret(spark, sketches) -> None:
 def test_bad_arguments_are_typed_errors(spark, sketches, args: str, expected: str) -> None:
     message = sql_error(spark, "SELECT * FROM approx_match_seq(pattern => "
                                "'PATTERN A; B WHERE skip-till-any-match', "
-                               f"{args}, sketch => TABLE(ams_nodes) PARTITION BY stream)")
+                               f"{args}, sketch => TABLE(ams_nodes))")
     assert expected in message
 
 
 def test_not_a_sketch_table(spark, sketches) -> None:
     message = sql_error(spark, "SELECT * FROM approx_match_seq('PATTERN A; B', "
-                               "TABLE(SELECT stream, bits FROM ams_nodes) PARTITION BY stream)")
+                               "TABLE(SELECT stream, bits FROM ams_nodes))")
     assert "CEP-SQL-021" in message and "'node_id' is missing" in message
     message = sql_error(spark, "SELECT * FROM sketch_stats(TABLE(SELECT stream, CAST(level AS STRING) "
-                               "AS level FROM ams_nodes) PARTITION BY stream)")
+                               "AS level FROM ams_nodes))")
     assert "CEP-SQL-021" in message
 
 
@@ -282,20 +291,22 @@ def test_corrupt_bits_reach_the_sql_caller(spark, settings, sketches) -> None:
     tree = sketches["full"]["s0"]
     write_nodes(spark, settings, "ams_corrupt", node_rows("s0", tree, corrupt=2))
     message = sql_error(spark, "SELECT * FROM approx_match_seq('PATTERN A; B', "
-                               "TABLE(ams_corrupt) PARTITION BY stream)")
+                               "TABLE(ams_corrupt))")
     assert "CEP-SKETCH-002" in message and "checksum mismatch" in message
     assert f"stream 's0', node_id {int(tree.node_id[2])}" in message
-    message = sql_error(spark, "SELECT * FROM sketch_stats(TABLE(ams_corrupt) PARTITION BY stream)")
+    message = sql_error(spark, "SELECT * FROM sketch_stats(TABLE(ams_corrupt))")
     assert "CEP-SKETCH-002" in message
 
 
 def test_rows_of_two_versions_are_rejected(spark, sketches) -> None:
+    # One stream, so the message is that stream's (streams of a bucket fail in any order).
     message = sql_error(spark, "SELECT * FROM approx_match_seq('PATTERN A; B', TABLE("
-                               "SELECT * FROM ams_nodes VERSION AS OF 0 UNION ALL "
-                               "SELECT * FROM ams_nodes) PARTITION BY stream)")
+                               "SELECT * FROM ams_nodes VERSION AS OF 0 WHERE stream = 's0' "
+                               "UNION ALL SELECT * FROM ams_nodes WHERE stream = 's0'))")
     assert "CEP-SQL-022" in message and "read one version of the table" in message
     # The same rows without the open rows: the repeated nodes are not one tree.
     message = sql_error(spark, "SELECT * FROM approx_match_seq('PATTERN A; B', TABLE("
-                               "SELECT * FROM ams_nodes VERSION AS OF 0 WHERE NOT is_open UNION ALL "
-                               "SELECT * FROM ams_nodes WHERE NOT is_open) PARTITION BY stream)")
+                               "SELECT * FROM ams_nodes VERSION AS OF 0 WHERE NOT is_open AND "
+                               "stream = 's0' UNION ALL "
+                               "SELECT * FROM ams_nodes WHERE NOT is_open AND stream = 's0'))")
     assert "CEP-SKETCH-002: stream 's0'" in message

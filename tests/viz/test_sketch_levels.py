@@ -108,7 +108,7 @@ def test_fed_by_spark_nodes_table_and_sketch_stats(spark) -> None:
         "SELECT level, count(*) AS n FROM viz_sketch_nodes WHERE NOT is_open GROUP BY level").collect()}
     assert _heights(fig.axes[0]) == [[float(per_level.get(lv, 0)) for lv in range(len(per_level))]]
 
-    stats = spark.sql("SELECT * FROM sketch_stats(TABLE(viz_sketch_nodes) PARTITION BY stream)")
+    stats = spark.sql("SELECT * FROM sketch_stats(TABLE(viz_sketch_nodes))")
     rows = stats.collect()
     fig = plot_sketch_levels(stats)
     png(fig)
