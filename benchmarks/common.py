@@ -70,6 +70,21 @@ def run_flink(query: str, csv_dir: Path, timeout_s: float = 3600
     return int(count), float(seconds), ""
 
 
+class NoopTable:
+    """An Arrow UDTF handler that takes its batches and returns nothing: the transport floor."""
+
+    def eval(self, table: object) -> object:
+        return iter(())
+
+
+def register_noop(spark: object, name: str = "noop_arrow") -> str:
+    """Register :class:`NoopTable` as the Arrow UDTF ``name`` (returns ``x INT``, no rows)."""
+    from pyspark.sql.functions import arrow_udtf
+
+    spark.udtf.register(name, arrow_udtf(NoopTable, returnType="x INT"))  # type: ignore[attr-defined]
+    return name
+
+
 def ratio(base: float | None, ours: float) -> str:
     """``base / ours`` as ``"1.23x"`` (above 1: ours is faster), ``"-"`` without a baseline."""
     return "-" if base is None else f"{base / ours:.2f}x"

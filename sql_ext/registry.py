@@ -8,7 +8,7 @@ imports neither pyspark nor ``udfs`` when it is imported.
 
 Example:
     >>> [f.name for f in FUNCTIONS if f.status == "available"]
-    ['cep_functions', 'match_seq', 'approx_match_seq', 'sketch_stats', 'cet_trends', 'match_prob', 'match_prob_arrow', 'predict_match', 'predict_match_arrow']
+    ['cep_functions', 'match_seq', 'approx_match_seq', 'sketch_stats', 'cet_trends', 'match_prob', 'predict_match', 'predict_match_arrow']
     >>> function("predict_match").adapter
     'udfs.predict_match:predict_match_udtf'
 """
@@ -81,24 +81,15 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
         "per key and window, or their exact count."),
     FunctionSpec(
         "match_prob",
-        "match_prob(pattern STRING, pstream TABLE, overlap STRING, threshold DOUBLE, window INT, "
-        "output STRING, stream_col STRING, t_col STRING, value_col STRING, p_col STRING, "
-        "probs_col STRING, tolerance DOUBLE)",
-        "output 'groups' (default): stream <stream_col's type>, t_start BIGINT, t_end BIGINT, "
-        "probability DOUBLE, n_matches BIGINT, core_start BIGINT, core_end BIGINT; output 'matches': "
-        "stream, match_id BIGINT, "
-        "t_start BIGINT, t_end BIGINT, probability DOUBLE, values ARRAY<STRING>",
+        "match_prob(pattern STRING, [key_col STRING,] pstream TABLE; named: overlap STRING, "
+        "threshold DOUBLE, window INT, output STRING, t_col STRING, value_col STRING, "
+        "p_col STRING, probs_col STRING, tolerance DOUBLE)",
+        "output 'groups' (default): <key_col>, t_start BIGINT, t_end BIGINT, "
+        "probability DOUBLE, n_matches BIGINT, core_start BIGINT, core_end BIGINT; output "
+        "'matches': <key_col>, match_id BIGINT, t_start BIGINT, t_end BIGINT, "
+        "probability DOUBLE, values ARRAY<STRING>",
         "available", "udfs.match_prob:match_prob_udtf",
         "Matches and match groups with probabilities over uncertain streams."),
-    FunctionSpec(
-        "match_prob_arrow",
-        "match_prob_arrow(pattern STRING, overlap STRING, threshold DOUBLE, window INT, "
-        "output STRING, pstream TABLE)",
-        "stream STRING, match_id BIGINT, t_start BIGINT, t_end BIGINT, probability DOUBLE, "
-        "n_matches BIGINT, core_start BIGINT, core_end BIGINT, values ARRAY<STRING> "
-        "(groups: match_id, values NULL; matches: n_matches, core_start, core_end NULL)",
-        "available", "udfs.match_prob_arrow:match_prob_arrow_udtf",
-        "match_prob over Arrow batches: same answers, cheaper transport on large streams."),
     FunctionSpec(
         "predict_match",
         "predict_match(subscription STRING, events TABLE, lookahead INT, threshold DOUBLE, "

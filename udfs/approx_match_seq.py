@@ -35,8 +35,8 @@ from functools import lru_cache
 from typing import Any, Iterator
 
 from cep.errors import CepError
-from udfs.shell import (PlannedResult, TableFunction, constant, planned, quote, table_fields,
-                        table_function)
+from udfs.shell import (PlannedResult, TableFunction, bind_call, constant, planned, quote,
+                        table_fields, table_function)
 
 MODES = ("exists", "intervals")
 DEFAULT_MODE = "exists"
@@ -180,10 +180,13 @@ def stream_partitioning(fields: dict[str, Any]) -> list[Any]:
     return [PartitioningColumn(f"pmod(hash({quote(fields['stream'].name)}), {STREAM_BUCKETS})")]
 
 
-def analyze_call(pattern: Any, sketch: Any = None, policy: Any = None, mode: Any = None,
-                 level: Any = None) -> PlannedResult:
+def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
     """The analysis of one call (see the module docstring)."""
     err = ApproxMatchSeqArgumentError
+    call = bind_call("approx_match_seq", args, kwargs, leading=("pattern",), table="sketch",
+                     keyed=False, options=("policy", "mode", "level"), error=err)
+    pattern, sketch, policy, mode, level = (call.get(n) for n in ("pattern", "sketch", "policy",
+                                                                  "mode", "level"))
     plan = check_arguments(constant(pattern, "pattern", err, required=True),
                            constant(policy, "policy", err), constant(mode, "mode", err),
                            constant(level, "level", err))

@@ -1,40 +1,41 @@
 """Spark adapter of ``match_prob``: matches and match groups of probabilistic streams.
 
-A row UDTF with ``analyze`` (DESIGN.md section 5: the output schema depends on ``output`` and
-on the stream column's type, and the pattern is checked before any task runs)::
+One function (docs/sql.md), in the shell of :mod:`udfs.shell`: ``analyze`` on the driver,
+Arrow batches on the executors::
 
     SELECT * FROM match_prob('PATTERN a, b+, c', TABLE(readings), window => 6)
+    SELECT * FROM match_prob('PATTERN a, b+, c', 'sensor', TABLE(readings), window => 6)
     SELECT * FROM match_prob(pattern => 'PATTERN a, b+, c', overlap => 'complete',
                              threshold => 0.01, window => 6, output => 'matches',
-                             pstream => TABLE(readings))
+                             key_col => 'sensor', pstream => TABLE(readings))
 
-The table holds one or more probabilistic streams (docs/sql.md, ``match_prob``) in one of two
-layouts, chosen in ``analyze`` from its columns:
+The table holds one or more probabilistic streams (docs/sql.md, ``match_prob``), one per value
+of ``key_col`` (default ``stream``), in one of two layouts, chosen in ``analyze`` from its
+columns:
 
 * **wide** when a column ``probs_col`` (default ``probs``) of type ``MAP<STRING, DOUBLE>``
-  (or FLOAT / DECIMAL values) exists: one row per ``(stream, t)`` with ``{value: p}``;
-* **long** otherwise: one row per ``(stream, t, value, p)`` (``t_col`` integral, ``value_col``
+  (or FLOAT / DECIMAL values) exists: one row per ``(key, t)`` with ``{value: p}``;
+* **long** otherwise: one row per ``(key, t, value, p)`` (``t_col`` integral, ``value_col``
   STRING, ``p_col`` numeric).
 
 ``analyze`` compiles the pattern (:func:`cep.prob.compile_prob`: errors with code, line,
 column and caret), checks ``overlap``, ``output``, ``threshold`` and ``window`` with the core's
 own checks (``CEP-PROB-011``; a window missing from both the argument and the pattern is an
 error before any task runs), checks the columns and the adapter's own arguments
-(``CEP-SQL-040``, naming what was expected and the columns found), asks Spark for one
-partition per stream ordered by ``t`` (so the call carries no ``PARTITION BY``) and for just
-the columns it reads (DECIMAL / FLOAT probabilities cast to DOUBLE). ``eval`` collects the
-rows per stream value (a task normally sees one stream; several are kept apart), ``terminate``
-builds each stream (:func:`cep.prob.from_long` / :func:`cep.prob.from_wide`, which validate it:
-``CEP-PROB-010`` naming the stream and time point) and answers with :func:`cep.prob.match_prob`.
+(``CEP-SQL-040``, naming what was expected and the columns found), asks Spark for the rows of
+each stream together (``KEY_BUCKETS`` buckets of the key's hash, so the call carries no
+``PARTITION BY``) and for just the columns it reads (DECIMAL / FLOAT probabilities cast to
+DOUBLE). Each task groups its rows by key with Arrow, builds each stream from whole numpy
+columns (:func:`cep.prob.from_long`, which validates it: ``CEP-PROB-010`` naming the stream
+and time point; the wide layout is flattened from the map's offsets, keys and items, and a
+wide stream that fails is rebuilt with :func:`cep.prob.from_wide` for its exact message) and
+answers with :func:`cep.prob.match_prob`.
 
-``match_prob_arrow`` (:mod:`udfs.match_prob_arrow`) is the Arrow UDTF variant: it checks its
-arguments with :func:`check_arguments` and answers each stream with :func:`answer_rows`.
+Output (the first column is the key column, with its own name and type):
 
-Output (the first column is called ``stream`` whatever the stream column's name, with its type):
-
-* ``'groups'``: ``stream, t_start BIGINT, t_end BIGINT, probability DOUBLE, n_matches BIGINT,
+* ``'groups'``: ``<key>, t_start BIGINT, t_end BIGINT, probability DOUBLE, n_matches BIGINT,
   core_start BIGINT, core_end BIGINT`` (the core: complete overlap only, NULL for single);
-* ``'matches'``: ``stream, match_id BIGINT, t_start BIGINT, t_end BIGINT, probability DOUBLE,
+* ``'matches'``: ``<key>, match_id BIGINT, t_start BIGINT, t_end BIGINT, probability DOUBLE,
   values ARRAY<STRING>``.
 
 Example (no Spark needed: the argument checks are plain functions):
@@ -54,13 +55,15 @@ from decimal import Decimal
 from functools import lru_cache
 from typing import Any, Iterator
 
-from pyspark.sql.udtf import AnalyzeResult
-
 from cep.errors import CepError
+from udfs.shell import (PlannedResult, TableFunction, bind_call, planned, quote as _quote,
+                        table_function)
 
 DEFAULT_TOLERANCE = 1e-6
-COLUMN_DEFAULTS = {"stream_col": "stream", "t_col": "t", "value_col": "value", "p_col": "p",
+COLUMN_DEFAULTS = {"key_col": "stream", "t_col": "t", "value_col": "value", "p_col": "p",
                    "probs_col": "probs"}
+# Buckets of the key: each task answers the streams of its buckets in one pass.
+KEY_BUCKETS = 16
 
 
 class MatchProbArgumentError(CepError):
@@ -69,10 +72,6 @@ class MatchProbArgumentError(CepError):
     tolerance."""
 
     code = "CEP-SQL-040"
-
-
-class MatchProbFailed(Exception):
-    """What the SQL caller sees: the message of the CepError (code, position, snippet)."""
 
 
 @dataclass(frozen=True)
@@ -86,13 +85,7 @@ class ProbCallPlan:
     output: str
     layout: str  # "long" or "wide"
     tolerance: float
-
-
-@dataclass
-class MatchProbAnalyzeResult(AnalyzeResult):
-    """``AnalyzeResult`` carrying the :class:`ProbCallPlan` to ``__init__`` on the executors."""
-
-    plan: ProbCallPlan | None = None
+    key: str = "stream"  # the key column's name (the output column's name)
 
 
 def _constant(arg: Any, name: str) -> Any:
@@ -107,10 +100,6 @@ def _constant(arg: Any, name: str) -> Any:
 def _number(value: Any) -> Any:
     """A SQL DECIMAL literal (``0.01``) as a float; anything else unchanged (the core checks)."""
     return float(value) if isinstance(value, Decimal) else value
-
-
-def _quote(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
 
 
 def check_tolerance(value: Any) -> float:
@@ -149,9 +138,9 @@ def _columns_found(fields: dict[str, Any]) -> str:
 
 
 def _layout_hint(names: dict[str, str]) -> str:
-    return (f"(long layout: {names['stream_col']}, {names['t_col']} BIGINT, "
+    return (f"(long layout: {names['key_col']}, {names['t_col']} BIGINT, "
             f"{names['value_col']} STRING, {names['p_col']} DOUBLE; wide layout: "
-            f"{names['stream_col']}, {names['t_col']} BIGINT, {names['probs_col']} "
+            f"{names['key_col']}, {names['t_col']} BIGINT, {names['probs_col']} "
             "MAP<STRING, DOUBLE>)")
 
 
@@ -183,12 +172,11 @@ def check_arguments(pattern: Any, overlap: Any = None, threshold: Any = None,
 
     The pattern is compiled (errors with code, line, column and caret), ``overlap``,
     ``output``, ``threshold`` and ``window`` are checked by the core (``CEP-PROB-011``), the
-    tolerance here (``CEP-SQL-040``). ``match_prob`` calls it in ``analyze``,
-    ``match_prob_arrow`` when its first partition runs.
+    tolerance here (``CEP-SQL-040``). ``match_prob`` calls it in ``analyze``.
 
     Example:
         >>> check_arguments("PATTERN a, b+, c WITHIN 6 EVENTS", "COMPLETE", 0.01)
-        ProbCallPlan(pattern='PATTERN a, b+, c WITHIN 6 EVENTS', overlap='complete', threshold=0.01, window=6, output='groups', layout='long', tolerance=1e-06)
+        ProbCallPlan(pattern='PATTERN a, b+, c WITHIN 6 EVENTS', overlap='complete', threshold=0.01, window=6, output='groups', layout='long', tolerance=1e-06, key='stream')
     """
     from cep.prob import resolve_window
     from cep.prob.answer import OUTPUTS, OVERLAPS, check_choice
@@ -208,30 +196,36 @@ def check_arguments(pattern: Any, overlap: Any = None, threshold: Any = None,
                         check_tolerance(tolerance))
 
 
-def analyze_call(pattern: Any, pstream: Any, overlap: Any = None, threshold: Any = None,
-                 window: Any = None, output: Any = None, stream_col: Any = None,
-                 t_col: Any = None, value_col: Any = None, p_col: Any = None,
-                 probs_col: Any = None, tolerance: Any = None) -> MatchProbAnalyzeResult:
-    """The ``AnalyzeResult`` of one call (see the module docstring)."""
+OPTIONS = ("overlap", "threshold", "window", "output", "t_col", "value_col", "p_col",
+           "probs_col", "tolerance")
+
+
+def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
+    """The analysis of one call (see the module docstring)."""
     from pyspark.sql.types import (ArrayType, DecimalType, DoubleType, IntegralType, LongType,
                                    MapType, NumericType, StringType, StructField, StructType)
-    from pyspark.sql.udtf import OrderingColumn, PartitioningColumn, SelectedColumn
+    from pyspark.sql.udtf import PartitioningColumn, SelectedColumn
 
+    call = bind_call("match_prob", args, kwargs, leading=("pattern",), table="pstream",
+                     keyed=True, options=OPTIONS, error=MatchProbArgumentError)
+    pattern, key_col, pstream = call.get("pattern"), call.get("key_col"), call.get("pstream")
+    overlap, threshold, window, output, t_col, value_col, p_col, probs_col, tolerance = (
+        call.get(n) for n in OPTIONS)
     if pstream is None or not pstream.isTable:
         raise MatchProbArgumentError("argument pstream must be a TABLE(...) argument")
     plan = check_arguments(_constant(pattern, "pattern"), _constant(overlap, "overlap"),
                            _constant(threshold, "threshold"), _constant(window, "window"),
                            _constant(output, "output"), _constant(tolerance, "tolerance"))
-    names = column_names(stream_col=_constant(stream_col, "stream_col"),
+    names = column_names(key_col=_constant(key_col, "key_col"),
                          t_col=_constant(t_col, "t_col"),
                          value_col=_constant(value_col, "value_col"),
                          p_col=_constant(p_col, "p_col"),
                          probs_col=_constant(probs_col, "probs_col"))
 
     fields = {f.name.lower(): f for f in pstream.dataType.fields}
-    stream_f = _field(fields, names, "stream_col", "STRING (or any scalar type)")
+    stream_f = _field(fields, names, "key_col", "STRING (or any scalar type)")
     if isinstance(stream_f.dataType, (MapType, ArrayType, StructType)):
-        raise _wrong_type(stream_f, "stream_col", "a scalar column (STRING, INT, ...)", fields)
+        raise _wrong_type(stream_f, "key_col", "a scalar column (STRING, INT, ...)", fields)
     t_f = _field(fields, names, "t_col", "BIGINT (or another integer type)")
     if isinstance(t_f.dataType, DecimalType) and t_f.dataType.scale == 0:
         t_sql = f"CAST({_quote(t_f.name)} AS BIGINT)"
@@ -263,7 +257,7 @@ def analyze_call(pattern: Any, pstream: Any, overlap: Any = None, threshold: Any
         select += [SelectedColumn(_quote(value_f.name), alias="__value"),
                    SelectedColumn(p_sql, alias="__p")]
 
-    out = [StructField("stream", stream_f.dataType)]
+    out = [StructField(stream_f.name, stream_f.dataType)]
     if plan.output == "groups":
         out += [StructField("t_start", LongType()), StructField("t_end", LongType()),
                 StructField("probability", DoubleType()), StructField("n_matches", LongType()),
@@ -272,10 +266,10 @@ def analyze_call(pattern: Any, pstream: Any, overlap: Any = None, threshold: Any
         out += [StructField("match_id", LongType()), StructField("t_start", LongType()),
                 StructField("t_end", LongType()), StructField("probability", DoubleType()),
                 StructField("values", ArrayType(StringType()))]
-    return MatchProbAnalyzeResult(
-        schema=StructType(out), partitionBy=[PartitioningColumn(_quote(stream_f.name))],
-        orderBy=[OrderingColumn(_quote(t_f.name))], select=select,
-        plan=replace(plan, layout=layout))
+    return PlannedResult(
+        schema=StructType(out), select=select,
+        partitionBy=[PartitioningColumn(f"pmod(hash({_quote(stream_f.name)}), {KEY_BUCKETS})")],
+        plan=replace(plan, layout=layout, key=stream_f.name))
 
 
 @lru_cache(maxsize=64)
@@ -293,63 +287,131 @@ def answer_rows(plan: ProbCallPlan, stream: Any) -> list[Any]:
                       threshold=plan.threshold, window=plan.window, output=plan.output)
 
 
-def answer_stream(plan: ProbCallPlan, key: Any, rows: list[tuple[Any, ...]]
-                  ) -> Iterator[tuple[Any, ...]]:
-    """The output rows of one stream (``rows``: the selected columns after ``__stream``)."""
-    from cep.prob import from_long, from_wide
 
-    name = "NULL" if key is None else str(key)
-    cols = list(zip(*rows))
+
+class MatchProb(TableFunction):
+    """The ``match_prob`` handler: every stream of a bucket of keys."""
+
+    analyze = staticmethod(planned(analyze_call))
+
+    def answer(self, plan: ProbCallPlan, table: Any) -> Iterator[Any]:
+        yield answer_table(plan, table)
+
+
+def _numbers(array: Any, to: Any) -> Any:
+    """An Arrow column as a numpy array of ``to`` (object with None where it has NULLs, so that
+    the stream builder reports them)."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    if array.null_count:
+        return np.array(array.to_pylist(), dtype=object)
+    return pc.cast(array, to).to_numpy(zero_copy_only=False)
+
+
+def _strings(array: Any) -> Any:
+    """A STRING column as a numpy array: unicode (the stream builder's fast path) without NULLs,
+    else objects with None where the NULLs are (so they are reported)."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    encoded = pc.dictionary_encode(array, null_encoding="encode")
+    names = encoded.dictionary.to_pylist()
+    kind = object if array.null_count or not names else str
+    return np.array(names, dtype=kind)[encoded.indices.to_numpy(zero_copy_only=False)]
+
+
+def _groups(codes: Any, n_keys: int) -> tuple[Any, Any]:
+    """Row order grouping equal codes (stable) and the ``n_keys + 1`` group bounds in it."""
+    import numpy as np
+
+    order = np.argsort(codes, kind="stable")
+    bounds = np.concatenate(([0], np.cumsum(np.bincount(codes, minlength=n_keys))))
+    return order, bounds
+
+
+def answer_table(plan: ProbCallPlan, table: Any) -> Any:
+    """The output table of one partition's selected columns (``__stream``, ``__t`` and
+    ``__value``/``__p`` or ``__probs``).
+
+    Raises:
+        ProbStreamError: a stream is not a probabilistic stream (``CEP-PROB-010``, naming it).
+    """
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from cep.prob import ProbStreamError, from_long, from_wide
+
+    def column(name: str) -> Any:
+        array = table.column(name).combine_chunks()
+        return array.dictionary_decode() if pa.types.is_dictionary(array.type) else array
+
+    encoded = pc.dictionary_encode(column("__stream"), null_encoding="encode")
+    keys = encoded.dictionary
+    row_codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    t_rows = _numbers(column("__t"), pa.int64())
     if plan.layout == "long":
-        stream = from_long(cols[0], cols[1], cols[2], tolerance=plan.tolerance, stream=name)
+        codes, t = row_codes, t_rows
+        value = _strings(column("__value"))
+        p = _numbers(column("__p"), pa.float64())
     else:
-        stream = from_wide(cols[0], cols[1], tolerance=plan.tolerance, stream=name)
-    found = answer_rows(plan, stream)
+        probs = column("__probs")
+        offsets = probs.offsets.to_numpy()
+        lengths = np.diff(offsets)
+        entry_row = np.repeat(np.arange(len(probs)), lengths)
+        keep = probs.is_valid().to_numpy(zero_copy_only=False)[entry_row]  # NULL maps: no entries
+        first, count = int(offsets[0]), int(offsets[-1] - offsets[0])
+        value = _strings(probs.keys.slice(first, count))[keep]
+        p = _numbers(probs.items.slice(first, count), pa.float64())[keep]
+        entry_row = entry_row[keep]
+        codes, t = row_codes[entry_row], t_rows[entry_row]
+        row_order, row_bounds = _groups(row_codes, len(keys))
+    order, bounds = _groups(codes, len(keys))
+    which: list[Any] = []
+    found_rows: list[Any] = []
+    for k, key in enumerate(keys.to_pylist()):
+        name = "NULL" if key is None else str(key)
+        mine = order[bounds[k]:bounds[k + 1]]
+        try:
+            stream = from_long(t[mine], value[mine], p[mine], tolerance=plan.tolerance,
+                               stream=name)
+            failed = plan.layout == "wide" and len(stream) != row_bounds[k + 1] - row_bounds[k]
+        except ProbStreamError:
+            if plan.layout == "long":
+                raise
+            failed = True
+        if failed:  # a wide stream: the error (or answer) of from_wide on its own rows
+            rows = row_order[row_bounds[k]:row_bounds[k + 1]]
+            maps = probs.take(pa.array(rows)).to_pylist()
+            stream = from_wide(t_rows[rows], [None if m is None else dict(m) for m in maps],
+                               tolerance=plan.tolerance, stream=name)
+        found = answer_rows(plan, stream)
+        which.append(np.full(len(found), k, dtype=np.int64))
+        found_rows += found
+    return _output(plan, keys.take(pa.array(np.concatenate(which) if which
+                                            else np.zeros(0, np.int64))), found_rows)
+
+
+def _output(plan: ProbCallPlan, keys: Any, rows: list[Any]) -> Any:
+    import pyarrow as pa
+
+    def col(name: str, arrow_type: Any) -> Any:
+        return pa.array([getattr(r, name) for r in rows], arrow_type)
+
     if plan.output == "groups":
-        for g in found:
-            yield key, g.t_start, g.t_end, g.probability, g.n_matches, g.core_start, g.core_end
-    else:
-        for m in found:
-            yield key, m.match_id, m.t_start, m.t_end, m.probability, list(m.values)
-
-
-class MatchProbTable:
-    """Row UDTF handler: collects a partition's rows per stream, answers in ``terminate``."""
-
-    @staticmethod
-    def analyze(pattern: Any, pstream: Any = None, overlap: Any = None, threshold: Any = None,
-                window: Any = None, output: Any = None, stream_col: Any = None,
-                t_col: Any = None, value_col: Any = None, p_col: Any = None,
-                probs_col: Any = None, tolerance: Any = None) -> Any:
-        try:
-            return analyze_call(pattern, pstream, overlap, threshold, window, output, stream_col,
-                                t_col, value_col, p_col, probs_col, tolerance)
-        except CepError as err:
-            # One short frame instead of the compiler's stack: the SQL caller reads the message.
-            raise MatchProbFailed(str(err)) from None
-
-    def __init__(self, analyze_result: Any) -> None:
-        self.plan: ProbCallPlan = analyze_result.plan
-        self.streams: dict[Any, list[tuple[Any, ...]]] = {}
-
-    def eval(self, pattern: Any, pstream: Any, overlap: Any = None, threshold: Any = None,
-             window: Any = None, output: Any = None, stream_col: Any = None, t_col: Any = None,
-             value_col: Any = None, p_col: Any = None, probs_col: Any = None,
-             tolerance: Any = None) -> Iterator[Any]:
-        row = tuple(pstream)
-        self.streams.setdefault(row[0], []).append(row[1:])
-        return iter(())
-
-    def terminate(self) -> Iterator[tuple[Any, ...]]:
-        try:
-            for key, rows in self.streams.items():
-                yield from answer_stream(self.plan, key, rows)
-        except CepError as err:
-            raise MatchProbFailed(str(err)) from None
+        return pa.table({plan.key: keys, "t_start": col("t_start", pa.int64()),
+                         "t_end": col("t_end", pa.int64()),
+                         "probability": col("probability", pa.float64()),
+                         "n_matches": col("n_matches", pa.int64()),
+                         "core_start": col("core_start", pa.int64()),
+                         "core_end": col("core_end", pa.int64())})
+    return pa.table({plan.key: keys, "match_id": col("match_id", pa.int64()),
+                     "t_start": col("t_start", pa.int64()), "t_end": col("t_end", pa.int64()),
+                     "probability": col("probability", pa.float64()),
+                     "values": pa.array([list(r.values) for r in rows], pa.list_(pa.string()))})
 
 
 def match_prob_udtf() -> Any:
-    """The Spark UDTF object for ``match_prob`` (row UDTF: it needs ``analyze``)."""
-    from pyspark.sql.functions import udtf
-
-    return udtf(MatchProbTable, useArrow=False)
+    """The Spark UDTF object of ``match_prob``."""
+    return table_function(MatchProb)

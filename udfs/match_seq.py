@@ -18,12 +18,6 @@ in one engine call, as segments of one stream (``cep.match.segments``), and ``ma
 still counts per key; without it the table is one stream (one partition). Every output row
 carries the key column with its own name and type.
 
-Example (the argument shift of the positional form, no Spark needed):
-    >>> class Arg:
-    ...     isTable = True
-    >>> table = Arg()
-    >>> shift_table_argument(table, None) == (None, table)
-    True
 """
 
 from __future__ import annotations
@@ -33,8 +27,8 @@ from functools import lru_cache
 from typing import Any, Iterator
 
 from cep.errors import CepError
-from udfs.shell import (PlannedResult, TableFunction, field, planned, quote, string_arg,
-                        table_fields, table_function, constant)
+from udfs.shell import (PlannedResult, TableFunction, bind_call, constant, field, planned,
+                        quote, string_arg, table_fields, table_function)
 
 # Buckets of the key: enough for the parallelism of a small cluster, few enough that each
 # holds many keys of a log of short cases (measured against 16 and 256: BENCHMARKS.md).
@@ -71,14 +65,6 @@ class CallPlan:
     max_matches: int | None = None
 
 
-def shift_table_argument(key_col: Any, events: Any) -> tuple[Any, Any]:
-    """``(key_col, events)`` with the two-argument form ``match_seq(pattern, TABLE(t))`` read
-    as ``events`` (the table is always the last positional argument)."""
-    if events is None and key_col is not None and getattr(key_col, "isTable", False):
-        return None, key_col
-    return key_col, events
-
-
 def _ts_kind(data_type: Any, name: str) -> tuple[str, str]:
     """The plan's ``ts_kind`` and the SQL that selects the column for it."""
     from pyspark.sql.types import DateType, NumericType, TimestampNTZType, TimestampType
@@ -95,9 +81,10 @@ def _ts_kind(data_type: Any, name: str) -> tuple[str, str]:
                                 f"number, found {data_type.simpleString()}")
 
 
-def analyze_call(pattern: Any, key_col: Any = None, events: Any = None, policy: Any = None,
-                 ts_col: Any = None, type_col: Any = None, id_col: Any = None,
-                 max_matches: Any = None) -> PlannedResult:
+OPTIONS = ("policy", "ts_col", "type_col", "id_col", "max_matches")
+
+
+def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
     """The analysis of one call (see the module docstring)."""
     from pyspark.sql.types import (ArrayType, IntegerType, IntegralType, LongType, StringType,
                                    StructField, StructType)
@@ -109,7 +96,11 @@ def analyze_call(pattern: Any, key_col: Any = None, events: Any = None, policy: 
     from cep.match import compile_query
 
     err = MatchSeqArgumentError
-    key_col, events = shift_table_argument(key_col, events)
+    call = bind_call("match_seq", args, kwargs, leading=("pattern",), table="events", keyed=True,
+                     options=OPTIONS, error=err)
+    pattern, key_col, events, policy = (call.get(n) for n in ("pattern", "key_col", "events",
+                                                              "policy"))
+    ts_col, type_col, id_col, max_matches = (call.get(n) for n in OPTIONS[1:])
     text = string_arg(pattern, "pattern", err, required=True)
     fields = table_fields(events, "events", err)
     ts_f = field(fields, string_arg(ts_col, "ts_col", err, "ts"), "ts_col", err)

@@ -99,6 +99,55 @@ def field(fields: dict[str, Any], wanted: str, role: str, error: type[CepError],
     return found
 
 
+def bind_call(function: str, args: tuple[Any, ...], kwargs: dict[str, Any], *,
+              leading: tuple[str, ...], table: str, keyed: bool, options: tuple[str, ...],
+              error: type[CepError]) -> dict[str, Any]:
+    """The arguments of one call by name, in the convention every function shares.
+
+    Positionally a call is ``f(<leading>..., [key_col,] TABLE(t))``: the table is the last
+    positional argument (Spark's parser rejects a comma right after ``ORDER BY``), ``key_col``
+    may stand before it when the function has a key, and every other argument is named
+    (``name => value``, any order, any case). Spark binds the call to ``analyze(*args,
+    **kwargs)``, so this is where a wrong call gets our own error naming the form to write.
+
+    Example:
+        >>> class ArgError(CepError):
+        ...     code = "CEP-SQL-999"
+        >>> spec = dict(leading=("pattern",), table="events", keyed=True, options=("policy",),
+        ...             error=ArgError)
+        >>> sorted(bind_call("f", ("p", "k", "T"), {"POLICY": "x"}, **spec).items())
+        [('events', 'T'), ('key_col', 'k'), ('pattern', 'p'), ('policy', 'x')]
+        >>> sorted(bind_call("f", ("p", "T"), {"key_col": "k"}, **spec))
+        ['events', 'key_col', 'pattern']
+        >>> bind_call("f", ("p",), {"nope": 1}, **spec)
+        Traceback (most recent call last):
+        ...
+        udfs.shell.ArgError: CEP-SQL-999: f has no argument 'nope'; its arguments: pattern, key_col, events, policy
+    """
+    positional = list(args)
+    key = ("key_col",) if keyed else ()
+    if len(positional) <= len(leading):
+        names: tuple[str, ...] = leading[:len(positional)]
+    elif len(positional) == len(leading) + 1:
+        names = (*leading, table)
+    elif keyed and len(positional) == len(leading) + 2:
+        names = (*leading, "key_col", table)
+    else:
+        form = ", ".join((*leading, *(f"[{k}]" for k in key), f"TABLE(...)"))
+        raise error(f"{function} takes at most ({form}) positionally, found {len(positional)} "
+                    "arguments; pass the others by name (name => value)")
+    values = dict(zip(names, positional))
+    known = (*leading, *key, table, *options)
+    for name, value in kwargs.items():
+        lowered = name.lower()
+        if lowered not in known:
+            raise error(f"{function} has no argument {name!r}; its arguments: {', '.join(known)}")
+        if lowered in values:
+            raise error(f"{function}: argument {lowered} is given twice")
+        values[lowered] = value
+    return values
+
+
 def batch_of(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """The record batch among a call's arguments (the TABLE argument's rows)."""
     import pyarrow as pa

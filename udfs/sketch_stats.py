@@ -29,7 +29,8 @@ from typing import Any, Iterator
 
 from cep.errors import CepError
 from udfs.approx_match_seq import node_columns, node_selection, stream_partitioning, stream_trees
-from udfs.shell import PlannedResult, TableFunction, planned, table_fields, table_function
+from udfs.shell import (PlannedResult, TableFunction, bind_call, planned, table_fields,
+                        table_function)
 
 
 class SketchStatsArgumentError(CepError):
@@ -38,11 +39,13 @@ class SketchStatsArgumentError(CepError):
     code = "CEP-SQL-023"
 
 
-def analyze_stats(sketch: Any = None) -> PlannedResult:
+def analyze_stats(*args: Any, **kwargs: Any) -> PlannedResult:
     """The analysis of one call: the schema, the node columns selected, one stream together."""
     from pyspark.sql.types import (DoubleType, IntegerType, LongType, StructField, StructType)
 
-    fields = table_fields(sketch, "sketch", SketchStatsArgumentError)
+    call = bind_call("sketch_stats", args, kwargs, leading=(), table="sketch", keyed=False,
+                     options=(), error=SketchStatsArgumentError)
+    fields = table_fields(call.get("sketch"), "sketch", SketchStatsArgumentError)
     select = node_selection(fields, "sketch_stats")
     stream = fields["stream"]
     schema = StructType([StructField(stream.name, stream.dataType),

@@ -96,18 +96,18 @@ def test_figure_1_long_and_wide(spark, fig1) -> None:
         {"sid": "int", "t": "int", "probs": "map<string,decimal(2,1)>"}
     groups = spark.sql(
         f"SELECT 'long' AS layout, * FROM match_prob({sql_string(PATTERN)}, TABLE(fig1_long), "
-        "window => 6, stream_col => 'sid') UNION ALL "
+        "window => 6, key_col => 'sid') UNION ALL "
         f"SELECT 'wide', * FROM match_prob(pattern => {sql_string(PATTERN)}, window => 6, "
-        "overlap => 'single', stream_col => 'sid', pstream => TABLE(fig1_wide))").collect()
+        "overlap => 'single', key_col => 'sid', pstream => TABLE(fig1_wide))").collect()
     assert sorted(r.layout for r in groups) == ["long", "wide"]
     for r in groups:
-        assert (r.stream, r.t_start, r.t_end, r.n_matches) == (7, 1, 6, 10)
+        assert (r.sid, r.t_start, r.t_end, r.n_matches) == (7, 1, 6, 10)
         assert r.probability == pytest.approx(0.9437, abs=1e-12)
     matches = spark.sql(
         f"SELECT 'long' AS layout, * FROM match_prob(pstream => TABLE(fig1_long), window => 6, "
-        f"pattern => {sql_string(PATTERN)}, output => 'matches', stream_col => 'sid') UNION ALL "
+        f"pattern => {sql_string(PATTERN)}, output => 'matches', key_col => 'sid') UNION ALL "
         f"SELECT 'wide', * FROM match_prob({sql_string(PATTERN)}, TABLE(fig1_wide), window => 6, "
-        "output => 'matches', stream_col => 'SID')").collect()
+        "output => 'matches', key_col => 'SID')").collect()
     by_layout: dict[str, list] = {}
     for r in matches:
         by_layout.setdefault(r.layout, []).append(r)
@@ -118,7 +118,7 @@ def test_figure_1_long_and_wide(spark, fig1) -> None:
         for span, p in PAPER_MATCHES.items():
             assert spans[span].probability == pytest.approx(p, abs=1e-12)
         assert spans[(1, 6)]["values"] == ["a", "b", "b", "b", "b", "c"]
-        assert all(len(r["values"]) == r.t_end - r.t_start + 1 and r.stream == 7 for r in rows)
+        assert all(len(r["values"]) == r.t_end - r.t_start + 1 and r.sid == 7 for r in rows)
     assert sorted(tuple(r)[1:] for r in by_layout["long"]) == \
         sorted(tuple(r)[1:] for r in by_layout["wide"])
 
@@ -191,17 +191,17 @@ def test_errors_reach_the_caller_with_their_code(spark, fig1) -> None:
                           (", window => 6, threshold => 1.5", "threshold must be a number in [0, 1]"),
                           (", window => 0", "window must be a positive number"),
                           ("", "match_prob needs a window")]:
-        message = sql_error(spark, call(PATTERN, "fig1_long", extra + ", stream_col => 'sid'"))
+        message = sql_error(spark, call(PATTERN, "fig1_long", extra + ", key_col => 'sid'"))
         assert f"CEP-PROB-011: {needle}" in message, extra
     # a missing column names what was expected and what was found
     message = sql_error(spark, call(PATTERN, "fig1_long", w6))
-    assert "CEP-SQL-040: stream_col 'stream'" in message and "columns found: sid int, t bigint" in message
+    assert "CEP-SQL-040: key_col 'stream'" in message and "columns found: sid int, t bigint" in message
     message = sql_error(spark, call(PATTERN, "SELECT sid AS stream, t, value FROM fig1_long", w6))
     assert "CEP-SQL-040: p_col 'p': expected a column of type DOUBLE" in message
     message = sql_error(spark, call(PATTERN, "SELECT sid AS stream, CAST(t AS STRING) AS t, value, "
                                              "p FROM fig1_long", w6))
     assert "CEP-SQL-040: t_col 't' must be an integer column" in message
-    message = sql_error(spark, call(PATTERN, "fig1_long", w6 + ", stream_col => 'sid', "
+    message = sql_error(spark, call(PATTERN, "fig1_long", w6 + ", key_col => 'sid', "
                                     "probs_col => 'value'"))
     assert "CEP-SQL-040: probs_col 'value' must be MAP<STRING, DOUBLE>, found string" in message
     # streams that are not probabilistic streams: the stream and the time point are named
@@ -219,33 +219,40 @@ def test_errors_reach_the_caller_with_their_code(spark, fig1) -> None:
 
 def test_user_strings_stay_data(spark, fig1) -> None:
     pattern = "PATTERN a, b+, c DEFINE a AS value = 'x''); DROP VIEW fig1_long; --'"
-    rows = spark.sql(call(pattern, "fig1_long", ", window => 6, stream_col => 'sid'")).collect()
+    rows = spark.sql(call(pattern, "fig1_long", ", window => 6, key_col => 'sid'")).collect()
     assert rows == [] and spark.catalog.tableExists("fig1_long")
-    message = sql_error(spark, call(PATTERN, "fig1_long", ", window => 6, stream_col => 'sid', "
+    message = sql_error(spark, call(PATTERN, "fig1_long", ", window => 6, key_col => 'sid', "
                                     "t_col => 't` FROM fig1_long; DROP VIEW fig1_long; --'"))
     assert "CEP-SQL-040: t_col 't` FROM fig1_long" in message
     assert spark.catalog.tableExists("fig1_long")
     # odd column names are quoted, not spliced: a backtick and a space in every column name
     odd = spark.table("fig1_long").toDF("s`id", "t `x", "v`al", "p p")
     odd.createOrReplaceTempView("fig1_odd")
-    rows = spark.sql(call(PATTERN, "fig1_odd", ", window => 6, stream_col => 's`id', "
+    rows = spark.sql(call(PATTERN, "fig1_odd", ", window => 6, key_col => 's`id', "
                           "t_col => 't `x', value_col => 'v`al', p_col => 'p p'")).collect()
-    assert [(r.stream, r.t_start, r.t_end, r.n_matches) for r in rows] == [(7, 1, 6, 10)]
+    assert [(r["s`id"], r.t_start, r.t_end, r.n_matches) for r in rows] == [(7, 1, 6, 10)]
 
 
 def test_a_task_given_several_streams_keeps_them_apart() -> None:
-    # The adapter asks for one partition per stream; should a task still get several (rows
-    # interleaved), each stream is answered on its own. No JVM: the handler is driven directly.
-    from types import SimpleNamespace
+    # A task answers every stream of its key buckets from one Arrow table of shuffled rows; each
+    # stream is answered on its own. No JVM: the selected columns are built here.
+    import pyarrow as pa
 
-    from udfs.match_prob import MatchProbTable, ProbCallPlan
+    from udfs.match_prob import ProbCallPlan, answer_table
 
     streams = random_streams(5, n_streams=3)
-    plan = ProbCallPlan(PATTERN, "complete", 0.01, 5, "groups", "long", 1e-6)
-    handler = MatchProbTable(SimpleNamespace(plan=plan))
     rows = long_rows(streams)
     random.Random(1).shuffle(rows)
-    for row in rows:
-        assert list(handler.eval(PATTERN, row)) == []
-    same(list(handler.terminate()), core(streams, overlap="complete", threshold=0.01, window=5),
-         prob_at=3)
+    table = pa.table({"__stream": [r[0] for r in rows], "__t": [r[1] for r in rows],
+                      "__value": [r[2] for r in rows], "__p": [r[3] for r in rows]})
+    for output, prob_at in (("groups", 3), ("matches", 4)):
+        plan = ProbCallPlan(PATTERN, "complete", 0.01, 5, output, "long", 1e-6, "stream")
+        got = [tuple(r.values()) for r in answer_table(plan, table).to_pylist()]
+        same(got, core(streams, overlap="complete", threshold=0.01, window=5, output=output),
+             prob_at=prob_at)
+
+
+def test_a_partition_by_of_the_caller_is_refused(spark, fig1) -> None:
+    with pytest.raises(Exception, match="PARTITION BY"):
+        spark.sql(f"SELECT * FROM match_prob({sql_string(PATTERN)}, 'sid', "
+                  "TABLE(fig1_long) PARTITION BY sid ORDER BY t, window => 6)").collect()
