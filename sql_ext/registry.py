@@ -8,7 +8,7 @@ imports neither pyspark nor ``udfs`` when it is imported.
 
 Example:
     >>> [f.name for f in FUNCTIONS if f.status == "available"]
-    ['cep_functions', 'match_seq', 'approx_match_seq', 'sketch_stats', 'cet_trends', 'match_prob', 'predict_match', 'predict_match_arrow']
+    ['cep_functions', 'match_seq', 'approx_match_seq', 'sketch_stats', 'cet_trends', 'match_prob', 'predict_match']
     >>> function("predict_match").adapter
     'udfs.predict_match:predict_match_udtf'
 """
@@ -92,9 +92,9 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
         "Matches and match groups with probabilities over uncertain streams."),
     FunctionSpec(
         "predict_match",
-        "predict_match(subscription STRING, events TABLE, lookahead INT, threshold DOUBLE, "
-        "model BINARY, output STRING, combine STRING, smoothing DOUBLE, ts_col STRING, "
-        "id_col STRING, type_col STRING, key_col STRING)",
+        "predict_match(subscription STRING, [key_col STRING,] events TABLE; named: "
+        "lookahead INT, threshold DOUBLE, model BINARY, output STRING, combine STRING, "
+        "smoothing DOUBLE, ts_col STRING, id_col STRING, type_col STRING)",
         "output 'keys' (default): <key_col>, instance STRING, state STRING, progress INT, "
         "probability DOUBLE, p_exact DOUBLE, matched BOOLEAN, matches BIGINT, events BIGINT, "
         "last_ts <ts type>; output 'events': <key_col>, instance STRING, id <id type>, "
@@ -103,15 +103,6 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
         "available", "udfs.predict_match:predict_match_udtf",
         "Probability that a subscription matches within the next n events (P-ToPSS Markov "
         "prediction), per key and instance or per event."),
-    FunctionSpec(
-        "predict_match_arrow",
-        "predict_match_arrow(subscription STRING, lookahead INT, threshold DOUBLE, model BINARY, "
-        "output STRING, key_col STRING, events TABLE)",
-        "key STRING, instance STRING, id BIGINT, ts TIMESTAMP, state STRING, progress INT, "
-        "probability DOUBLE, p_exact DOUBLE, matched BOOLEAN, matches BIGINT, events BIGINT, "
-        "last_ts TIMESTAMP (keys: id, ts NULL; events: matches, events, last_ts NULL)",
-        "available", "udfs.predict_match_arrow:predict_match_arrow_udtf",
-        "predict_match over Arrow batches: same answers, cheaper transport on large tables."),
 )
 
 

@@ -1,13 +1,11 @@
 """Spark adapter of ``predict_match``: will a subscription match within the next n events?
 
-A row UDTF with ``analyze`` (DESIGN.md section 5: the output schema depends on ``output`` and on
-the key, id and timestamp types, and the subscription is checked before any task runs) over the
-core's :func:`cep.predict.predict` (P-ToPSS, Muthusamy, Liu and Jacobsen, DEBS 2010)::
+One function (docs/sql.md), in the shell of :mod:`udfs.shell` (``analyze`` on the driver, Arrow
+batches on the executors), over the core's :func:`cep.predict.predict` (P-ToPSS, Muthusamy, Liu
+and Jacobsen, DEBS 2010)::
 
-    SELECT * FROM predict_match(
-        subscription => 'PATTERN H, H, H DEFINE H AS tmax_c > 30',
-        lookahead => 5, threshold => 0.2,
-        events => TABLE(daily_temperatures) PARTITION BY city ORDER BY ts)
+    SELECT * FROM predict_match('PATTERN H, H, H DEFINE H AS tmax_c > 30', 'city',
+                                TABLE(daily_temperatures), lookahead => 5, threshold => 0.2)
     SELECT * FROM predict_match(
         subscription => 'PATTERN H, H, H DEFINE H AS tmax_c > 30', lookahead => 5,
         model => (SELECT model FROM models VERSION AS OF 3 WHERE name = 'heat'),
@@ -19,32 +17,26 @@ and ``CEP-PRED-001`` .. ``003`` with line, column and caret), checks ``lookahead
 :func:`cep.predict.check_arguments` (``CEP-PRED-011``), resolves the columns (``CEP-SQL-050``
 for a missing column, a column of the wrong type or an argument that is not a constant;
 ``CEP-PAT-203`` with a caret for an attribute the table does not have) and asks Spark for just
-the columns the subscription reads: the timestamp (TIMESTAMP as UTC microseconds), the id, the
-type column when a class has no ``DEFINE``, the primitives' attributes and the join-variable /
-``[attr]`` attributes. Rows are **not** filtered by the single-event conditions: an event that
-satisfies no primitive still moves every machine (``,`` means the very next event), so pushing
-a filter down would change the answer.
+the columns the subscription reads: the timestamp (TIMESTAMP, TIMESTAMP_NTZ and DATE as UTC
+microseconds), the id, the type column when a class has no ``DEFINE``, the primitives'
+attributes and the join-variable / ``[attr]`` attributes. Rows are **not** filtered by the
+single-event conditions: an event that satisfies no primitive still moves every machine (``,``
+means the very next event), so pushing a filter down would change the answer.
 
 Partitions: with ``key_col`` the function partitions the table itself into ``KEY_BUCKETS``
 buckets of the key hash, each task groups its rows by key, and every output row carries the key
-column (Spark then rejects an explicit ``PARTITION BY``). Without ``key_col`` the caller's
-``PARTITION BY`` decides and each partition is one stream; a Python UDTF's ``analyze`` does not
-see the ``PARTITION BY`` expressions, so the output has no key column then (as ``match_seq``).
-Inside a stream the events are ordered by ``(ts, id)``.
+column with its own name and type; without ``key_col`` the whole table is one stream. Inside a
+stream the events are ordered by ``(ts, id)``.
 
 Model: without ``model`` each stream's chain is trained on that stream's own events (one core
 call per key). ``model`` is a BINARY blob of :meth:`cep.predict.Model.to_bytes`, typically a
 scalar subquery over a Delta table of models (``VERSION AS OF`` reads an older one); Spark
-evaluates it once and hands it to every task with each row. A blob that is corrupt, of another
+evaluates it once and hands it to every task with each batch. A blob that is corrupt, of another
 format version or of another subscription is ``CEP-PRED-012``; the argument given but NULL (the
 subquery found no row) is ``CEP-SQL-050`` rather than a silent switch to per-stream training;
 ``model => NULL`` written as a literal means "no model". With a model, a task answers all its
 keys in one core call (the answer of an instance does not depend on the other instances' events
 once the chain is fixed).
-
-Errors raised in ``analyze`` or while a task runs are re-raised as :class:`PredictMatchFailed`
-with the ``CepError`` message from one short frame, so the SQL caller reads the code, the
-position and the caret snippet.
 
 Example (no Spark needed: the output schema is a plain function):
     >>> output_fields("keys", None, "BIGINT", "TIMESTAMP")[:4]
@@ -56,20 +48,18 @@ Example (no Spark needed: the output schema is a plain function):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
 from decimal import Decimal
 from functools import lru_cache
 from typing import Any, Iterator
 
-from pyspark.sql.udtf import AnalyzeResult
-
 from cep.errors import CepError
+from udfs.shell import (PlannedResult, TableFunction, bind_call, planned, quote as _quote,
+                        table_function)
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 # Buckets of the key_col form (as match_seq): one task answers many keys, each on its own.
 KEY_BUCKETS = 64
-ARGUMENTS = ("subscription", "events", "lookahead", "threshold", "model", "output", "combine",
-             "smoothing", "ts_col", "id_col", "type_col", "key_col")
+OPTIONS = ("lookahead", "threshold", "model", "output", "combine", "smoothing", "ts_col",
+           "id_col", "type_col")
 
 
 class PredictMatchArgumentError(CepError):
@@ -80,10 +70,6 @@ class PredictMatchArgumentError(CepError):
     code = "CEP-SQL-050"
 
 
-class PredictMatchFailed(Exception):
-    """What the SQL caller sees: the message of the CepError (code, position, snippet)."""
-
-
 @dataclass(frozen=True)
 class PredictCallPlan:
     """What ``analyze`` decided, shipped to every task.
@@ -92,7 +78,8 @@ class PredictCallPlan:
         subscription: the subscription text.
         lookahead, threshold, output, combine, smoothing: the checked arguments.
         ts_kind: ``'timestamp'`` (UTC microseconds), ``'int'`` or ``'float'``.
-        has_id, has_type, has_key: whether ``__id``, ``__type`` and ``__key`` are selected.
+        has_id, has_type: whether ``__id`` and ``__type`` are selected.
+        key: the key column's name when ``__key`` is selected (the output column's name).
         attributes: lower-cased attribute names of ``__a0, __a1, ...``.
         model_given: the ``model`` argument was passed (and is not a NULL literal).
         model_blob: the blob when ``model`` is a constant (checked in ``analyze``).
@@ -107,17 +94,10 @@ class PredictCallPlan:
     ts_kind: str
     has_id: bool
     has_type: bool
-    has_key: bool
+    key: str | None
     attributes: tuple[str, ...]
     model_given: bool = False
     model_blob: bytes | None = None
-
-
-@dataclass
-class PredictMatchAnalyzeResult(AnalyzeResult):
-    """``AnalyzeResult`` carrying the :class:`PredictCallPlan` to ``__init__`` on the executors."""
-
-    plan: PredictCallPlan | None = None
 
 
 def output_fields(output: str, key: str | None, id_type: str, ts_type: str) -> list[str]:
@@ -161,10 +141,6 @@ def _string(arg: Any, name: str) -> str | None:
 def _number(value: Any) -> Any:
     """A SQL DECIMAL literal (``0.2``) as a float; anything else unchanged (the core checks)."""
     return float(value) if isinstance(value, Decimal) else value
-
-
-def _quote(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
 
 
 def _columns_found(fields: dict[str, Any]) -> str:
@@ -250,16 +226,19 @@ def check_call(subscription: Any, lookahead: Any, threshold: Any, output: Any, c
     return (subscription, *checked)
 
 
-def analyze_call(subscription: Any, events: Any, lookahead: Any = None, threshold: Any = None,
-                 model: Any = None, output: Any = None, combine: Any = None,
-                 smoothing: Any = None, ts_col: Any = None, id_col: Any = None,
-                 type_col: Any = None, key_col: Any = None) -> PredictMatchAnalyzeResult:
-    """The ``AnalyzeResult`` of one call (see the module docstring)."""
-    from pyspark.sql.types import (BinaryType, BooleanType, DecimalType, DoubleType, IntegerType,
-                                   IntegralType, LongType, NullType, NumericType, StringType,
-                                   StructField, StructType, TimestampNTZType, TimestampType)
-    from pyspark.sql.udtf import OrderingColumn, PartitioningColumn, SelectedColumn
+def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
+    """The analysis of one call (see the module docstring)."""
+    from pyspark.sql.types import (BinaryType, BooleanType, DateType, DecimalType, DoubleType,
+                                   IntegerType, IntegralType, LongType, NullType, NumericType,
+                                   StringType, StructField, StructType, TimestampNTZType,
+                                   TimestampType)
+    from pyspark.sql.udtf import PartitioningColumn, SelectedColumn
 
+    call = bind_call("predict_match", args, kwargs, leading=("subscription",), table="events",
+                     keyed=True, options=OPTIONS, error=PredictMatchArgumentError)
+    subscription, key_col, events = (call.get(n) for n in ("subscription", "key_col", "events"))
+    lookahead, threshold, model, output, combine, smoothing, ts_col, id_col, type_col = (
+        call.get(n) for n in OPTIONS)
     if events is None or not events.isTable:
         raise PredictMatchArgumentError("argument events must be a TABLE(...) argument")
     text, look, theta, out_kind, comb, smooth = check_call(
@@ -283,18 +262,18 @@ def analyze_call(subscription: Any, events: Any, lookahead: Any = None, threshol
                                         f"type_col or DEFINE the class; columns found: "
                                         f"{_columns_found(fields)}")
 
-    if isinstance(ts_f.dataType, (TimestampType, TimestampNTZType)):
+    if isinstance(ts_f.dataType, (TimestampType, TimestampNTZType, DateType)):
         ts_kind, ts_sql, ts_type = ("timestamp", f"unix_micros(CAST({_quote(ts_f.name)} AS TIMESTAMP))",
                                     TimestampType())
     elif isinstance(ts_f.dataType, IntegralType):
-        ts_kind, ts_sql, ts_type = "int", f"CAST({_quote(ts_f.name)} AS BIGINT)", ts_f.dataType
-    elif isinstance(ts_f.dataType, DecimalType):
-        ts_kind, ts_sql, ts_type = "float", f"CAST({_quote(ts_f.name)} AS DOUBLE)", DoubleType()
+        ts_kind, ts_sql, ts_type = "int", f"CAST({_quote(ts_f.name)} AS BIGINT)", LongType()
     elif isinstance(ts_f.dataType, NumericType):
-        ts_kind, ts_sql, ts_type = "float", f"CAST({_quote(ts_f.name)} AS DOUBLE)", ts_f.dataType
+        ts_kind, ts_sql, ts_type = "float", f"CAST({_quote(ts_f.name)} AS DOUBLE)", DoubleType()
     else:
-        raise PredictMatchArgumentError(f"ts_col {ts_f.name!r} must be a TIMESTAMP or a number, "
-                                        f"found {ts_f.dataType.simpleString()}")
+        raise PredictMatchArgumentError(f"ts_col {ts_f.name!r} must be a TIMESTAMP, "
+                                        f"TIMESTAMP_NTZ, DATE or a number, found "
+                                        f"{ts_f.dataType.simpleString()}")
+
     model_given, blob = False, None
     if model is not None:
         if model.isTable:
@@ -334,52 +313,37 @@ def analyze_call(subscription: Any, events: Any, lookahead: Any = None, threshol
             raise PredictMatchArgumentError(f"key_col {key_f.name!r} has the name of an output "
                                             "column; rename it in the TABLE query")
         schema.insert(0, StructField(key_f.name, key_f.dataType))
-    partition_by = ([PartitioningColumn(f"pmod(hash({_quote(key_f.name)}), {KEY_BUCKETS})")]
-                    if key_f is not None else [])
-    order_by = ([OrderingColumn(_quote(key_f.name)), OrderingColumn(_quote(ts_f.name))]
-                if key_f is not None else [])
     plan = PredictCallPlan(text, look, theta, out_kind, comb, smooth, ts_kind, id_f is not None,
-                           needs_type, key_f is not None, tuple(attributes), model_given, blob)
-    return PredictMatchAnalyzeResult(schema=StructType(schema), partitionBy=partition_by, orderBy=order_by,
-                                     select=select, plan=plan)
+                           needs_type, key_f.name if key_f is not None else None,
+                           tuple(attributes), model_given, blob)
+    if key_f is None:
+        return PlannedResult(schema=StructType(schema), withSinglePartition=True, select=select,
+                             plan=plan)
+    return PlannedResult(
+        schema=StructType(schema), select=select, plan=plan,
+        partitionBy=[PartitioningColumn(f"pmod(hash({_quote(key_f.name)}), {KEY_BUCKETS})")])
 
 
-class PredictMatchTable:
-    """Row UDTF handler: buffers a partition's rows, answers in ``terminate``."""
+class PredictMatch(TableFunction):
+    """The ``predict_match`` handler: every key of a bucket (or the one stream)."""
 
-    @staticmethod
-    def analyze(subscription: Any, events: Any = None, lookahead: Any = None,
-                threshold: Any = None, model: Any = None, output: Any = None,
-                combine: Any = None, smoothing: Any = None, ts_col: Any = None,
-                id_col: Any = None, type_col: Any = None, key_col: Any = None) -> Any:
-        try:
-            return analyze_call(subscription, events, lookahead, threshold, model, output,
-                                combine, smoothing, ts_col, id_col, type_col, key_col)
-        except CepError as err:
-            # One short frame instead of the compiler's stack: the SQL caller reads the message.
-            raise PredictMatchFailed(str(err)) from None
+    analyze = staticmethod(planned(analyze_call))
 
     def __init__(self, analyze_result: Any) -> None:
-        self.plan: PredictCallPlan = analyze_result.plan
-        self.rows: list[Any] = []
+        super().__init__(analyze_result)
         self.blob: Any = None
 
-    def eval(self, subscription: Any, events: Any, lookahead: Any = None, threshold: Any = None,
-             model: Any = None, output: Any = None, combine: Any = None, smoothing: Any = None,
-             ts_col: Any = None, id_col: Any = None, type_col: Any = None,
-             key_col: Any = None) -> Iterator[Any]:
-        if not self.rows:
+    def eval(self, *args: Any, **kwargs: Any) -> Iterator[Any]:
+        if not self.batches:  # the model subquery's value: the same in every batch
+            model = next((v for k, v in kwargs.items() if k.lower() == "model"), None)
+            if model is not None and hasattr(model, "to_pylist"):
+                values = model.to_pylist()
+                model = values[0] if values else None
             self.blob = model
-        self.rows.append(events)
-        return iter(())
+        return super().eval(*args, **kwargs)
 
-    def terminate(self) -> Iterator[tuple[Any, ...]]:
-        if not self.rows:
-            return
-        try:
-            yield from run_partition(self.plan, self.rows, self.blob)
-        except CepError as err:
-            raise PredictMatchFailed(str(err)) from None
+    def answer(self, plan: PredictCallPlan, table: Any) -> Iterator[Any]:
+        yield answer_table(plan, table, self.blob)
 
 
 def partition_model(plan: PredictCallPlan, blob: Any) -> Any:
@@ -394,33 +358,35 @@ def partition_model(plan: PredictCallPlan, blob: Any) -> Any:
     return _model(bytes(blob), plan.subscription)
 
 
-def run_partition(plan: PredictCallPlan, rows: list[Any], blob: Any = None
-                  ) -> Iterator[tuple[Any, ...]]:
-    """Answer one partition's rows (Spark ``Row`` objects with the selected columns)."""
+def answer_table(plan: PredictCallPlan, table: Any, blob: Any = None) -> Any:
+    """The output table of one partition's selected columns."""
     import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
 
     model = partition_model(plan, blob)
-    cols = list(zip(*rows))
-    at = 1
-    ids = cols[at] if plan.has_id else None
-    at += plan.has_id
-    types = cols[at] if plan.has_type else None
-    at += plan.has_type
-    keys = cols[at] if plan.has_key else None
-    at += plan.has_key
-    check_timestamps(cols[0], ids, keys)
-    ts = np.array(cols[0], dtype=np.int64 if plan.ts_kind != "float" else np.float64)
-    codes, key_values = None, None
-    if keys is not None:
-        index: dict[Any, int] = {}
-        codes = np.fromiter((index.setdefault(k, len(index)) for k in keys), dtype=np.int64,
-                            count=len(keys))
-        key_values = list(index)
-    attrs = {name: _array(cols[at + i]) for i, name in enumerate(plan.attributes)}
-    to_ts = _to_datetime if plan.ts_kind == "timestamp" else (lambda v: v)
-    for found in answer_partition(plan, model, ts, None if ids is None else _objects(ids),
-                                  None if types is None else _objects(types), codes, attrs):
-        yield from _rows(plan, found, key_values, to_ts)
+
+    def column(name: str) -> Any:
+        array = table.column(name).combine_chunks()
+        return array.dictionary_decode() if pa.types.is_dictionary(array.type) else array
+
+    ts_col = column("__ts")
+    ids = _values(column("__id")) if plan.has_id else None
+    codes, keys = None, None
+    if plan.key is not None:
+        encoded = pc.dictionary_encode(column("__key"), null_encoding="encode")
+        keys = encoded.dictionary
+        codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    if ts_col.null_count:
+        check_timestamps(ts_col.to_pylist(), None if ids is None else ids.tolist(),
+                         None if keys is None else keys.take(pa.array(codes)).to_pylist())
+    ts = ts_col.to_numpy(zero_copy_only=False)
+    ts = ts.astype(np.float64 if plan.ts_kind == "float" else np.int64)
+    types = _values(column("__type"), strings=True) if plan.has_type else None
+    attrs = {attr: _values(column(f"__a{i}")) for i, attr in enumerate(plan.attributes)}
+    id_type = table.column("__id").type if plan.has_id else pa.int64()
+    return _output(plan, keys, id_type,
+                   list(answer_partition(plan, model, ts, ids, types, codes, attrs)))
 
 
 def check_timestamps(ts: Any, ids: Any, keys: Any) -> None:
@@ -470,23 +436,6 @@ def answer_partition(plan: PredictCallPlan, model: Any, ts: Any, ids: Any, types
         yield found
 
 
-def _rows(plan: PredictCallPlan, rows: dict[str, list[Any]], key_values: list[Any] | None,
-          to_ts: Any) -> Iterator[tuple[Any, ...]]:
-    """The core's row columns as output tuples (the key first when there are keys)."""
-    n = len(rows["state"])
-    if plan.output == "events":
-        cols = [rows["instance"], rows["id"], [to_ts(v) for v in rows["ts"]], rows["state"],
-                rows["progress"], rows["probability"], rows["p_exact"], rows["matched"]]
-    else:
-        cols = [rows["instance"], rows["state"], rows["progress"], rows["probability"],
-                rows["p_exact"], rows["matched"], rows["matches"], rows["events"],
-                [to_ts(v) for v in rows["last_ts"]]]
-    if key_values is not None:
-        cols.insert(0, [key_values[c] for c in rows["key"]])
-    for i in range(n):
-        yield tuple(c[i] for c in cols)
-
-
 def _order(ts: Any, ids: Any, codes: Any) -> Any:
     """Positions in ``(key, ts, id)`` order; without sortable ids ties keep arrival order."""
     import numpy as np
@@ -502,29 +451,68 @@ def _order(ts: Any, ids: Any, codes: Any) -> Any:
     return np.lexsort([tie, ts] if codes is None else [tie, ts, codes])
 
 
-def _objects(values: tuple[Any, ...]) -> Any:
+def _values(array: Any, strings: bool = False) -> Any:
+    """An Arrow column as the numpy array the core reads: numbers as numbers (floats with NaN
+    for NULL), everything else (strings, NULLs in integers or booleans) as objects."""
     import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
 
-    arr = np.empty(len(values), dtype=object)
-    arr[:] = values
-    return arr
+    kind = array.type
+    if pa.types.is_decimal(kind):
+        array, kind = pc.cast(array, pa.float64()), pa.float64()
+    if pa.types.is_floating(kind):
+        return array.to_numpy(zero_copy_only=False).astype(np.float64)
+    if (pa.types.is_integer(kind) or pa.types.is_boolean(kind)) and not array.null_count:
+        return array.to_numpy(zero_copy_only=False)
+    if strings or pa.types.is_string(kind) or pa.types.is_large_string(kind):
+        encoded = pc.dictionary_encode(array, null_encoding="encode")
+        values = np.empty(len(encoded.dictionary), dtype=object)
+        values[:] = encoded.dictionary.to_pylist()
+        return values[encoded.indices.to_numpy(zero_copy_only=False)]
+    values = np.empty(len(array), dtype=object)
+    values[:] = array.to_pylist()
+    return values
 
 
-def _array(values: tuple[Any, ...]) -> Any:
-    import numpy as np
+def _ts_array(plan: PredictCallPlan, values: list[Any]) -> Any:
+    """Timestamps of the core's rows as the Arrow column of the output's ts type."""
+    import pyarrow as pa
 
-    if any(v is None for v in values):
-        return _objects(values)
-    array = np.array(values)
-    return _objects(values) if array.dtype.kind in "USOV" or array.ndim != 1 else array
+    if plan.ts_kind == "timestamp":
+        return pa.array(values, pa.int64()).cast(pa.timestamp("us", tz="UTC"))
+    if plan.ts_kind == "int":
+        return pa.array(values, pa.int64())
+    return pa.array(values, pa.float64())
 
 
-def _to_datetime(us: int) -> datetime:
-    return _EPOCH + timedelta(microseconds=us)
+def _output(plan: PredictCallPlan, keys: Any, id_type: Any,
+            parts: list[dict[str, list[Any]]]) -> Any:
+    """The core's rows of every call as one Arrow table of the output schema."""
+    import pyarrow as pa
+
+    def joined(name: str) -> list[Any]:
+        return [v for part in parts for v in part[name]]
+
+    cols: dict[str, Any] = {}
+    if plan.key is not None:
+        cols[plan.key] = keys.take(pa.array(joined("key"), pa.int64()))
+    cols["instance"] = pa.array(joined("instance"), pa.string())
+    if plan.output == "events":
+        cols["id"] = pa.array(joined("id"), id_type)
+        cols["ts"] = _ts_array(plan, joined("ts"))
+    cols.update({"state": pa.array(joined("state"), pa.string()),
+                 "progress": pa.array(joined("progress"), pa.int32()),
+                 "probability": pa.array(joined("probability"), pa.float64()),
+                 "p_exact": pa.array(joined("p_exact"), pa.float64()),
+                 "matched": pa.array(joined("matched"), pa.bool_())})
+    if plan.output != "events":
+        cols.update({"matches": pa.array(joined("matches"), pa.int64()),
+                     "events": pa.array(joined("events"), pa.int64()),
+                     "last_ts": _ts_array(plan, joined("last_ts"))})
+    return pa.table(cols)
 
 
 def predict_match_udtf() -> Any:
-    """The Spark UDTF object for ``predict_match`` (row UDTF: it needs ``analyze``)."""
-    from pyspark.sql.functions import udtf
-
-    return udtf(PredictMatchTable, useArrow=False)
+    """The Spark UDTF object of ``predict_match``."""
+    return table_function(PredictMatch)

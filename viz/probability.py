@@ -1,7 +1,7 @@
 """Predicted probability over time: one line per key (or subscription), from ``predict_match``.
 
 Made for ``predict_match(..., output => 'events')`` (``<key_col>, instance, id, ts, state,
-progress, probability, p_exact, matched``) and ``predict_match_arrow`` (``key``, ``ts``, ...);
+progress, probability, p_exact, matched``);
 see docs/predict.md and docs/sql.md. The probability after an event holds until the next
 event, so lines are drawn as steps.
 

@@ -2,7 +2,7 @@
 
 Seeded random events of several users (ties in timestamps, arrival order shuffled) answer three
 subscriptions (`,` and `;`; a time condition with a join variable; Boolean `&` / `|` over type
-classes and a DEFINE) in both outputs, in the ``key_col`` and the ``PARTITION BY`` forms, with a
+classes and a DEFINE) in both outputs, in the ``key_col`` and the one-stream forms, with a
 TIMESTAMP and a BIGINT timestamp; a persisted model read through a scalar subquery over a Delta
 table ``VERSION AS OF`` gives each version's answer; every error reaches the SQL caller with its
 code (and, for the subscription, line, column and caret); user strings stay data.
@@ -151,25 +151,30 @@ def test_keys_and_events_equal_the_core(spark, pm_events) -> None:
     assert any(summed[(r.user, r.instance)] > r.probability + 1e-9 for r in keys if r.c == "bool")
 
 
-def test_partition_by_form_and_a_numeric_timestamp(spark, pm_events) -> None:
-    # The caller's PARTITION BY decides the streams; the output has no key column (analyze
-    # cannot see PARTITION BY), so rows are compared without it. ts as BIGINT seconds: the time
-    # condition is then in raw units and the timestamps come back as BIGINT.
+def test_one_stream_form_and_a_numeric_timestamp(spark, pm_events) -> None:
+    # Without key_col the table is one stream and the output has no key column. ts as BIGINT
+    # seconds: the time condition is then in raw units and the timestamps come back as BIGINT.
     timed_units = TIMED.replace("5 MINUTES", "300")
     spark.sql("SELECT id, user, type, unix_seconds(ts) AS t, status, ip, v FROM pm_events") \
         .createOrReplaceTempView("pm_events_s")
-    keys = spark.sql(f"SELECT * FROM predict_match(subscription => {sql_string(SEQ)}, "
-                     "lookahead => 3, events => TABLE(pm_events) PARTITION BY user ORDER BY ts)")
+    u0 = [r for r in pm_events if r[1] == "u0"]
+    keys = spark.sql(f"SELECT * FROM predict_match({sql_string(SEQ)}, "
+                     "TABLE(SELECT * FROM pm_events WHERE user = 'u0'), lookahead => 3)")
     assert keys.columns == KEY_COLUMNS and dict(keys.dtypes)["last_ts"] == "timestamp"
     rows = keys.selectExpr(*KEY_COLUMNS[:-1], "unix_micros(last_ts)").collect()
-    same([tuple(r) for r in rows], [r[1:] for r in core(SEQ, pm_events, lookahead=3)],
-         prob_at=(3, 4))
+    same([tuple(r) for r in rows], [r[1:] for r in core(SEQ, u0, lookahead=3)], prob_at=(3, 4))
     found = spark.sql(
-        f"SELECT * FROM predict_match(subscription => {sql_string(timed_units)}, lookahead => 4, "
-        "ts_col => 't', output => 'events', events => TABLE(pm_events_s) PARTITION BY user ORDER BY t)")
-    assert dict(found.dtypes)["ts"] == "bigint" and "user" not in found.columns
+        f"SELECT * FROM predict_match({sql_string(timed_units)}, 'user', TABLE(pm_events_s), "
+        "lookahead => 4, ts_col => 't', output => 'events')")
+    assert dict(found.dtypes)["ts"] == "bigint" and found.columns[0] == "user"
     expected = core(timed_units, pm_events, output="events", lookahead=4, seconds=True)
-    same([tuple(r) for r in found.collect()], [r[1:] for r in expected], prob_at=(5, 6))
+    same([tuple(r) for r in found.collect()], expected, prob_at=(6, 7))
+
+
+def test_a_partition_by_of_the_caller_is_refused(spark, pm_events) -> None:
+    with pytest.raises(Exception, match="PARTITION BY"):
+        spark.sql(f"SELECT * FROM predict_match({sql_string(SEQ)}, "
+                  "TABLE(pm_events) PARTITION BY user ORDER BY ts, lookahead => 3)").collect()
 
 
 def write_models(spark, settings, rows: list[tuple]) -> tuple[Model, Model]:
@@ -200,9 +205,9 @@ def test_a_persisted_model_with_time_travel_and_its_errors(spark, settings, pm_e
         keys_sql("v0", SEQ, ", lookahead => 3, " + model.format(" VERSION AS OF 0", "seq")),
         keys_sql("v1", SEQ, ", lookahead => 3, " + model.format("", "seq")),
         keys_sql("v1 literal", SEQ, f", lookahead => 3, model => X'{m1.to_bytes().hex()}'"),
-        # the PARTITION BY form (no key column): one core call per partition with the model
-        keys_sql("v0 partitions", SEQ, ", lookahead => 3, " + model.format(" VERSION AS OF 0", "seq"),
-                 "TABLE(pm_events) PARTITION BY user ORDER BY ts").replace(
+        # one stream (no key column) with the model: one user's events
+        keys_sql("v0 one stream", SEQ, ", lookahead => 3, " + model.format(" VERSION AS OF 0", "seq"),
+                 "TABLE(SELECT * FROM pm_events WHERE user = 'u1')").replace(
                      "user, ", "CAST(NULL AS STRING) AS user, ", 1).replace(", key_col => 'user'", "")
     ])).collect()
     answers = {}
@@ -210,8 +215,9 @@ def test_a_persisted_model_with_time_travel_and_its_errors(spark, settings, pm_e
         expected = core(SEQ, pm_events, lookahead=3, model=m)
         same([tuple(r)[1:] for r in rows if r.c == tag], expected, prob_at=(4, 5))
         answers[tag] = sorted((r[0], r[4]) for r in expected)
-    same([tuple(r)[2:] for r in rows if r.c == "v0 partitions"],
-         [r[1:] for r in core(SEQ, pm_events, lookahead=3, model=m0)], prob_at=(3, 4))
+    same([tuple(r)[2:] for r in rows if r.c == "v0 one stream"],
+         [r[1:] for r in core(SEQ, [e for e in pm_events if e[1] == "u1"], lookahead=3, model=m0)],
+         prob_at=(3, 4))
     assert answers["v0"] != answers["v1"]  # the two versions' counts give other probabilities
     assert answers["v1"] != sorted((r[0], r[4]) for r in core(SEQ, pm_events, lookahead=3))
     # a corrupt blob and no model row, while the query runs; a corrupt constant, in analyze
@@ -223,8 +229,8 @@ def test_a_persisted_model_with_time_travel_and_its_errors(spark, settings, pm_e
     assert "CEP-PRED-012: not a predict_match model (bad magic)" in message
 
 
-def call(subscription: str, extra: str = ", lookahead => 3",
-         table: str = "TABLE(pm_events) PARTITION BY user ORDER BY ts") -> str:
+def call(subscription: str, extra: str = ", lookahead => 3, key_col => 'user'",
+         table: str = "TABLE(pm_events)") -> str:
     return (f"SELECT * FROM predict_match(subscription => {sql_string(subscription)}{extra}, "
             f"events => {table})")
 
@@ -259,12 +265,12 @@ EVENTS_TYPE = "id bigint, user string, type string, ts timestamp, status string,
 
 
 def analyze(subscription: Any = SEQ, table: str = EVENTS_TYPE, **named: Any) -> Any:
-    """``PredictMatchTable.analyze`` as Spark calls it: constants, a table, or ``EXPR`` (a
+    """``PredictMatch.analyze`` as Spark calls it: constants, a table, or ``EXPR`` (a
     non-constant expression such as a scalar subquery, given as its type)."""
     from pyspark.sql.types import BinaryType, DecimalType, IntegerType, NullType, StringType
     from pyspark.sql.udtf import AnalyzeArgument
 
-    from udfs.predict_match import PredictMatchTable
+    from udfs.predict_match import PredictMatch
 
     def arg(v: Any) -> AnalyzeArgument:
         if isinstance(v, tuple) and v[0] == "EXPR":
@@ -276,16 +282,16 @@ def analyze(subscription: Any = SEQ, table: str = EVENTS_TYPE, **named: Any) -> 
 
     events = AnalyzeArgument(dataType=struct(table), value=None, isTable=True,
                              isConstantExpression=False)
-    return PredictMatchTable.analyze(arg(subscription), events,
+    return PredictMatch.analyze(arg(subscription), events,
                                      **{k: arg(v) for k, v in named.items()})
 
 
 def test_arguments_are_checked_in_analyze() -> None:
     # Spark runs analyze() in a Python process of its own; called directly, every check is
-    # exercised without a query. PredictMatchFailed carries what the SQL caller reads.
+    # exercised without a query. CallFailed carries what the SQL caller reads.
     from pyspark.sql.types import BinaryType, StringType
 
-    from udfs.predict_match import PredictMatchFailed
+    from udfs.shell import CallFailed as PredictMatchFailed
 
     cases = [
         (dict(subscription="PATTERN A, B WITHIN 5 MINUTES", lookahead=3), "CEP-PRED-002: line 1, column"),
@@ -299,7 +305,7 @@ def test_arguments_are_checked_in_analyze() -> None:
         (dict(lookahead=3, output="rows"), "CEP-PRED-011: argument output: expected one of keys, events"),
         (dict(lookahead=3, combine="max"), "CEP-PRED-011: argument combine"),
         (dict(lookahead=3, smoothing=-1), "CEP-PRED-011: argument smoothing"),
-        (dict(lookahead=3, ts_col="status"), "CEP-SQL-050: ts_col 'status' must be a TIMESTAMP or a number, found string"),
+        (dict(lookahead=3, ts_col="status"), "CEP-SQL-050: ts_col 'status' must be a TIMESTAMP, TIMESTAMP_NTZ, DATE or a number, found string"),
         (dict(lookahead=3, id_col="nope"), "CEP-SQL-050: id_col 'nope' is not a column"),
         (dict(lookahead=3, key_col="who"), "CEP-SQL-050: key_col 'who' is not a column"),
         (dict(lookahead=3, model="abc"), "CEP-SQL-050: argument model: expected BINARY"),
@@ -338,7 +344,8 @@ def test_arguments_are_checked_in_analyze() -> None:
     assert result.schema.simpleString() == (
         "struct<instance:string,id:string,ts:double,state:string,progress:int,"
         "probability:double,p_exact:double,matched:boolean>")
-    assert result.partitionBy == [] and analyze(lookahead=3, model=None).plan.model_given is False
+    assert not result.partitionBy and result.withSinglePartition
+    assert analyze(lookahead=3, model=None).plan.model_given is False
 
 
 def test_user_strings_stay_data(spark, pm_events) -> None:
@@ -350,34 +357,38 @@ def test_user_strings_stay_data(spark, pm_events) -> None:
     assert spark.sql("SELECT count(*) FROM pm_events").first()[0] == len(pm_events)
 
 
-def test_a_task_given_keys_in_any_order_answers_each_key() -> None:
-    # No JVM: the handler is driven directly with the rows of two keys interleaved, as a task
-    # of the key_col form receives a bucket of keys.
-    from types import SimpleNamespace
+def selected(rows: list[tuple], key: bool = True) -> Any:
+    """The columns the function selects (``__ts``, ``__id``, ``__type``, ``__key``) of rows."""
+    import pyarrow as pa
 
-    from udfs.predict_match import PredictCallPlan, PredictMatchTable
+    columns = {"__ts": pa.array([micros(r[3]) for r in rows], pa.int64()),
+               "__id": pa.array([r[0] for r in rows], pa.int64()),
+               "__type": pa.array([r[2] for r in rows], pa.string())}
+    if key:
+        columns["__key"] = pa.array([r[1] for r in rows], pa.string())
+    return pa.table(columns)
+
+
+def test_a_task_given_keys_in_any_order_answers_each_key() -> None:
+    # No JVM: a task of the key_col form receives a bucket of keys, rows interleaved.
+    from udfs.predict_match import PredictCallPlan, answer_table
 
     rows = random_events(9, n_users=3, per_user=25)
-    plan = PredictCallPlan(SEQ, 3, 0.0, "keys", "independent", 0.0, "timestamp", True, True, True, ())
-    handler = PredictMatchTable(SimpleNamespace(plan=plan))
-    for r in rows:  # selected columns: __ts, __id, __type, __key
-        assert list(handler.eval(SEQ, (micros(r[3]), r[0], r[2], r[1]))) == []
-    got = [(*r[:-1], micros(r[-1])) for r in handler.terminate()]
+    plan = PredictCallPlan(SEQ, 3, 0.0, "keys", "independent", 0.0, "timestamp", True, True,
+                           "user", ())
+    got = [(*r[:-1], micros(r[-1])) for r in
+           (tuple(d.values()) for d in answer_table(plan, selected(rows)).to_pylist())]
     same(got, core(SEQ, rows, lookahead=3), prob_at=(4, 5))
 
 
 def test_a_model_of_another_subscription_is_refused() -> None:
-    from types import SimpleNamespace
-
-    from udfs.predict_match import PredictCallPlan, PredictMatchFailed, PredictMatchTable
+    from cep.errors import CepError
+    from udfs.predict_match import PredictCallPlan, answer_table
 
     rows = random_events(9, n_users=2, per_user=10)
     other = predict(BOOL, user_events(rows), lookahead=1).trained.to_bytes()
-    plan = PredictCallPlan(SEQ, 3, 0.0, "keys", "independent", 0.0, "timestamp", True, True, False,
+    plan = PredictCallPlan(SEQ, 3, 0.0, "keys", "independent", 0.0, "timestamp", True, True, None,
                            (), model_given=True)
-    handler = PredictMatchTable(SimpleNamespace(plan=plan))
-    for r in rows:
-        handler.eval(SEQ, (micros(r[3]), r[0], r[2]), model=bytearray(other))
-    with pytest.raises(PredictMatchFailed, match=r"CEP-PRED-012: the model was trained for "
-                                                 r"'PATTERN \(A, B\) & \(C; D\)"):
-        list(handler.terminate())
+    with pytest.raises(CepError, match=r"CEP-PRED-012: the model was trained for "
+                                       r"'PATTERN \(A, B\) & \(C; D\)"):
+        answer_table(plan, selected(rows, key=False), bytearray(other))
