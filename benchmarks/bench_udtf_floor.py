@@ -40,13 +40,6 @@ BUCKETS = 16
 REPEATS = 3
 
 
-class NoopTable:
-    """An Arrow UDTF that takes its batches and returns nothing."""
-
-    def eval(self, table: Any) -> Any:
-        return iter(())
-
-
 def best_seconds(fn: Callable[[], Any], repeats: int = REPEATS) -> float:
     """Best wall time of ``fn()`` over ``repeats`` runs after one warm-up."""
     fn()
@@ -129,7 +122,7 @@ def sketch_rows(spark: Any, n: int, root: Path) -> list[tuple[str, float]]:
     import pyarrow.parquet as pq
 
     pq.write_table(table, staged)
-    del trees, streams, table, selected, selected_table
+    del trees, streams, table
     location = root / "floor_nodes"
     # Two files, as a first run of the sketch job writes them (two shuffle partitions).
     (spark.read.schema(spark_schema(NODES_COLUMNS)).parquet(str(staged)).repartition(2)
@@ -163,16 +156,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--events", type=int, default=1_000_000)
     parser.add_argument("--sketch-events", type=int, default=10_000_000)
     args = parser.parse_args(argv)
-    from pyspark.sql.functions import arrow_udtf
 
     from delta_tables.settings import load_settings
     from jobs.session import build_session
+    from benchmarks.common import register_noop
     from sql_ext import register_all
 
     settings = load_settings(overrides={"show_progress": False})
     spark = build_session(settings, register=False)
     register_all(spark)
-    spark.udtf.register("noop_arrow", arrow_udtf(NoopTable, returnType=NOOP_RETURN))
+    register_noop(spark)
     root = Path(tempfile.mkdtemp(prefix="bench-floor-", dir=settings.scratch_dir))
     try:
         print(f"| part | what | best of {REPEATS} s |\n|---|---|---:|", flush=True)

@@ -71,8 +71,8 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
         "Size and fill of each stream's sketch tree (nodes, levels, bytes, filter density)."),
     FunctionSpec(
         "cet_trends",
-        "cet_trends(pattern STRING, events TABLE, output STRING, max_trends BIGINT, "
-        "key_col STRING, ts_col STRING, id_col STRING, type_col STRING, window_col STRING)",
+        "cet_trends(pattern STRING, [key_col STRING,] events TABLE; named: output STRING, "
+        "max_trends BIGINT, ts_col STRING, id_col STRING, type_col STRING, window_col STRING)",
         "output 'trends' (default): <key_col>, window_start, window_end, trend_id BIGINT, "
         "length INT, first_ts, last_ts, event_ids ARRAY<BIGINT>; output 'count': <key_col>, "
         "window_start, window_end, n_trends DECIMAL(38,0)",

@@ -227,7 +227,6 @@ def node_columns(table: Any) -> dict[str, Any]:
     """The selected ``__<name>`` columns as numpy, sorted by stream, NULLs refused where a tree
     needs a value; ``stream`` stays an Arrow column (the output keeps its type)."""
     import numpy as np
-    import pyarrow as pa
     import pyarrow.compute as pc
 
     table = table.take(pc.sort_indices(table, [("__stream", "ascending", "at_end")]))

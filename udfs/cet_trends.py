@@ -1,7 +1,7 @@
 """Spark adapter of ``cet_trends``: complete event trends of a table, per key and window.
 
-A row UDTF with ``analyze`` (DESIGN.md section 5: the output schema depends on ``output`` and
-on the key's type, and the pattern is checked before any task runs):
+One function (docs/sql.md), in the shell of :mod:`udfs.shell`: ``analyze`` on the driver, Arrow
+batches on the executors:
 
     SELECT * FROM cet_trends(
       pattern => 'PATTERN check+ c[] WHERE c.type = ''not covered'' AND c[i].src = c[i-1].dest
@@ -11,9 +11,9 @@ on the key's type, and the pattern is checked before any task runs):
 ``analyze`` compiles the pattern with :func:`cep.trends.compile_trend` against the table's
 columns (a construct a trend cannot have is a ``CEP-TREND-0NN`` error with line, column and
 caret), checks the arguments (``CEP-SQL-030``), asks Spark for just the columns the query
-reads and, with ``key_col``, for one partition per key (``PARTITION BY`` the key is then
-implied; without ``key_col`` the caller's ``PARTITION BY`` decides and each partition is one
-stream). Each task groups its rows by key, cuts the windows (``WITHIN w SLIDE s``: windows
+reads and, with ``key_col``, for the rows of each key together (``KEY_BUCKETS`` buckets of the
+key's hash; without ``key_col`` the whole table is one stream; the call carries no ``PARTITION
+BY``). Each task groups its rows by key with numpy, cuts the windows (``WITHIN w SLIDE s``: windows
 ``[start, start + w)`` with ``start`` a multiple of ``s``, the boundaries of Spark's
 ``window(ts, w, s)``), builds the ABI graph of every window and answers from it
 (:func:`cep.trends.window_trends` / :func:`cep.trends.window_counts`).
@@ -29,8 +29,9 @@ Decisions (docs/trends.md, "In SQL"):
   exact count, computed without enumerating; ``CEP-SQL-031`` if it exceeds 38 digits).
   Without ``WITHIN`` there is one window per key and its bounds are NULL.
 * ``window_col`` (optional): the ``STRUCT<start, end>`` of Spark's ``window(ts, w, s)`` computed
-  in the TABLE query; then every (key, window) is its own Spark partition and one window (the
-  paper's distribution of windows), and the pattern's ``WITHIN``/``SLIDE`` do not cut.
+  in the TABLE query; then the windows are spread over Spark partitions too (the paper's
+  distribution of windows), every (key, window) is one window, and the pattern's
+  ``WITHIN``/``SLIDE`` do not cut.
 * ``max_trends`` (default 1,000,000) bounds the trends of one key; more is ``CEP-TREND-020``
   before any trend is enumerated, with the advice to ask for ``output => 'count'``.
 """
@@ -38,18 +39,19 @@ Decisions (docs/trends.md, "In SQL"):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
 from decimal import Decimal
 from functools import lru_cache
 from typing import Any, Iterator
 
-from pyspark.sql.udtf import AnalyzeResult
-
 from cep.errors import CepError
+from udfs.shell import (PlannedResult, TableFunction, bind_call, planned, quote as _quote,
+                        table_function)
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 OUTPUTS = ("trends", "count")
 MAX_DECIMAL = 10 ** 38 - 1
+OPTIONS = ("output", "max_trends", "ts_col", "id_col", "type_col", "window_col")
+# Buckets of the key: the keys of a bucket are answered in one task, each on its own.
+KEY_BUCKETS = 16
 
 
 class CetTrendsArgumentError(CepError):
@@ -65,10 +67,6 @@ class TrendCountOverflowError(CepError):
     code = "CEP-SQL-031"
 
 
-class CetTrendsFailed(Exception):
-    """What the SQL caller sees: the message of the CepError (code, position, snippet)."""
-
-
 @dataclass(frozen=True)
 class TrendCallPlan:
     """What ``analyze`` decided, shipped to every task."""
@@ -79,17 +77,10 @@ class TrendCallPlan:
     ts_kind: str  # "timestamp" or "number"
     attributes: tuple[str, ...]
     has_type: bool
-    has_key: bool
+    key: str | None  # the key column's name (the output column's name) with key_col
     windowed: bool
     pushed: bool = False  # class test and filters computed by Spark as the column __keep
     given_windows: bool = False  # windows from window_col (Spark's window()), not cut here
-
-
-@dataclass
-class CetTrendsAnalyzeResult(AnalyzeResult):
-    """``AnalyzeResult`` carrying the :class:`TrendCallPlan` to ``__init__`` on the executors."""
-
-    plan: TrendCallPlan | None = None
 
 
 def _constant(arg: Any, name: str, *, required: bool = False) -> Any:
@@ -108,10 +99,6 @@ def _string(arg: Any, name: str) -> str | None:
     if value is not None and not isinstance(value, str):
         raise CetTrendsArgumentError(f"argument {name}: expected a string, found {value!r}")
     return value
-
-
-def _quote(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
 
 
 def _field(fields: dict[str, Any], name: str, role: str) -> Any:
@@ -147,17 +134,19 @@ def check_arguments(output: Any, max_trends: Any) -> tuple[str, int]:
     return output, int(limit)
 
 
-def analyze_call(pattern: Any, events: Any, output: Any = None, max_trends: Any = None,
-                 key_col: Any = None, ts_col: Any = None, id_col: Any = None,
-                 type_col: Any = None, window_col: Any = None) -> CetTrendsAnalyzeResult:
-    """The ``AnalyzeResult`` of one call (see the module docstring)."""
-    from pyspark.sql.types import (ArrayType, DecimalType, IntegerType, IntegralType, LongType,
-                                   NumericType, StructField, StructType, TimestampNTZType,
-                                   TimestampType)
+def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
+    """The analysis of one call (see the module docstring)."""
+    from pyspark.sql.types import (ArrayType, DateType, DecimalType, IntegerType, IntegralType,
+                                   LongType, NumericType, StructField, StructType,
+                                   TimestampNTZType, TimestampType)
     from pyspark.sql.udtf import PartitioningColumn, SelectedColumn
 
     from cep.trends import compile_trend
 
+    call = bind_call("cet_trends", args, kwargs, leading=("pattern",), table="events",
+                     keyed=True, options=OPTIONS, error=CetTrendsArgumentError)
+    pattern, key_col, events = call.get("pattern"), call.get("key_col"), call.get("events")
+    output, max_trends, ts_col, id_col, type_col, window_col = (call.get(n) for n in OPTIONS)
     text = _constant(pattern, "pattern", required=True)
     if not isinstance(text, str):
         raise CetTrendsArgumentError(f"argument pattern: expected a string, found {text!r}")
@@ -177,11 +166,12 @@ def analyze_call(pattern: Any, events: Any, output: Any = None, max_trends: Any 
                                      f"{id_f.dataType.simpleString()}")
     columns = [f.name for f in events.dataType.fields]
     query = compile_trend(text, columns=columns)
-    if isinstance(ts_f.dataType, (TimestampType, TimestampNTZType)):
+    if isinstance(ts_f.dataType, (TimestampType, TimestampNTZType, DateType)):
         ts_kind, ts_sql, ts_type = "timestamp", f"unix_micros(CAST({_quote(ts_f.name)} AS TIMESTAMP))", TimestampType()
         if query.unit == "UNITS":
             raise CetTrendsArgumentError(f"WITHIN ... UNITS needs a numeric ts_col; "
-                                         f"{ts_f.name!r} is a TIMESTAMP (use a time unit)")
+                                         f"{ts_f.name!r} is a {ts_f.dataType.simpleString().upper()} "
+                                         "(use a time unit)")
     elif isinstance(ts_f.dataType, NumericType):
         ts_kind, ts_sql, ts_type = "number", _quote(ts_f.name), ts_f.dataType
         if query.unit == "TIME":
@@ -232,14 +222,19 @@ def analyze_call(pattern: Any, events: Any, output: Any = None, max_trends: Any 
                 StructField("event_ids", ArrayType(LongType()))]
     else:
         out.append(StructField("n_trends", DecimalType(38, 0)))
-    partition_by = [PartitioningColumn(_quote(key_f.name))] if key_f is not None else []
-    if window_f is not None:  # one partition per key and window
+    partition_by = ([PartitioningColumn(f"pmod(hash({_quote(key_f.name)}), {KEY_BUCKETS})")]
+                    if key_f is not None else [])
+    if window_f is not None:  # the windows of a key spread over tasks (the paper's distribution)
         partition_by.append(PartitioningColumn(f"{_quote(window_f.name)}.start"))
     plan = TrendCallPlan(text, out_kind, limit, ts_kind, attributes, type_f is not None,
-                         key_f is not None, query.within is not None or window_f is not None,
+                         key_f.name if key_f is not None else None,
+                         query.within is not None or window_f is not None,
                          keep is not None, window_f is not None)
-    return CetTrendsAnalyzeResult(schema=StructType(out), partitionBy=partition_by,
-                                  select=select, plan=plan)
+    if not partition_by:
+        return PlannedResult(schema=StructType(out), withSinglePartition=True, select=select,
+                             plan=plan)
+    return PlannedResult(schema=StructType(out), partitionBy=partition_by, select=select,
+                         plan=plan)
 
 
 def _pushdown(query: Any, fields: dict[str, Any], type_f: Any, ts_f: Any) -> str | None:
@@ -296,82 +291,111 @@ def _compiled(pattern: str, has_type: bool) -> Any:
     return query
 
 
-def _to_ts(plan: TrendCallPlan, value: Any) -> Any:
-    if value is None:
-        return None
-    if plan.ts_kind == "timestamp":
-        return _EPOCH + timedelta(microseconds=int(value))
-    return value
-
-
-def _column(values: tuple[Any, ...]) -> Any:
+def _values(array: Any) -> Any:
+    """An Arrow column as numpy: numbers as numbers, strings and columns with NULLs as objects."""
     import numpy as np
+    import pyarrow as pa
 
-    if any(v is None for v in values):
-        return np.array(values, dtype=object)
-    array = np.array(values)
-    return array.astype(object) if array.dtype.kind in "US" else array
+    if array.null_count or not (pa.types.is_integer(array.type) or pa.types.is_floating(array.type)
+                                or pa.types.is_boolean(array.type)):
+        values = np.empty(len(array), dtype=object)
+        values[:] = array.to_pylist()
+        return values
+    return array.to_numpy(zero_copy_only=False)
 
 
-def run_partition(plan: TrendCallPlan, rows: list[Any]) -> Iterator[tuple[Any, ...]]:
-    """The output rows of one partition (Spark ``Row`` objects with the selected columns)."""
+def _groups(table: Any, plan: TrendCallPlan) -> tuple[Any, list[tuple[Any, Any, Any]]]:
+    """The keys (an Arrow column, or None) and, per (key, window) in key order, ``(key index,
+    window bounds or None, sorted row positions)`` of the rows the class and filters keep."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    n = table.num_rows
+    keep = (np.ones(n, dtype=bool) if not plan.pushed
+            else pc.fill_null(table.column("__keep"), False).to_numpy(zero_copy_only=False))
+    keys, key_codes = None, np.zeros(n, dtype=np.int64)
+    if plan.key is not None:
+        encoded = pc.dictionary_encode(table.column("__key").combine_chunks(),
+                                       null_encoding="encode")
+        keys = encoded.dictionary
+        key_codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    window_codes = np.zeros(n, dtype=np.int64)
+    starts = ends = None
+    if plan.given_windows:
+        starts = table.column("__wstart").to_numpy(zero_copy_only=False)
+        ends = table.column("__wend").to_numpy(zero_copy_only=False)
+        _, window_codes = np.unique(starts, return_inverse=True)
+    rows = np.flatnonzero(keep)
+    if not len(rows):
+        return keys, []
+    order = rows[np.lexsort((window_codes[rows], key_codes[rows]))]
+    pair = np.stack((key_codes[order], window_codes[order]))
+    cuts = np.flatnonzero((pair[:, 1:] != pair[:, :-1]).any(axis=0)) + 1
+    out = []
+    for part in np.split(order, cuts):
+        first = int(part[0])
+        window = None if starts is None else (int(starts[first]), int(ends[first]))
+        out.append((int(key_codes[first]), window, part))
+    return keys, out
+
+
+def answer_table(plan: TrendCallPlan, table: Any) -> Any:
+    """The output table of one partition's selected columns."""
     import numpy as np
 
     from cep.trends import window_counts, window_trends
 
     query = _compiled_pushed(plan.pattern) if plan.pushed else _compiled(plan.pattern,
                                                                          plan.has_type)
-    n_attr = len(plan.attributes)
-    cols = list(zip(*rows))
-    if None in cols[0] or None in cols[1]:
+    if table.column("__id").null_count or table.column("__ts").null_count:
         raise CetTrendsArgumentError("an event has a NULL id or timestamp; filter such rows out "
                                      "of the TABLE argument")
-    ids = np.array(cols[0], dtype=np.int64)
-    ts = np.array(cols[1]) if plan.ts_kind == "number" else np.array(cols[1], dtype=np.int64)
-    attrs = {a: _column(cols[2 + i]) for i, a in enumerate(plan.attributes)}
-    at = 2 + n_attr
+    ids = table.column("__id").to_numpy().astype(np.int64)
+    ts_arrow = table.column("__ts").type
+    ts = table.column("__ts").to_numpy()
+    if plan.ts_kind == "timestamp":
+        ts = ts.astype(np.int64)
+    attrs = {a: _values(table.column(f"__a{i}").combine_chunks())
+             for i, a in enumerate(plan.attributes)}
     # c.type reads the type column when there is one (docs/semantics.md decision 9), else an
     # ordinary column called type (the paper's Q1 reads the check's coverage so).
     type_attr = next((a for a in plan.attributes if a.lower() == "type"), None)
-    types = (np.array(cols[at], dtype=object) if plan.has_type
+    types = (_values(table.column("__type").combine_chunks()).astype(object) if plan.has_type
              else attrs[type_attr] if type_attr is not None else None)
-    at += plan.has_type
-    keep = np.array(cols[at + plan.has_key], dtype=bool) if plan.pushed else None
-    at_window = at + plan.has_key + plan.pushed
-    keys = cols[at] if plan.has_key else [None] * len(rows)
-    windows = (list(zip(cols[at_window], cols[at_window + 1])) if plan.given_windows
-               else [None] * len(rows))
-    groups: dict[Any, list[int]] = {}
-    for i, (k, w) in enumerate(zip(keys, windows)):
-        if keep is None or keep[i]:
-            groups.setdefault((k, w), []).append(i)
-    parts = [(k, w, np.array(v, dtype=np.int64)) for (k, w), v in groups.items()]
     if plan.given_windows:  # the window is the partition: no cutting here
         from dataclasses import replace
 
         query = replace(query, within=None, slide=None, unit=None)
     span = query.within
-    for key, given, sel in parts:
+    keys, groups = _groups(table, plan)
+    out: dict[str, list[Any]] = {name: [] for name in (
+        "key", "window_start", "window_end", "trend_id", "length", "first_ts", "last_ts",
+        "event_ids", "n_trends")}
+    for key, given, sel in groups:
         k_ts, k_ids = ts[sel], ids[sel]
         k_attrs = {a: v[sel] for a, v in attrs.items()}
         k_types = None if types is None else types[sel]
-        prefix = (key,) if plan.has_key else ()
 
         def bounds(start: Any, given: Any = given) -> tuple[Any, Any]:
             if given is not None:
-                return _to_ts(plan, given[0]), _to_ts(plan, given[1])
+                return given
             if not plan.windowed:
                 return None, None
-            return _to_ts(plan, start), _to_ts(plan, start + span)
+            return start, start + span
 
         if plan.output == "count":
             for start, n in sorted(window_counts(query, k_ts, k_attrs, types=k_types,
                                                  tiebreak=k_ids).items()):
                 if n > MAX_DECIMAL:
+                    name = None if keys is None else keys[key].as_py()
                     raise TrendCountOverflowError(
-                        f"key {key!r}: a window holds {len(str(n))}-digit many complete trends, "
-                        "more than DECIMAL(38,0) holds")
-                yield (*prefix, *bounds(start), Decimal(n))
+                        f"key {name!r}: a window holds {len(str(n))}-digit many complete "
+                        "trends, more than DECIMAL(38,0) holds")
+                lo, hi = bounds(start)
+                out["key"].append(key)
+                out["window_start"].append(lo)
+                out["window_end"].append(hi)
+                out["n_trends"].append(Decimal(n))
             continue
         trends = window_trends(query, k_ts, k_attrs, types=k_types, tiebreak=k_ids,
                                max_trends=plan.max_trends)
@@ -380,44 +404,50 @@ def run_partition(plan: TrendCallPlan, rows: list[Any]) -> Iterator[tuple[Any, .
             trend_id = trend_id + 1 if start == last_start else 1
             last_start = start
             ev = rows_.tolist()
-            yield (*prefix, *bounds(start), trend_id, len(ev), _to_ts(plan, k_ts[ev[0]].item()),
-                   _to_ts(plan, k_ts[ev[-1]].item()), k_ids[ev].tolist())
+            lo, hi = bounds(start)
+            out["key"].append(key)
+            out["window_start"].append(lo)
+            out["window_end"].append(hi)
+            out["trend_id"].append(trend_id)
+            out["length"].append(len(ev))
+            out["first_ts"].append(k_ts[ev[0]].item())
+            out["last_ts"].append(k_ts[ev[-1]].item())
+            out["event_ids"].append(k_ids[ev].tolist())
+    return _output(plan, keys, ts_arrow, out)
 
 
-class CetTrendsTable:
-    """Row UDTF handler: buffers a partition, answers in ``terminate``."""
+def _output(plan: TrendCallPlan, keys: Any, ts_arrow: Any, out: dict[str, list[Any]]) -> Any:
+    import pyarrow as pa
 
-    @staticmethod
-    def analyze(pattern: Any, events: Any = None, output: Any = None, max_trends: Any = None,
-                key_col: Any = None, ts_col: Any = None, id_col: Any = None,
-                type_col: Any = None, window_col: Any = None) -> Any:
-        try:
-            return analyze_call(pattern, events, output, max_trends, key_col, ts_col, id_col,
-                                type_col, window_col)
-        except CepError as err:
-            raise CetTrendsFailed(str(err)) from None
+    def stamps(values: list[Any]) -> Any:
+        if plan.ts_kind == "timestamp":
+            return pa.array(values, pa.int64()).cast(pa.timestamp("us", tz="UTC"))
+        return pa.array(values, ts_arrow)
 
-    def __init__(self, analyze_result: Any) -> None:
-        self.plan: TrendCallPlan = analyze_result.plan
-        self.rows: list[Any] = []
+    cols: dict[str, Any] = {}
+    if plan.key is not None:
+        cols[plan.key] = keys.take(pa.array(out["key"], pa.int64()))
+    cols["window_start"] = stamps(out["window_start"])
+    cols["window_end"] = stamps(out["window_end"])
+    if plan.output == "count":
+        cols["n_trends"] = pa.array(out["n_trends"], pa.decimal128(38, 0))
+    else:
+        cols.update({"trend_id": pa.array(out["trend_id"], pa.int64()),
+                     "length": pa.array(out["length"], pa.int32()),
+                     "first_ts": stamps(out["first_ts"]), "last_ts": stamps(out["last_ts"]),
+                     "event_ids": pa.array(out["event_ids"], pa.list_(pa.int64()))})
+    return pa.table(cols)
 
-    def eval(self, pattern: Any, events: Any, output: Any = None, max_trends: Any = None,
-             key_col: Any = None, ts_col: Any = None, id_col: Any = None,
-             type_col: Any = None, window_col: Any = None) -> Iterator[Any]:
-        self.rows.append(events)
-        return iter(())
 
-    def terminate(self) -> Iterator[tuple[Any, ...]]:
-        if not self.rows:
-            return
-        try:
-            yield from run_partition(self.plan, self.rows)
-        except CepError as err:
-            raise CetTrendsFailed(str(err)) from None
+class CetTrends(TableFunction):
+    """The ``cet_trends`` handler: every key and window of a partition."""
+
+    analyze = staticmethod(planned(analyze_call))
+
+    def answer(self, plan: TrendCallPlan, table: Any) -> Iterator[Any]:
+        yield answer_table(plan, table)
 
 
 def cet_trends_udtf() -> Any:
-    """The Spark UDTF object for ``cet_trends`` (row UDTF: it needs ``analyze``)."""
-    from pyspark.sql.functions import udtf
-
-    return udtf(CetTrendsTable, useArrow=False)
+    """The Spark UDTF object of ``cet_trends``."""
+    return table_function(CetTrends)

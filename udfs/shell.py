@@ -133,7 +133,7 @@ def bind_call(function: str, args: tuple[Any, ...], kwargs: dict[str, Any], *,
     elif keyed and len(positional) == len(leading) + 2:
         names = (*leading, "key_col", table)
     else:
-        form = ", ".join((*leading, *(f"[{k}]" for k in key), f"TABLE(...)"))
+        form = ", ".join((*leading, *(f"[{k}]" for k in key), "TABLE(...)"))
         raise error(f"{function} takes at most ({form}) positionally, found {len(positional)} "
                     "arguments; pass the others by name (name => value)")
     values = dict(zip(names, positional))
@@ -220,20 +220,3 @@ def table_function(handler: type[TableFunction]) -> Any:
     return UserDefinedTableFunction(handler, None, evalType=PythonEvalType.SQL_ARROW_UDTF,
                                     deterministic=True)
 
-
-def scalar(value: Any) -> Any:
-    """A scalar argument of an Arrow UDTF without ``analyze`` (one-element or per-row array)."""
-    if hasattr(value, "to_pylist"):
-        items = value.to_pylist()
-        return items[0] if items else None
-    return value
-
-
-def key_strings(keys: Any) -> Any:
-    """Keys as an Arrow STRING column (the fixed ``key STRING`` of the remaining Arrow twins)."""
-    import pyarrow as pa
-
-    try:
-        return keys.cast(pa.string())
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        return pa.array([None if k is None else str(k) for k in keys.to_pylist()], pa.string())

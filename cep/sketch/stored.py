@@ -9,7 +9,7 @@ this module does it over whole columns (numpy arrays, as an Arrow batch hands th
   ``zlib.crc32`` in C, ~0.4 us for a 280-byte blob);
 * :func:`stream_bounds` finds each stream's rows in a column sorted by stream;
 * :func:`config_of_rows` reads a stream's :class:`SketchConfig` from its rows (the one rule the
-  row UDTF, the Arrow UDTF and the Delta layer share);
+  SQL functions and the Delta layer share);
 * :func:`stored_tree` restores one stream's twin-less query tree from its slice of the columns.
 
 Every damaged or inconsistent row is a :class:`CorruptSketchError` naming the stream and the

@@ -122,7 +122,7 @@ def test_rising_prices_with_id_equality_and_price_predicate(spark, settings) -> 
     pattern = ("PATTERN stock+ s[] WHERE [sid] AND s[i].price > 1.05 * s[i-1].price "
                "WITHIN 60 MINUTES SLIDE 10 MINUTES")
     got = spark.sql(f"SELECT unix_micros(window_start) AS ws, event_ids FROM cet_trends("
-                    f"pattern => {sql_string(pattern)}, events => TABLE(trend_stocks) WITH SINGLE PARTITION)"
+                    f"pattern => {sql_string(pattern)}, events => TABLE(trend_stocks))"
                     ).collect()
     ts = np.array([int(r["ts"].timestamp()) * 1_000_000 for r in rows], dtype=np.int64)
     windows = oracle_trend_windows(pattern, ts, {"sid": np.array([r["sid"] for r in rows], object),
@@ -206,5 +206,5 @@ def test_windows_from_spark_window_equal_windows_cut_by_the_engine(spark, check_
     assert sorted(given) == sorted(cut) and cut
     message = sql_error(spark, "SELECT * FROM cet_trends(pattern => 'PATTERN check+ c[] WHERE "
                                "c[i].amount > c[i-1].amount', window_col => 'src', "
-                               "events => TABLE(trend_checks) WITH SINGLE PARTITION)")
+                               "events => TABLE(trend_checks))")
     assert "CEP-SQL-030: window_col 'src' must be the STRUCT<start, end>" in message
