@@ -156,6 +156,15 @@ def test_bad_argument_is_a_typed_error(spark, events_view) -> None:
     with pytest.raises(Exception, match="CEP-SQL-010.*id_col 'grp' must be an integer"):
         spark.sql("SELECT * FROM match_seq('PATTERN A; B', 'key', TABLE(ms_events), "
                   "id_col => 'grp')").collect()
+    with pytest.raises(Exception, match="CEP-SQL-010: match_seq has no argument 'polcy'; its "
+                                        "arguments: pattern, key_col, events, policy"):
+        spark.sql("SELECT * FROM match_seq('PATTERN A; B', 'key', TABLE(ms_events), "
+                  "polcy => 'skip-till-any-match')").collect()
+    with pytest.raises(Exception, match="CEP-SQL-010: match_seq takes at most"):
+        spark.sql("SELECT * FROM match_seq('PATTERN A; B', 'key', 'x', TABLE(ms_events))").collect()
+    with pytest.raises(Exception, match="CEP-SQL-010: match_seq: argument key_col is given twice"):
+        spark.sql("SELECT * FROM match_seq('PATTERN A; B', 'key', TABLE(ms_events), "
+                  "key_col => 'key')").collect()
     with pytest.raises(Exception, match="CEP-SQL-010.*max_matches"):
         spark.sql("SELECT * FROM match_seq('PATTERN A; B', 'key', TABLE(ms_events), "
                   "max_matches => 0)").collect()
