@@ -56,8 +56,8 @@ from functools import lru_cache
 from typing import Any, Iterator
 
 from cep.errors import CepError
-from udfs.shell import (PlannedResult, TableFunction, bind_call, planned, quote as _quote,
-                        table_function)
+from udfs.shell import (PlannedResult, TableFunction, bind_call, keyed, planned,
+                        quote as _quote, table_function)
 
 DEFAULT_TOLERANCE = 1e-6
 COLUMN_DEFAULTS = {"key_col": "stream", "t_col": "t", "value_col": "value", "p_col": "p",
@@ -204,7 +204,7 @@ def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
     """The analysis of one call (see the module docstring)."""
     from pyspark.sql.types import (ArrayType, DecimalType, DoubleType, IntegralType, LongType,
                                    MapType, NumericType, StringType, StructField, StructType)
-    from pyspark.sql.udtf import PartitioningColumn, SelectedColumn
+    from pyspark.sql.udtf import SelectedColumn
 
     call = bind_call("match_prob", args, kwargs, leading=("pattern",), table="pstream",
                      keyed=True, options=OPTIONS, error=MatchProbArgumentError)
@@ -266,10 +266,8 @@ def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
         out += [StructField("match_id", LongType()), StructField("t_start", LongType()),
                 StructField("t_end", LongType()), StructField("probability", DoubleType()),
                 StructField("values", ArrayType(StringType()))]
-    return PlannedResult(
-        schema=StructType(out), select=select,
-        partitionBy=[PartitioningColumn(f"pmod(hash({_quote(stream_f.name)}), {KEY_BUCKETS})")],
-        plan=replace(plan, layout=layout, key=stream_f.name))
+    return keyed(StructType(out), select, replace(plan, layout=layout, key=stream_f.name),
+                 stream_f.name, KEY_BUCKETS)
 
 
 @lru_cache(maxsize=64)

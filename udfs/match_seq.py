@@ -27,8 +27,8 @@ from functools import lru_cache
 from typing import Any, Iterator
 
 from cep.errors import CepError
-from udfs.shell import (PlannedResult, TableFunction, bind_call, constant, field, planned,
-                        quote, string_arg, table_fields, table_function)
+from udfs.shell import (PlannedResult, TableFunction, bind_call, constant, field, keyed,
+                        planned, quote, string_arg, table_fields, table_function)
 
 # Buckets of the key: enough for the parallelism of a small cluster, few enough that each
 # holds many keys of a log of short cases (measured against 16 and 256: BENCHMARKS.md).
@@ -88,7 +88,7 @@ def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
     """The analysis of one call (see the module docstring)."""
     from pyspark.sql.types import (ArrayType, IntegerType, IntegralType, LongType, StringType,
                                    StructField, StructType)
-    from pyspark.sql.udtf import PartitioningColumn, SelectedColumn
+    from pyspark.sql.udtf import SelectedColumn
 
     from cep.lang import parse_pattern
     from cep.lang.ast import events as pattern_events
@@ -158,15 +158,9 @@ def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
             StructField("end_ts", ts_type), StructField("event_ids", ArrayType(LongType())),
             StructField("variables", ArrayType(StringType())),
             StructField("n_events", IntegerType())]
-    plan = CallPlan(text, chosen_policy, ts_kind, key_f.name if key_f is not None else None,
-                    attributes,
-                    tuple(mask_aliases), limit)
-    if key_f is None:
-        return PlannedResult(schema=StructType(out), withSinglePartition=True, select=select,
-                             plan=plan)
-    return PlannedResult(
-        schema=StructType(out), select=select, plan=plan,
-        partitionBy=[PartitioningColumn(f"pmod(hash({quote(key_f.name)}), {KEY_BUCKETS})")])
+    key = key_f.name if key_f is not None else None
+    plan = CallPlan(text, chosen_policy, ts_kind, key, attributes, tuple(mask_aliases), limit)
+    return keyed(StructType(out), select, plan, key, KEY_BUCKETS)
 
 
 class MatchSeq(TableFunction):

@@ -53,8 +53,8 @@ from functools import lru_cache
 from typing import Any, Iterator
 
 from cep.errors import CepError
-from udfs.shell import (PlannedResult, TableFunction, bind_call, planned, quote as _quote,
-                        table_function)
+from udfs.shell import (PlannedResult, TableFunction, bind_call, keyed, planned,
+                        quote as _quote, table_function)
 
 # Buckets of the key_col form (as match_seq): one task answers many keys, each on its own.
 KEY_BUCKETS = 64
@@ -232,7 +232,7 @@ def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
                                    IntegerType, IntegralType, LongType, NullType, NumericType,
                                    StringType, StructField, StructType, TimestampNTZType,
                                    TimestampType)
-    from pyspark.sql.udtf import PartitioningColumn, SelectedColumn
+    from pyspark.sql.udtf import SelectedColumn
 
     call = bind_call("predict_match", args, kwargs, leading=("subscription",), table="events",
                      keyed=True, options=OPTIONS, error=PredictMatchArgumentError)
@@ -313,15 +313,10 @@ def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
             raise PredictMatchArgumentError(f"key_col {key_f.name!r} has the name of an output "
                                             "column; rename it in the TABLE query")
         schema.insert(0, StructField(key_f.name, key_f.dataType))
+    key = key_f.name if key_f is not None else None
     plan = PredictCallPlan(text, look, theta, out_kind, comb, smooth, ts_kind, id_f is not None,
-                           needs_type, key_f.name if key_f is not None else None,
-                           tuple(attributes), model_given, blob)
-    if key_f is None:
-        return PlannedResult(schema=StructType(schema), withSinglePartition=True, select=select,
-                             plan=plan)
-    return PlannedResult(
-        schema=StructType(schema), select=select, plan=plan,
-        partitionBy=[PartitioningColumn(f"pmod(hash({_quote(key_f.name)}), {KEY_BUCKETS})")])
+                           needs_type, key, tuple(attributes), model_given, blob)
+    return keyed(StructType(schema), select, plan, key, KEY_BUCKETS)
 
 
 class PredictMatch(TableFunction):

@@ -54,6 +54,18 @@ class PlannedResult(AnalyzeResult):
     plan: Any = None
 
 
+def keyed(schema: Any, select: list[Any], plan: Any, key: str | None,
+          buckets: int) -> PlannedResult:
+    """The analysis result of a function whose rows go together by key: ``buckets`` buckets of
+    the key's hash, or the whole table as one partition (one stream) without a key."""
+    from pyspark.sql.udtf import PartitioningColumn
+
+    if key is None:
+        return PlannedResult(schema=schema, withSinglePartition=True, select=select, plan=plan)
+    return PlannedResult(schema=schema, select=select, plan=plan,
+                         partitionBy=[PartitioningColumn(f"pmod(hash({quote(key)}), {buckets})")])
+
+
 def quote(name: str) -> str:
     """``name`` as a Spark SQL identifier (backquoted, inner backquotes doubled)."""
     return "`" + name.replace("`", "``") + "`"
