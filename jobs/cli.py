@@ -119,6 +119,9 @@ def _parser() -> argparse.ArgumentParser:
     sql = sub.add_parser("sql", help="run one SQL statement against the warehouse and show it")
     sql.add_argument("statement")
     sql.add_argument("--rows", type=int, default=50)
+    sql.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
+                     help="bind :NAME in the statement to VALUE as an escaped string literal "
+                          "(repeatable; the safe way to pass a user's pattern or value)")
     return parser
 
 
@@ -255,11 +258,24 @@ def main(argv: Sequence[str] | None = None, *, spark: "SparkSession | None" = No
             from sql_ext import register_all
 
             register_all(spark)
-            spark.sql(args.statement).show(args.rows, truncate=False)
+            spark.sql(_bound(args)).show(args.rows, truncate=False)
         return 0
     except CepError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+
+
+def _bound(args: argparse.Namespace) -> str:
+    """The ``sql`` statement with its ``--param NAME=VALUE`` values bound as string literals."""
+    from sql_ext.params import ParameterError, bind_parameters
+
+    values = {}
+    for item in args.param:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise ParameterError(f"--param expects NAME=VALUE, found {item!r}")
+        values[name] = value
+    return bind_parameters(args.statement, values) if values else args.statement
 
 
 def _session(settings: "Settings", args: argparse.Namespace) -> "SparkSession":
@@ -272,7 +288,7 @@ def _session(settings: "Settings", args: argparse.Namespace) -> "SparkSession":
     if args.command == "sql":
         from sql_ext.statement import statement_words
 
-        words = statement_words(args.statement)
+        words = statement_words(_bound(args))
     return build_session(settings, register=True if words is None else words)
 
 
