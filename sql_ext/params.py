@@ -39,7 +39,7 @@ def literal(value: Any) -> str:
 
     Example:
         >>> [literal(v) for v in (None, True, 3, 2.5, Decimal("0.10"), b"\\x01\\xff")]
-        ['NULL', 'TRUE', '3', '2.5', '0.10BD', "X'01FF'"]
+        ['NULL', 'TRUE', '3', '2.5D', '0.10BD', "X'01FF'"]
     """
     from sql_ext.quoting import sql_string
 
@@ -52,7 +52,7 @@ def literal(value: Any) -> str:
     if isinstance(value, float):
         if not math.isfinite(value):
             raise ParameterError(f"a parameter value must be a finite number, found {value!r}")
-        return repr(value)
+        return f"{value!r}D"  # a bare 2.5 is a DECIMAL in Spark SQL
     if isinstance(value, Decimal):
         if not value.is_finite():
             raise ParameterError(f"a parameter value must be a finite number, found {value!r}")

@@ -41,7 +41,7 @@ def test_hostile_strings_come_back_unchanged(spark, value: str) -> None:
 
 
 def test_typed_values_keep_their_types(spark) -> None:
-    values = {"i": 7, "f": 2.5, "d": Decimal("0.10"), "b": True, "n": None, "x": b"\x00\xff",
+    values = {"i": 7, "f": 2.5, "e": 1e-300, "d": Decimal("0.10"), "b": True, "n": None, "x": b"\x00\xff",
               "day": date(2024, 2, 29), "at": datetime(2024, 1, 2, 3, 4, 5, tzinfo=timezone.utc),
               "naive": datetime(2024, 1, 2, 3, 4, 5)}
     frame = spark.sql(bind_parameters(", ".join(f"SELECT :{k} AS {k}" if i == 0 else f":{k} AS {k}"
@@ -51,6 +51,7 @@ def test_typed_values_keep_their_types(spark) -> None:
             types["naive"]) == ("int", "double", "boolean", "binary", "date", "timestamp",
                                 "timestamp_ntz")
     row = frame.first()
+    assert row.e == 1e-300 and types["e"] == "double"
     assert (row.i, row.f, row.d, row.b, row.n, bytes(row.x), row.day, row.naive) == (
         7, 2.5, Decimal("0.10"), True, None, b"\x00\xff", date(2024, 2, 29),
         datetime(2024, 1, 2, 3, 4, 5))
