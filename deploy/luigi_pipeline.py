@@ -66,7 +66,10 @@ def _context() -> tuple["SparkSession", Settings]:
         from jobs.session import build_session
 
         settings = load_settings()
-        use_session(build_session(settings), settings)
+        # As the job commands of `python -m jobs` do: the jobs read and write by path and
+        # register their own tables, so the session registers none (each would cost a catalog
+        # call per table of the warehouse at every scheduled start).
+        use_session(build_session(settings, register=False), settings)
     return _CONTEXT["spark"], _CONTEXT["settings"]
 
 

@@ -32,15 +32,14 @@ vertices, from and to edges, late and meta; the run manifest (after the predicti
 table). The prediction set's subscriptions (first run only) and states (new machine states
 only) are crashed in process by its job's own tests (``crash_after``).
 
-Which crashes kill a real process: one per distinct way a commit is reached, each a
-``python -m jobs`` child SIGKILLed by the hook: a run's first MERGE (sketch nodes), an append
-after four commits (graph late), the meta table written last, with the source grown before the
-rerun (sketch meta), and the runner's manifest row (prediction set, grown). Every other table
-is stopped in this process at the same place, one kind at a time and one table after another
-(each rerun resumes the stopped run and stops at the next table, the last rerun finishes it):
-its write goes through the same ``Run.merge`` / ``Run.append`` (or the meta write of
-``IncrementalJob``) as the killed ones, so what differs from a kill is only how the process
-ends, which the four kills cover. A child costs a JVM start and a run (35-100 s on this
+Which crashes kill a real process: one per writer of a commit, each a ``python -m jobs`` child
+SIGKILLed by the hook: the state job's own writes (its first MERGE, sketch nodes) and the
+runner's manifest row (prediction set, with the source grown before the rerun). Every other
+table is stopped in this process at the same place, one kind at a time and one table after
+another (each rerun resumes the stopped run and stops at the next table, the last rerun
+finishes it): its write goes through the same ``Run.merge`` / ``Run.append`` (or the meta
+write of ``IncrementalJob``) as the killed one, so what differs from a kill is only how the
+process ends, which the two kills cover. A child costs a JVM start and a run (35-100 s on this
 machine); a stop costs one run (docs/testing.md, "The crash suite").
 
 Each child costs a JVM start, so this process works while children start: it builds the
@@ -700,26 +699,27 @@ def start_next_child(request: pytest.FixtureRequest, worlds: Worlds, kind: str) 
 KILL_TEST = "test_killed_before_a_commit_then_rerun_equals_a_from_scratch_build"
 PAUSE_TEST = "test_two_overlapping_runs_apply_once"
 KILLS = [  # (kind, table, tables the crashed run must have committed, grow the source first)
-    # One child per distinct way a commit is reached, the kinds taking turns where they can,
-    # so each test can start the next one's child early (start_next_child).
+    # One child per writer of a commit: the state job's own writes (its first Run.merge) and
+    # the runner's manifest row. Every other commit path is stopped in this process (STOPS).
     ("sketch", "nodes", set(), False),                                  # Run.merge, first
-    ("graph", "late", {"event_vertices", "attribute_vertices", "from_edges", "to_edges"},
-     False),                                                            # Run.append
-    ("sketch", "meta", {"nodes", "open"}, True),                        # the meta write
     ("predict", "manifest", {"instances", "models", "late", "meta"}, True),  # the runner's row
 ]
 STOPS = [  # (kind, ((table, tables a run must have committed before it), ...), grow first)
     # Every other table an incremental run writes (the prediction set's subscriptions are
     # written by its first run only, its states when a run meets a new machine state: both are
     # crashed by the job's own tests), stopped in turn: each rerun resumes the run before it.
-    # The sketch's chain is the last of its commits with set-aside rows (see sketch_rows).
-    ("sketch", (("open", {"nodes"}), ("late", {"nodes", "open"})), False),
+    # The sketch's chain is the last of its commits with set-aside rows (see sketch_rows); it
+    # ends with the meta write (the protocol's last write), the graph's goes through its
+    # Run.append (late) and ends with a meta stop after which the source grows.
+    ("sketch", (("open", {"nodes"}), ("late", {"nodes", "open"}),
+                ("meta", {"nodes", "open", "late"})), False),
     ("predict", (("instances", set()), ("models", {"instances"}),
                  ("late", {"instances", "models"}), ("meta", {"instances", "models", "late"})),
      False),
     ("graph", (("event_vertices", set()), ("attribute_vertices", {"event_vertices"}),
                ("from_edges", {"event_vertices", "attribute_vertices"}),
                ("to_edges", {"event_vertices", "attribute_vertices", "from_edges"}),
+               ("late", {"event_vertices", "attribute_vertices", "from_edges", "to_edges"}),
                ("meta", {"event_vertices", "attribute_vertices", "from_edges", "to_edges",
                          "late"})), True),
 ]
