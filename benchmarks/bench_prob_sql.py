@@ -32,11 +32,11 @@ Example:
 from __future__ import annotations
 
 import argparse
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks.common import sql_best, sql_session
 from cep.prob import match_prob
 from cep.datasets.prob_streams import long_columns, synthetic_pstream
 
@@ -65,16 +65,6 @@ def core_groups(streams: int, per_stream: int) -> tuple[int, float]:
     return found, seconds
 
 
-def _best(spark: Any, sql: str, repeats: int = 2) -> tuple[int, float]:
-    count = spark.sql(sql).count()  # warm-up, and the row count
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        spark.sql(sql).write.format("noop").mode("overwrite").save()
-        best = min(best, time.perf_counter() - start)
-    return count, best
-
-
 def run(spark: Any, root: Path, n: int, streams: int) -> dict[str, Any]:
     from pyspark.sql import functions as F
 
@@ -89,11 +79,11 @@ def run(spark: Any, root: Path, n: int, streams: int) -> dict[str, Any]:
     spark.read.format("delta").load(str(long_path)).createOrReplaceTempView("prob_long")
     spark.read.format("delta").load(str(wide_path)).createOrReplaceTempView("prob_wide")
     rows = spark.read.format("delta").load(str(long_path)).count()
-    long_count, long_s = _best(spark, f"SELECT * FROM match_prob({ARGS}, pstream => TABLE(prob_long))")
-    wide_count, wide_s = _best(spark, f"SELECT * FROM match_prob({ARGS}, pstream => TABLE(prob_wide))")
+    long_count, long_s = sql_best(spark, f"SELECT * FROM match_prob({ARGS}, pstream => TABLE(prob_long))")
+    wide_count, wide_s = sql_best(spark, f"SELECT * FROM match_prob({ARGS}, pstream => TABLE(prob_wide))")
     noop = "SELECT * FROM noop_arrow(TABLE({}) PARTITION BY pmod(hash(stream), 16))"
-    _, noop_long_s = _best(spark, noop.format("prob_long"))
-    _, noop_wide_s = _best(spark, noop.format("prob_wide"))
+    _, noop_long_s = sql_best(spark, noop.format("prob_long"))
+    _, noop_wide_s = sql_best(spark, noop.format("prob_wide"))
     core_count, core_s = core_groups(streams, per)
     return {"n": per * streams, "streams": streams, "rows_long": rows,
             "groups": (long_count, wide_count, core_count),
@@ -106,16 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000])
     parser.add_argument("--streams", type=int, default=8)
     args = parser.parse_args(argv)
-    from delta_tables.settings import load_settings
-    from jobs.session import build_session
-    from benchmarks.common import register_noop
-    from sql_ext import register_all
-
-    root = Path(tempfile.mkdtemp(prefix="bench-prob-"))
-    settings = load_settings(overrides={"warehouse": str(root), "show_progress": False})
-    spark = build_session(settings)
-    register_all(spark)
-    register_noop(spark)
+    spark, root = sql_session("bench-prob-")
     print("| N time points | streams | long rows | groups (long, wide, core) | "
           "SQL long s | SQL wide s | no-op long s | no-op wide s | core CPU s | "
           "SQL long time points/s | SQL wide time points/s | SQL / no-op (long, wide) |")

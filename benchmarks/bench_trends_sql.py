@@ -29,13 +29,13 @@ Example:
 from __future__ import annotations
 
 import argparse
-import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
+
+from benchmarks.common import sql_best, sql_session
 
 COUNT_SQL = ("SELECT * FROM cet_trends(pattern => 'PATTERN tick+ s[] WHERE s[i].price > "
              "s[i-1].price WITHIN 30 MINUTES SLIDE 30 MINUTES', output => 'count', "
@@ -65,25 +65,15 @@ def ticks(n: int, keys: int, seed: int = 7) -> pa.Table:
         "price": np.round(walk.reshape(-1)[:n], 4)})
 
 
-def _best(spark: Any, sql: str, repeats: int = 2) -> tuple[int, float]:
-    count = spark.sql(sql).count()
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        spark.sql(sql).write.format("noop").mode("overwrite").save()
-        best = min(best, time.perf_counter() - start)
-    return count, best
-
-
 def run(spark: Any, root: Path, n: int, keys: int) -> dict[str, Any]:
     """One size: write the table, time the two queries and the no-op."""
     path = root / f"ticks_{n}"
     spark.createDataFrame(ticks(n, keys)).write.format("delta").mode(
         "overwrite").save(str(path))
     spark.read.format("delta").load(str(path)).createOrReplaceTempView("ticks")
-    windows, count_s = _best(spark, COUNT_SQL)
-    trends, trends_s = _best(spark, TRENDS_SQL)
-    _, noop_s = _best(spark, NOOP_SQL)
+    windows, count_s = sql_best(spark, COUNT_SQL)
+    trends, trends_s = sql_best(spark, TRENDS_SQL)
+    _, noop_s = sql_best(spark, NOOP_SQL)
     total = spark.sql("SELECT sum(n_trends) FROM (" + COUNT_SQL + ")").first()[0]
     return {"n": n, "keys": keys, "windows": windows, "trends_counted": int(total),
             "trends_listed": trends, "count_s": count_s, "trends_s": trends_s,
@@ -95,16 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000])
     parser.add_argument("--keys", type=int, default=1000)
     args = parser.parse_args(argv)
-    from benchmarks.common import register_noop
-    from delta_tables.settings import load_settings
-    from jobs.session import build_session
-    from sql_ext import register_all
-
-    root = Path(tempfile.mkdtemp(prefix="bench-trends-"))
-    spark = build_session(load_settings(overrides={"warehouse": str(root),
-                                                   "show_progress": False}))
-    register_all(spark)
-    register_noop(spark)
+    spark, root = sql_session("bench-trends-")
     print("| N ticks | keys | windows (count) | trends counted | trends listed | count s | "
           "trends s | no-op s | count / no-op | trends / no-op |")
     print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")

@@ -85,6 +85,35 @@ def register_noop(spark: object, name: str = "noop_arrow") -> str:
     return name
 
 
+def sql_best(spark: object, sql: str, repeats: int = 2) -> tuple[int, float]:
+    """The row count of ``sql`` (its run also warms the plan up), then the best wall time of
+    ``repeats`` runs to Spark's ``noop`` sink."""
+    count = spark.sql(sql).count()  # type: ignore[attr-defined]
+    best = float("inf")
+    for _ in range(repeats):
+        _, seconds = timed(lambda: spark.sql(sql).write.format("noop")  # type: ignore[attr-defined]
+                           .mode("overwrite").save())
+        best = min(best, seconds)
+    return count, best
+
+
+def sql_session(prefix: str) -> tuple[object, Path]:
+    """A session over a fresh warehouse in a temporary folder named ``prefix...``, with the CEP
+    functions and ``noop_arrow`` registered; returns the session and the folder."""
+    import tempfile
+
+    from delta_tables.settings import load_settings
+    from jobs.session import build_session
+    from sql_ext import register_all
+
+    root = Path(tempfile.mkdtemp(prefix=prefix))
+    spark = build_session(load_settings(overrides={"warehouse": str(root),
+                                                   "show_progress": False}))
+    register_all(spark)
+    register_noop(spark)
+    return spark, root
+
+
 def ratio(base: float | None, ours: float) -> str:
     """``base / ours`` as ``"1.23x"`` (above 1: ours is faster), ``"-"`` without a baseline."""
     return "-" if base is None else f"{base / ours:.2f}x"
