@@ -43,8 +43,9 @@ process ends, which the two kills cover. A child costs a JVM start and a run (35
 machine); a stop costs one run (docs/testing.md, "The crash suite").
 
 Each child costs a JVM start, so this process works while children start: it builds the
-from-scratch state of the child's commit and makes the jobs later tests need, and a kill test
-starts the next kill test's child (of another kind) before its own rerun and checks.
+from-scratch state of the child's commit and makes the jobs later tests need, and the test
+before the overlapping-runs test starts that test's frozen child (of another kind) before its
+own stops and checks (a manifest kill never starts early: the manifest is every job's).
 """
 
 from __future__ import annotations
