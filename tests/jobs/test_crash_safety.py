@@ -115,6 +115,8 @@ WRITE_ORDER = {
     "graph": ("event_vertices", "attribute_vertices", "from_edges", "to_edges", "late", "meta"),
 }
 """The order in which a run writes its tables; the runner's manifest row comes after all."""
+CRASH_CODES = {"sketch": "CEP-SKETCH-045", "predict": "CEP-PRED-045", "graph": "CEP-TREND-040"}
+"""The code each job's :class:`InjectedCrash` carries (docs/jobs.md)."""
 KEYS = {
     "sketch": {"nodes": ("stream", "node_id"), "open": ("stream",)},
     "predict": {"subscriptions": ("sub",), "states": ("sub", "leaf", "mask"), "models": ("sub",),
@@ -664,7 +666,7 @@ def stop_in_process(world: World, suffix: str) -> dict[str, int | None]:
     table = killed_table(world, suffix)
     before = world.versions()
     orphans = set(orphan_files(table.location))
-    with pytest.raises(InjectedCrash, match=f"{suffix}-files"):
+    with pytest.raises(InjectedCrash, match=f"{CRASH_CODES[world.kind]}.*{suffix}-files"):
         world.job.run(world.spark, world.lab.settings, quiet=True, crash_after=f"{suffix}-files")
     after = world.versions()
     assert set(orphan_files(table.location)) - orphans, f"no orphan data file in {table.name}"
