@@ -8,7 +8,9 @@ session's warehouse, after this module has written a small Delta table there in 
   ``match_seq`` query and a ``VERSION AS OF`` query, and get exactly the rows the same SQL
   gives in this process's session;
 - a malformed pattern reaches the DB-API client with the CEP error code the in-process call
-  raises;
+  raises; a failing call of every function (at plan time, and at run time for ``match_seq``
+  and ``cet_trends``) reaches beeline with the message the in-process call raises: code,
+  position and caret snippet, one Python frame around it;
 - Delta keeps working after a synchronous (PyHive) client disconnected;
 - the server listens on loopback only: a TCP connection to the machine's other address is
   refused, one to 127.0.0.1 is accepted;
@@ -78,6 +80,32 @@ AS_OF = ("SELECT user_id AS as_of_user, count(*) AS as_of_clicks, "
 BAD_PATTERN = ("SELECT * FROM match_seq(pattern => 'PATTERN SEQ(login, view+', "
                f"key_col => 'user_id', events => TABLE({TABLE}))")
 CODE = re.compile(r"CEP-[A-Z]+-\d{3}")
+EVENTS = ("SELECT * FROM VALUES (1L, 'k1', TIMESTAMP'2024-01-01 00:00:00', 'a', 1.0), "
+          "(2L, 'k1', TIMESTAMP'2024-01-01 00:01:00', 'b', 2.0), "
+          "(3L, 'k1', TIMESTAMP'2024-01-01 00:02:00', 'b', 2.0) AS t(id, key, ts, type, x)")
+PSTREAM = "SELECT * FROM VALUES ('s', 1, map('a', 1.0D)) AS t(stream, t, probs)"
+ERRORS = {  # a failing call of every function with an argument: (SQL, the code it must carry)
+    "match_seq": (f"SELECT * FROM match_seq('PATTERN a; b DEFINE a AS x >', key_col => 'key', "
+                  f"events => TABLE({EVENTS}))", "CEP-PAT-117"),
+    "match_seq at run time": (
+        f"SELECT * FROM match_seq('PATTERN a; b', key_col => 'key', "
+        f"policy => 'skip-till-any-match', max_matches => 1, events => TABLE({EVENTS}))",
+        "CEP-MATCH-001"),
+    "approx_match_seq": ("SELECT * FROM approx_match_seq('PATTERN a;;', "
+                         "sketch => TABLE(SELECT 1 AS x))", "CEP-PAT-106"),
+    "sketch_stats": ("SELECT * FROM sketch_stats(TABLE(SELECT 1 AS x))", "CEP-SQL-021"),
+    "cet_trends": (f"SELECT * FROM cet_trends('PATTERN a+ w[] WHERE w[i].x >', key_col => 'key', "
+                   f"events => TABLE({EVENTS}))", "CEP-PAT-117"),
+    "cet_trends at run time": (f"SELECT * FROM cet_trends('PATTERN a+', key_col => 'key', "
+                               f"max_trends => 1, events => TABLE({EVENTS}))", "CEP-TREND-020"),
+    "match_prob": (f"SELECT * FROM match_prob('PATTERN a, (b', pstream => TABLE({PSTREAM}))",
+                   "CEP-PAT-108"),
+    # A pattern of two lines: the position names the second (beeline drops the indentation of a
+    # script's continuation lines, so the second line starts at column 1 here).
+    "predict_match": (f"SELECT * FROM predict_match('PATTERN a, b\nDEFINE a AS x >', "
+                      f"key_col => 'key', events => TABLE({EVENTS}))", "CEP-PAT-117"),
+}
+"""``cep_functions()`` takes no argument: a wrong call of it is Spark's own error."""
 READY = re.compile(r"listening on host (\S+) port (\d+): JDBC URL (\S+)")
 
 
@@ -211,6 +239,33 @@ def beeline(server: Server, statements: list[str], home: Path) -> subprocess.Com
         env=env, capture_output=True, text=True, timeout=CLIENT_TIMEOUT, check=False)
 
 
+def beeline_script(server: Server, statements: list[str], home: Path
+                   ) -> subprocess.CompletedProcess:
+    """Run ``statements`` as one beeline script that goes on after a failed statement."""
+    script = home / "statements.sql"
+    script.write_text("".join(f"{statement};\n" for statement in statements), encoding="utf-8")
+    env = dict(os.environ, JAVA_TOOL_OPTIONS=f"-XX:TieredStopAtLevel=1 -Duser.home={home}")
+    return subprocess.run(
+        [str(BEELINE), "-u", server.url, "-n", "analyst", "--silent=true", "--force=true",
+         "-f", str(script)],
+        env=env, capture_output=True, text=True, timeout=CLIENT_TIMEOUT, check=False)
+
+
+def cep_message(text: str, code: str) -> str:
+    """The CEP error in ``text``: from its code to the end of its caret line, if it has one."""
+    start = text.index(f"{code}: ")
+    lines = text[start:].splitlines()
+    if re.search(r"^[^:]*: line \d+, column \d+: ", lines[0]):
+        caret = next(i for i, line in enumerate(lines) if line.strip().startswith("^"))
+        lines = lines[:caret + 1]
+        lines[-1] = lines[-1][:lines[-1].index("^") + 1]
+    else:
+        lines = lines[:1]
+    # What Spark appends to the message (" SQLSTATE: ...") is not part of it.
+    lines[-1] = lines[-1].split(" SQLSTATE: ")[0].rstrip()
+    return "\n".join(lines)
+
+
 def split_results(stdout: str, headers: dict[str, tuple[str, ...]]
                   ) -> dict[str, list[tuple[str, ...]]]:
     """beeline's CSV output of several statements, split at their header lines."""
@@ -273,6 +328,33 @@ def test_bad_pattern_reaches_the_client_with_its_code(spark, server: Server) -> 
         cursor.execute("SELECT 1")
         assert cursor.fetchall() == [(1,)]
     assert code.group() in str(there.value)
+
+
+def test_every_functions_errors_reach_beeline_as_in_process(spark, server: Server,
+                                                           tmp_path: Path) -> None:
+    """At plan time and at run time, a JDBC client gets the message a notebook gets: the code,
+    ``line L, column C`` and the caret under the pattern text when there is a position, with one
+    Python frame (the shell's) around it."""
+    expected = {}
+    for name, (sql, code) in ERRORS.items():
+        with pytest.raises(Exception) as here:
+            spark.sql(sql).collect()
+        expected[name] = cep_message(str(here.value), code)
+        assert expected[name].startswith(f"{code}: "), (name, str(here.value))
+    assert "line 2, column 15: " in expected["predict_match"], expected["predict_match"]
+    assert all("^" in expected[name] for name in ERRORS if ERRORS[name][1].startswith("CEP-PAT-"))
+
+    proc = beeline_script(server, [sql for sql, _ in ERRORS.values()], tmp_path)
+
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    # One "Error: ..." block per failed statement, in the script's order.
+    blocks = re.split(r"^Error: ", proc.stderr, flags=re.M)[1:]
+    assert len(blocks) == len(ERRORS), proc.stderr[-5000:]
+    for (name, (_, code)), block in zip(ERRORS.items(), blocks):
+        assert cep_message(block, code) == expected[name], (name, block[:3000])
+        # The server's own part of the error (before Java's "Caused by" repeats it).
+        first = block.split("Caused by:")[0]
+        assert first.count('File "') == 1 and "udfs/shell.py" in first, (name, first[:3000])
 
 
 def test_delta_still_loads_after_a_synchronous_client_left(spark, server: Server) -> None:
