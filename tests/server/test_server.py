@@ -230,13 +230,8 @@ def server(request: pytest.FixtureRequest, settings: Settings, bi_table: BiTable
 
 def beeline(server: Server, statements: list[str], home: Path) -> subprocess.CompletedProcess:
     """Run ``statements`` in one beeline call (CSV output with headers)."""
-    # beeline keeps its history under the JVM's user.home (not $HOME); the C1 compiler: see
-    # child_env.
-    env = dict(os.environ, JAVA_TOOL_OPTIONS=f"-XX:TieredStopAtLevel=1 -Duser.home={home}")
-    return subprocess.run(
-        [str(BEELINE), "-u", server.url, "-n", "analyst", "--outputformat=csv2",
-         "--showHeader=true", "--silent=true", "-e", "; ".join(statements)],
-        env=env, capture_output=True, text=True, timeout=CLIENT_TIMEOUT, check=False)
+    return run_beeline(server, ["--outputformat=csv2", "--showHeader=true", "-e",
+                                "; ".join(statements)], home)
 
 
 def beeline_script(server: Server, statements: list[str], home: Path
@@ -244,11 +239,17 @@ def beeline_script(server: Server, statements: list[str], home: Path
     """Run ``statements`` as one beeline script that goes on after a failed statement."""
     script = home / "statements.sql"
     script.write_text("".join(f"{statement};\n" for statement in statements), encoding="utf-8")
+    return run_beeline(server, ["--force=true", "-f", str(script)], home)
+
+
+def run_beeline(server: Server, args: list[str], home: Path) -> subprocess.CompletedProcess:
+    """beeline connected to ``server`` as ``analyst``, silent, with ``args``."""
+    # beeline keeps its history under the JVM's user.home (not $HOME); the C1 compiler: see
+    # child_env.
     env = dict(os.environ, JAVA_TOOL_OPTIONS=f"-XX:TieredStopAtLevel=1 -Duser.home={home}")
-    return subprocess.run(
-        [str(BEELINE), "-u", server.url, "-n", "analyst", "--silent=true", "--force=true",
-         "-f", str(script)],
-        env=env, capture_output=True, text=True, timeout=CLIENT_TIMEOUT, check=False)
+    return subprocess.run([str(BEELINE), "-u", server.url, "-n", "analyst", "--silent=true", *args],
+                          env=env, capture_output=True, text=True, timeout=CLIENT_TIMEOUT,
+                          check=False)
 
 
 def cep_message(text: str, code: str) -> str:
