@@ -42,7 +42,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--data-dir", help="override conf/spark.toml [session] data_dir")
     parser.add_argument("--master", help="override the Spark master (e.g. spark://host:7077)")
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("fetch-jars", help="resolve the Delta Lake jars from Maven Central once")
+    sub.add_parser("fetch-jars", help="resolve the Delta Lake jars from Maven Central once and "
+                   "record the class archive that makes later sessions start faster")
     sub.add_parser("fetch-data", help="download the pm4py sdist and the skfolio wheel once and "
                    "extract the BPI logs and the stock prices")
     load = sub.add_parser("load-bpi", help="load the BPI logs into Delta tables")
@@ -150,8 +151,12 @@ def main(argv: Sequence[str] | None = None, *, spark: "SparkSession | None" = No
         if args.command == "fetch-jars":
             from jobs.session import ensure_delta_jars
 
+            from jobs.class_archive import build_archive
+
             jars = ensure_delta_jars(settings)
             print(f"{len(jars)} Delta jars ready in {settings.ivy_dir}")
+            archive = build_archive(settings, jars)
+            print(f"class archive: {archive or 'none (sessions start without one)'}")
             return 0
         if args.command == "fetch-data":
             from jobs.loaders.datasets import extract_log

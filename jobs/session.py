@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Collection, Mapping
 
 from cep.errors import CepError
 from delta_tables.settings import Settings, load_settings
+from jobs import class_archive
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -118,12 +119,14 @@ def session_conf(settings: Settings, jars: list[Path]) -> dict[str, str]:
         d.mkdir(parents=True, exist_ok=True)
     java_opts = (f"-Duser.timezone=UTC -Dderby.system.home={settings.data_dir / 'derby'} "
                  f"-Djava.io.tmpdir={settings.scratch_dir}")
+    # Only the driver maps the class archive: it is a file of this machine (jobs/class_archive.py).
+    driver_opts = f"{java_opts} {class_archive.java_options(settings, jars)}".strip()
     conf: dict[str, str] = {
         "spark.jars": ",".join(str(j) for j in jars),
         "spark.sql.warehouse.dir": str(settings.warehouse_dir),
         "spark.local.dir": str(settings.scratch_dir),
         "spark.driver.memory": settings.driver_memory,
-        "spark.driver.extraJavaOptions": java_opts,
+        "spark.driver.extraJavaOptions": driver_opts,
         "spark.executor.extraJavaOptions": java_opts,
         "spark.sql.shuffle.partitions": str(settings.shuffle_partitions),
         # Progress bars redraw one line with carriage returns: useful in a terminal, noise in a

@@ -77,3 +77,41 @@ def test_session_module_has_one_builder() -> None:
                  for p in (root / folder).rglob("*.py")
                  if "SparkSession.builder" in p.read_text() and p.name != "session.py"]
     assert offenders == []
+
+
+def test_the_class_archive_is_keyed_by_the_jars_and_used_only_when_recorded(settings,
+                                                                              tmp_path) -> None:
+    import dataclasses
+
+    from jobs import class_archive
+
+    here = dataclasses.replace(settings, data_dir=tmp_path)
+    jars = ensure_delta_jars(settings)
+    path = class_archive.archive_path(here, jars)
+    assert path.parent == here.ivy_dir and path.suffix == ".jsa"
+    assert class_archive.archive_path(here, jars[:-1]) != path  # another jar set, another file
+    assert class_archive.java_options(here, jars) == ""         # not recorded: nothing to map
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"")
+    assert class_archive.java_options(here, jars) == \
+        f"-XX:SharedArchiveFile={path} {class_archive.QUIET}"
+
+
+def test_the_session_jvm_maps_the_class_archive_make_jars_recorded(spark, settings) -> None:
+    # `make jars` records the archive; the JVM reports what it mapped (base archive + ours).
+    import re
+    from pathlib import Path
+
+    from jobs.class_archive import archive_path
+
+    archive = archive_path(settings, ensure_delta_jars(settings))
+    assert archive.is_file(), f"{archive} missing: `make jars` (python -m jobs fetch-jars) " \
+                              "records it"
+    jvm = spark.sparkContext._jvm
+    pid = jvm.java.lang.ProcessHandle.current().pid()
+    home = Path(jvm.java.lang.System.getProperty("java.home"))
+    info = subprocess.run([str(home / "bin" / "jcmd"), str(pid), "VM.info"], capture_output=True,
+                          text=True, timeout=120).stdout
+    found = re.search(r"CDS archive\(s\) mapped at: .*?size (\d+)", info)
+    assert found, "the JVM reports no CDS archive:\n" + info[:2000]
+    assert int(found.group(1)) > archive.stat().st_size, (found.group(0), archive.stat().st_size)
