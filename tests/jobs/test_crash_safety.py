@@ -26,16 +26,23 @@ once over the source as of the same version. What must hold:
   (:func:`delta_tables.manifest.find_run` / :func:`~delta_tables.manifest.read_state`) equals
   the from-scratch build as of its source version.
 
-Crashed tables: every table an incremental run writes: the sketch's nodes, open, late and meta;
-the prediction set's instances, models, late and meta; the graph's event and attribute
-vertices, from and to edges, late and meta; the run manifest (after the prediction set's meta
-table). The prediction set's subscriptions (first run only) and states (new machine states
-only) are crashed in process by its job's own tests (``crash_after``).
+Crashed commits: each distinct commit path of each job once. A path is the code that commits
+a table: ``Run.merge`` (the sketch's nodes and open, the prediction set's instances and models,
+the graph's four vertex and edge tables), ``Run.append`` (every job's late rows), the meta write
+of ``IncrementalJob``, and the runner's manifest row. Per kind: the first merge of a run (the
+sketch's nodes, killed; the prediction set's and the graph's first merges are exercised as the
+resumed runs' first commits), a merge after merges the same run committed (sketch open,
+prediction models, graph from edges), the late append and the meta write; and the manifest row
+(after the prediction set's meta table). The prediction set's subscriptions (first run only)
+and states (new machine states only) are crashed in process by its job's own tests
+(``crash_after``). Until 2026-11-23 every table was stopped in turn; the tables cut since then
+(graph event and attribute vertices and to edges, prediction instances) commit through the
+same ``Run.merge`` call, in the same loop or the next line, as a table still stopped.
 
 Which crashes kill a real process: one per writer of a commit, each a ``python -m jobs`` child
 SIGKILLed by the hook: the state job's own writes (its first MERGE, sketch nodes) and the
 runner's manifest row (prediction set, with the source grown before the rerun). Every other
-table is stopped in this process at the same place, one kind at a time and one table after
+path is stopped in this process at the same place, one kind at a time and one table after
 another (each rerun resumes the stopped run and stops at the next table, the last rerun
 finishes it): its write goes through the same ``Run.merge`` / ``Run.append`` (or the meta
 write of ``IncrementalJob``) as the killed one, so what differs from a kill is only how the
@@ -708,20 +715,19 @@ KILLS = [  # (kind, table, tables the crashed run must have committed, grow the 
     ("predict", "manifest", {"instances", "models", "late", "meta"}, True),  # the runner's row
 ]
 STOPS = [  # (kind, ((table, tables a run must have committed before it), ...), grow first)
-    # Every other table an incremental run writes (the prediction set's subscriptions are
-    # written by its first run only, its states when a run meets a new machine state: both are
-    # crashed by the job's own tests), stopped in turn: each rerun resumes the run before it.
-    # The sketch's chain is the last of its commits with set-aside rows (see sketch_rows); it
-    # ends with the meta write (the protocol's last write), the graph's goes through its
-    # Run.append (late) and ends with a meta stop after which the source grows.
+    # Each kind's other commit paths, once each and in turn (each rerun resumes the run before
+    # it): a Run.merge after merges the same run committed, its Run.append of late rows, and
+    # the protocol's meta write. Tables merged through the same Run.merge call share a path
+    # (the graph's four vertex and edge tables in one loop, the prediction set's instances and
+    # models one line apart). The prediction set's subscriptions (first run only) and states
+    # (new machine states only) are crashed by the job's own tests. The sketch's chain is the
+    # last of its commits with set-aside rows (see sketch_rows); the graph's source grows
+    # after its meta stop.
     ("sketch", (("open", {"nodes"}), ("late", {"nodes", "open"}),
                 ("meta", {"nodes", "open", "late"})), False),
-    ("predict", (("instances", set()), ("models", {"instances"}),
-                 ("late", {"instances", "models"}), ("meta", {"instances", "models", "late"})),
-     False),
-    ("graph", (("event_vertices", set()), ("attribute_vertices", {"event_vertices"}),
-               ("from_edges", {"event_vertices", "attribute_vertices"}),
-               ("to_edges", {"event_vertices", "attribute_vertices", "from_edges"}),
+    ("predict", (("models", {"instances"}), ("late", {"instances", "models"}),
+                 ("meta", {"instances", "models", "late"})), False),
+    ("graph", (("from_edges", {"event_vertices", "attribute_vertices"}),
                ("late", {"event_vertices", "attribute_vertices", "from_edges", "to_edges"}),
                ("meta", {"event_vertices", "attribute_vertices", "from_edges", "to_edges",
                          "late"})), True),
