@@ -2,14 +2,19 @@
 
 In ONE run, on the same data and machine, it prints five Markdown tables:
 
-1. **Latency** at 10^5, 10^6 and 10^7 events of two synthetic shapes (``cep.datasets.synthetic``):
-   ``keys`` (100 streams, 50 Zipf types, ``s = 1.1``) and ``words`` (one stream, a Zipf word
-   stream over 10^6 types, ``s = 1.2``). Each stream gets one tree, built in the pure core with
-   the config of :func:`cep.sketch.solve` for ``fpq = 1e-4``, queries of 3 names, leaves of
-   ``C = 64`` events and a budget of 10 bytes per event of the stream (this chooses height 2,
-   ``m = 2216``, ``k = 6`` at every size). Two questions per shape under skip-till-next-match, a
-   frequent one (``T01; T02; T03``, type ranks 1, 2, 3) and a selective one (ranks 30, 35, 40
-   of ``keys``, 100, 200, 300 of ``words``):
+1. **Latency** of three synthetic shapes (``cep.datasets.synthetic``): ``cases`` (many short
+   streams, ~9 events each, 24 Zipf types, ``s = 1.1``; 65,000 and 10^6 events, i.e. 7,222
+   and 111,111 streams; trees as ``app_sketch`` builds them: leaves of ``C = 4`` events, the
+   solver's config for 64 expected events and 8192 bytes per stream), ``keys`` (100 streams,
+   50 Zipf types, ``s = 1.1``) and ``words`` (one stream, a Zipf word stream over 10^6 types,
+   ``s = 1.2``), these two at 10^5, 10^6 and 10^7 events. Each stream of ``keys`` and
+   ``words`` gets one tree, built in the pure core with the config of
+   :func:`cep.sketch.solve` for ``fpq = 1e-4``, queries of 3 names, leaves of ``C = 64``
+   events and a budget of 10 bytes per event of the stream (this chooses height 2,
+   ``m = 2216``, ``k = 6`` at every size). Two questions per shape under
+   skip-till-next-match, a frequent one (``T01; T02; T03``, type ranks 1, 2, 3) and a
+   selective one (ranks 8, 10, 12 of ``cases``, 30, 35, 40 of ``keys``, 100, 200, 300 of
+   ``words``):
 
    a. in one process: :func:`cep.sketch.evaluate_sketch` over every stream's tree (``exists``
       and ``intervals``, level 0) against the exact core matcher on the raw events
@@ -127,6 +132,13 @@ SYN_WINDOW = 64
 SYN_QUERY_LENGTH = 3
 SYN_BYTES_PER_EVENT = 10
 SHAPES: dict[str, dict[str, Any]] = {
+    # Many short streams (issue 20: a process-mining log of 65k events in 7.5k cases took
+    # 14.6 s per approx_match_seq query against 8.3 s for match_seq): ~9 events per case,
+    # 24 activity types, trees as app_sketch builds them (conf/sketches.toml: C = 4, 64
+    # expected events and 8192 bytes per case).
+    "cases": {"events_per_key": 9, "n_types": 24, "zipf_s": 1.1, "sizes": (65_000, 1_000_000),
+              "tree": {"budget": 8192, "expected_events": 64, "window": 4},
+              "questions": {"frequent": (1, 2, 3), "selective": (8, 10, 12)}},
     "keys": {"n_keys": 100, "n_types": 50, "zipf_s": 1.1,
              "questions": {"frequent": (1, 2, 3), "selective": (30, 35, 40)}},
     "words": {"n_keys": 1, "n_types": 1_000_000, "zipf_s": 1.2,
@@ -498,7 +510,8 @@ def write_nodes(spark: "SparkSession", root: Path, name: str, streams: Streams,
 def synthetic_streams(shape: str, n: int) -> tuple[Streams, tuple[str, ...]]:
     """The stream(s) of one shape and size, and its type names (for the questions)."""
     spec = SHAPES[shape]
-    cols = generate_events(SyntheticSpec(n_events=n, n_keys=spec["n_keys"],
+    n_keys = spec.get("n_keys") or max(1, n // spec["events_per_key"])
+    cols = generate_events(SyntheticSpec(n_events=n, n_keys=n_keys,
                                          n_types=spec["n_types"], zipf_s=spec["zipf_s"],
                                          n_attrs=0, seed=SEED))
     streams = split_streams(cols.key, cols.ts_us.astype(np.int64), cols.id.astype(np.int64),
@@ -570,13 +583,15 @@ def run_latency(spark: "SparkSession | None", root: Path | None, max_n: int, sql
     import pyarrow as pa
 
     rows, byte_rows = [], []
-    for shape in SHAPES:
-        for n in (s for s in SIZES if min_n <= s <= max_n):
+    for shape, spec in SHAPES.items():
+        for n in (s for s in spec.get("sizes", SIZES) if min_n <= s <= max_n):
             t0 = time.perf_counter()
             streams, type_names = synthetic_streams(shape, n)
             per_stream = n // len(streams.keys)
-            config, info = solver_config(FPQ, SYN_BYTES_PER_EVENT * per_stream, per_stream,
-                                         SYN_WINDOW, SYN_QUERY_LENGTH)
+            tree = spec.get("tree", {"budget": SYN_BYTES_PER_EVENT * per_stream,
+                                     "expected_events": per_stream, "window": SYN_WINDOW})
+            config, info = solver_config(FPQ, tree["budget"], tree["expected_events"],
+                                         tree["window"], SYN_QUERY_LENGTH)
             trees, build_s = build_trees(streams, config)
             nodes = sum(t.n_nodes for t in trees)
             print(f"<!-- {shape} {n:,}: generated in {time.perf_counter() - t0 - build_s:.1f} s, "
