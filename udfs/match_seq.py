@@ -176,10 +176,36 @@ def answer_table(plan: CallPlan, table: Any) -> Iterator[Any]:
     """The output tables of one partition's selected columns (one per chunk of segments)."""
     from cep.match.segments import iter_segment_matches
 
+    from cep.match.errors import MatchLimitError
+
     stream, keys = event_stream(plan, table)
     compiled = _compiled(plan.pattern, plan.policy, plan.max_matches)
-    for chunk in iter_segment_matches(compiled, stream):
-        yield _output(plan, stream, keys, chunk)
+    try:
+        for chunk in iter_segment_matches(compiled, stream):
+            yield _output(plan, stream, keys, chunk)
+    except MatchLimitError as err:
+        raise MatchLimitError(sql_advice(err.message)) from None
+
+
+SQL_ADVICE = {
+    "raise MatchLimits.max_matches": "raise the limit with the argument max_matches => N",
+    "raise MatchLimits.max_partial_matches": "split the input (a narrower TABLE argument)",
+    "raise MatchLimits.max_kleene_iterations": "split the input (a narrower TABLE argument)",
+}
+"""The core's advice names its Python settings; a SQL caller can only change the call."""
+
+
+def sql_advice(message: str) -> str:
+    """A limit error's message with the core's advice in the words of the SQL function.
+
+    Example:
+        >>> sql_advice("more than max_matches=1 matches (found 2); narrow the pattern or "
+        ...            "raise MatchLimits.max_matches")
+        'more than max_matches=1 matches (found 2); narrow the pattern or raise the limit with the argument max_matches => N'
+    """
+    for python, sql in SQL_ADVICE.items():
+        message = message.replace(python, sql)
+    return message
 
 
 def micros(column: Any, ts_kind: str) -> Any:
