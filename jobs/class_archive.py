@@ -39,7 +39,9 @@ __all__ = ["archive_path", "java_options", "build_archive"]
 
 RECORD_ENV = "CEP_CLASS_ARCHIVE_OUT"
 """Set by :func:`build_archive` for its child only: the file the child's JVM records into."""
-QUIET = "-Xshare:auto -Xlog:cds=off -Xlog:cds+dynamic=off"
+SILENT = "-Xlog:cds=off -Xlog:cds+dynamic=off"
+"""No class-data-sharing log lines on the console, when recording or mapping."""
+QUIET = f"-Xshare:auto {SILENT}"
 """Use the archive when it matches and say nothing when it does not (a mismatch only costs the
 time the archive would have saved)."""
 
@@ -62,7 +64,7 @@ def java_options(settings: Settings, jars: list[Path]) -> str:
     """
     record = os.environ.get(RECORD_ENV)
     if record:
-        return f"-XX:ArchiveClassesAtExit={record} -Xlog:cds=off -Xlog:cds+dynamic=off"
+        return f"-XX:ArchiveClassesAtExit={record} {SILENT}"
     path = archive_path(settings, jars)
     return f"-XX:SharedArchiveFile={path} {QUIET}" if path.is_file() else ""
 

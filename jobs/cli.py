@@ -149,9 +149,8 @@ def main(argv: Sequence[str] | None = None, *, spark: "SparkSession | None" = No
     try:
         settings = settings or load_settings(overrides=overrides)
         if args.command == "fetch-jars":
-            from jobs.session import ensure_delta_jars
-
             from jobs.class_archive import build_archive
+            from jobs.session import ensure_delta_jars
 
             jars = ensure_delta_jars(settings)
             print(f"{len(jars)} Delta jars ready in {settings.ivy_dir}")
