@@ -200,6 +200,9 @@ def _commit_timestamps(spark: "SparkSession", tables: dict[str, TableConf],
 
     Each lookup loads the table's log and history in the JVM (~0.25 s, mostly waiting), so the
     tables are looked up on threads: a manifest row of a six-table state took ~1.5 s serially.
+    The newest commit is read first: it is the version wanted unless an older run is being
+    recorded (after a crash), and reading all of a table's history costs a commit file per
+    version, which grows with every run.
     """
     from concurrent.futures import ThreadPoolExecutor
 
@@ -212,10 +215,13 @@ def _commit_timestamps(spark: "SparkSession", tables: dict[str, TableConf],
         version = versions[name]
         if version is None:
             return None
-        row = (DeltaTable.forPath(spark, str(tables[name].location)).history()
-               .where(F.col("version") == version)
-               .select(F.unix_micros("timestamp")).first())
-        return None if row is None else epoch + _dt.timedelta(microseconds=int(row[0]))
+        table = DeltaTable.forPath(spark, str(tables[name].location))
+        for limit in (1, None):  # history(limit) reads the commit files when called
+            row = (table.history(limit).where(F.col("version") == version)
+                   .select(F.unix_micros("timestamp")).first())
+            if row is not None:
+                return epoch + _dt.timedelta(microseconds=int(row[0]))
+        return None
 
     names = list(versions)
     with ThreadPoolExecutor(max(1, min(4, len(names))), thread_name_prefix="history") as pool:
