@@ -70,9 +70,11 @@ from cep.lang.errors import (
     E_BAD_REFERENCE,
     E_BAD_TIME_LITERAL,
     E_BAD_INDEX,
+    E_BAD_LIKE,
     E_CONDITION_SYNTAX,
     E_CONDITION_TOO_DEEP,
     E_DEFINE_SCOPE,
+    E_DQ_BACKSLASH,
     E_EMPTY_CONDITION,
     E_FORBIDDEN_SQL,
     E_FUNCTION_NOT_ALLOWED,
@@ -84,6 +86,7 @@ from cep.lang.errors import (
     PatternSemanticError,
     PatternSyntaxError,
 )
+from cep.lang.like import like_problem
 from cep.lang.limits import DEFAULT_LIMITS, Limits, check_text
 from cep.lang.tokens import DQ, EOF, IDENT, NUMBER, OP, QIDENT, STRING, VAR, Token, tokenize
 
@@ -469,6 +472,21 @@ class _Rewriter:
         cls = PatternSemanticError if semantic else PatternSyntaxError
         raise cls(code, message, self.text, tok.start, tok.end if end is None else end)
 
+    def string(self, tok: Token) -> None:
+        """A string literal; after LIKE/ILIKE, a pattern Spark accepts."""
+        if tok.kind == DQ and "\\" in tok.value:
+            # Spark reads backslash escapes in "..." too; the pattern tokenizer does not (there
+            # it is a class name), so the two would disagree: refuse rather than guess.
+            self.fail(E_DQ_BACKSLASH, "a double-quoted string in a condition cannot hold a "
+                      "backslash: write it in single quotes, as Spark SQL reads it", tok)
+        before = self.toks[self.k - 1] if self.k > 0 else None
+        if before is not None and before.is_kw("LIKE", "ILIKE"):
+            problem = like_problem(tok.value)
+            if problem is not None:
+                self.fail(E_BAD_LIKE, f"Spark's LIKE refuses this pattern: {problem}", tok)
+        self.k += 1
+        self.emit(_sql_string(tok.value), tok.start, tok.end)
+
     def add_ref(self, ref: Ref) -> None:
         self.refs.append(ref)
         self.emit(_placeholder(ref.name), ref.span[0], ref.span[1])
@@ -497,8 +515,7 @@ class _Rewriter:
                 self.k += 1
                 self.bare(tok)
         elif tok.kind in (STRING, DQ):
-            self.k += 1
-            self.emit(_sql_string(tok.value), tok.start, tok.end)
+            self.string(tok)
         elif tok.kind == NUMBER:
             self.number(tok, nxt)
         elif tok.kind == VAR:

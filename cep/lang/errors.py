@@ -44,6 +44,9 @@ CEP-PAT-122    syntax    malformed or misplaced policy keyword or ``[attr]`` equ
 CEP-PAT-123    syntax    malformed WINDOW bounds (not integers or timestamp strings)
 CEP-PAT-124    syntax    unit not allowed in a condition (EVENTS), or below microsecond precision
 CEP-PAT-125    syntax    a condition that is not boolean (``a.x + 1``)
+CEP-PAT-126    syntax    a string escape that is no character (``'\\uD800'``, ``'\\U00110000'``)
+CEP-PAT-127    syntax    a LIKE pattern Spark rejects (``\\`` before a character other than ``%``, ``_``, ``\\``, or last)
+CEP-PAT-128    syntax    a double-quoted string in a condition with a backslash (write it in single quotes)
 CEP-PAT-201    semantic  the same alias names two events
 CEP-PAT-202    semantic  a condition uses an alias that no event has
 CEP-PAT-203    semantic  an attribute that is not a column of the event table
@@ -111,6 +114,9 @@ E_BAD_POLICY_OR_EQUIVALENCE = "CEP-PAT-122"
 E_BAD_WINDOW_SYNTAX = "CEP-PAT-123"
 E_BAD_TIME_LITERAL = "CEP-PAT-124"
 E_NOT_BOOLEAN = "CEP-PAT-125"
+E_BAD_ESCAPE = "CEP-PAT-126"
+E_BAD_LIKE = "CEP-PAT-127"
+E_DQ_BACKSLASH = "CEP-PAT-128"
 # Semantics (PatternSemanticError).
 E_DUPLICATE_ALIAS = "CEP-PAT-201"
 E_UNDEFINED_ALIAS = "CEP-PAT-202"

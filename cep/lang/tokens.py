@@ -13,7 +13,8 @@ Lexical rules:
 - ``DQ``: a double-quoted text, ``""`` doubles a quote inside. In the pattern it is a class name
   (``"O_Sent (mail and online)"``); inside a condition it is a string literal, as in Spark SQL,
   unless it is followed by ``.`` (then it names an alias);
-- ``STRING``: a single-quoted literal with backslash escapes and ``''`` for a quote;
+- ``STRING``: a single-quoted literal with backslash escapes and ``''`` for a quote; its
+  value is what Spark SQL makes of it (:func:`cep.lang.strings.string_value`);
 - ``NUMBER``: ``12``, ``1.05``, ``.5``, ``3e-2``;
 - ``VAR``: a join variable ``$name``;
 - ``OP``: one of ``<=> .. <= >= <> != == ( ) [ ] { } , ; | & ! @ * + ? . - / % = < >``.
@@ -29,12 +30,14 @@ from dataclasses import dataclass
 
 from cep.lang.errors import (
     E_BAD_CHARACTER,
+    E_BAD_ESCAPE,
     E_BAD_REFERENCE,
     E_UNTERMINATED_COMMENT,
     E_UNTERMINATED_QUOTED_NAME,
     E_UNTERMINATED_STRING,
     PatternSyntaxError,
 )
+from cep.lang.strings import EscapeError, string_value
 
 IDENT = "IDENT"
 QIDENT = "QIDENT"
@@ -97,14 +100,17 @@ def _after_operand(text: str, i: int) -> bool:
 
 
 def _scan_quoted(text: str, start: int, quote: str, backslash: bool) -> tuple[int, str] | None:
-    """Scan a quoted token opening at ``start``; return (end offset, decoded value) or None."""
+    """Scan a quoted token opening at ``start``; return (end offset, value) or None.
+
+    The value has a doubled quote as one; backslash pairs stay as written (``backslash``).
+    """
     i = start + 1
     out: list[str] = []
     n = len(text)
     while i < n:
         ch = text[i]
         if backslash and ch == "\\" and i + 1 < n:
-            out.append(text[i + 1])
+            out.append(text[i:i + 2])  # decoded by string_value: the pair may start \u0041
             i += 2
             continue
         if ch == quote:
@@ -197,6 +203,11 @@ def tokenize(text: str) -> list[Token]:
                     E_UNTERMINATED_STRING, f"{what} is never closed with {ch}", text, i, _line_end(text, i)
                 )
             end, value = scanned
+            if ch == "'":
+                try:
+                    value = string_value(value)
+                except EscapeError as exc:
+                    raise PatternSyntaxError(E_BAD_ESCAPE, str(exc), text, i, end) from None
             kind = {"'": STRING, '"': DQ, "`": QIDENT}[ch]
             tokens.append(Token(kind, text[i:end], value, i, end))
             i = end

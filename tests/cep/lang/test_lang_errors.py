@@ -183,6 +183,11 @@ CASES: list[Case] = [
     # $x is allowed in DEFINE; another event next to it is still CEP-PAT-217.
     Case("define_variable_and_other_event", "PATTERN F; S DEFINE F AS ip = $x AND S.ip = $x",
          kind=PatternSemanticError),
+    # Strings and LIKE patterns as Spark reads them (cep.lang.strings, cep.lang.like).
+    Case("escape_no_character", "PATTERN A; B WHERE A.status = 'x\\uD800'", kind=PatternSyntaxError),
+    Case("like_escape_before_letter", "PATTERN A; B\nWHERE A.status LIKE 'a\\\\b%'",
+         kind=PatternSyntaxError),
+    Case("double_quoted_backslash", 'PATTERN A; B WHERE A.status = "a\\tb"', kind=PatternSyntaxError),
 ]
 
 assert len({c.name for c in CASES}) == len(CASES), "case names must be unique"
