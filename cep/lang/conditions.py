@@ -73,6 +73,7 @@ from cep.lang.errors import (
     E_BAD_LIKE,
     E_CONDITION_SYNTAX,
     E_CONDITION_TOO_DEEP,
+    E_CONDITION_TOO_LARGE,
     E_DEFINE_SCOPE,
     E_DQ_BACKSLASH,
     E_EMPTY_CONDITION,
@@ -367,10 +368,27 @@ def compile_condition(
 # ---------------------------------------------------------------------------------------------
 
 
+_COUNTED_WORDS = ("AND", "OR", "NOT", "IN", "IS", "BETWEEN", "LIKE", "ILIKE")
+_NOT_OPERATORS = ("(", ")", "[", "]", ",", ".")
+
+
 def _check_depth(text: str, tokens: Sequence[Token], limits: Limits) -> None:
+    """Check the nesting (brackets and prefix operators) and the number of operators."""
     unary = [0]
     prev: Token | None = None
+    operators = 0
     for tok in tokens:
+        if (tok.kind == OP and not tok.is_op(*_NOT_OPERATORS)) or tok.is_kw(*_COUNTED_WORDS):
+            operators += 1
+            if operators > limits.max_condition_operators:
+                raise PatternLimitError(
+                    E_CONDITION_TOO_LARGE,
+                    f"condition has more than {limits.max_condition_operators} operators; "
+                    "split it (several WHERE conjuncts, IN (...) for a list of values)",
+                    text,
+                    tok.start,
+                    tok.end,
+                )
         if tok.is_op("(", "["):
             unary.append(0)
         elif tok.is_op(")", "]"):

@@ -18,6 +18,7 @@ CEP-PAT-002    limit     brackets nested deeper than the maximum depth
 CEP-PAT-003    limit     more event components than the maximum
 CEP-PAT-004    limit     a condition nested too deeply (brackets plus prefix operators)
 CEP-PAT-005    limit     a quantifier bound above the maximum repeat count
+CEP-PAT-006    limit     a condition with more operators than the maximum
 CEP-PAT-100    syntax    the pattern is not a string
 CEP-PAT-101    syntax    unterminated string literal or double-quoted name
 CEP-PAT-102    syntax    unterminated backtick-quoted name
@@ -87,6 +88,7 @@ E_TOO_DEEP = "CEP-PAT-002"
 E_TOO_MANY_COMPONENTS = "CEP-PAT-003"
 E_CONDITION_TOO_DEEP = "CEP-PAT-004"
 E_REPEAT_TOO_LARGE = "CEP-PAT-005"
+E_CONDITION_TOO_LARGE = "CEP-PAT-006"
 # Syntax (PatternSyntaxError).
 E_NOT_A_STRING = "CEP-PAT-100"
 E_UNTERMINATED_STRING = "CEP-PAT-101"

@@ -39,6 +39,9 @@ class Limits:
         max_components: maximum number of event components (class occurrences).
         max_repeat: maximum quantifier bound, ``A{n}`` / ``A{n,m}`` / ``A[n]``.
         max_condition_depth: maximum nesting of one condition (brackets plus prefix operators).
+        max_condition_operators: maximum number of operators in one condition (every
+            comparison, arithmetic and logical operator, ``IN``, ``BETWEEN``, ``LIKE``, ``IS``):
+            a chain ``a + b + c ...`` nests one level per operator in the engines' trees.
     """
 
     max_length: int = 20_000
@@ -46,6 +49,7 @@ class Limits:
     max_components: int = 256
     max_repeat: int = 1000
     max_condition_depth: int = 16
+    max_condition_operators: int = 256
 
 
 DEFAULT_LIMITS = Limits()

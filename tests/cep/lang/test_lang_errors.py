@@ -188,6 +188,13 @@ CASES: list[Case] = [
     Case("like_escape_before_letter", "PATTERN A; B\nWHERE A.status LIKE 'a\\\\b%'",
          kind=PatternSyntaxError),
     Case("double_quoted_backslash", 'PATTERN A; B WHERE A.status = "a\\tb"', kind=PatternSyntaxError),
+    # 1,000 chained operators reached a RecursionError in the engine before the limit (issue 21).
+    Case(
+        "condition_too_many_operators",
+        "PATTERN A; B WHERE A.price" + " + A.price" * 1000 + " > 1",
+        shown="PATTERN A; B WHERE A.price + A.price + ... (1000 times) > 1",
+        kind=PatternLimitError,
+    ),
 ]
 
 assert len({c.name for c in CASES}) == len(CASES), "case names must be unique"
