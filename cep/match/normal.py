@@ -121,33 +121,33 @@ def _single_events(node: ast.PatternNode) -> tuple[Choice, ...] | None:
 _Seq = list[tuple[str, Component]]
 
 
-def _alternatives(node: ast.PatternNode) -> list[_Seq]:
+def _alternatives(node: ast.PatternNode, text: str) -> list[_Seq]:
     choices = _single_events(node)
     if choices is not None:
         return [[(FOLLOWED, Component("event", choices))]]
     if isinstance(node, ast.Timed):
-        return _alternatives(node.part)
+        return _alternatives(node.part, text)
     if isinstance(node, ast.Or):
         out: list[_Seq] = []
         for part in node.parts:
-            out.extend(_alternatives(part))
+            out.extend(_alternatives(part, text))
         return _check_count(out)
     if isinstance(node, ast.Not):
         inner = _single_events(node.part)
         if inner is None:
-            raise UnsupportedPatternError(
-                f"NOT over a composite pattern (at offset {node.span[0]}) is not supported; "
-                "NOT takes one event class or an OR of event classes")
+            raise UnsupportedPatternError.at(
+                text, node.span, "NOT over a composite pattern is not supported; NOT takes one "
+                "event class or an OR of event classes")
         return [[(FOLLOWED, Component("not", inner))]]
     if isinstance(node, ast.Kleene):
         inner = _single_events(node.part)
         if inner is None:
-            raise UnsupportedPatternError(
-                f"a quantifier over a composite pattern (at offset {node.span[0]}) is not "
-                "supported; quantify one event class or an OR of event classes")
+            raise UnsupportedPatternError.at(
+                text, node.span, "a quantifier over a composite pattern is not supported; "
+                "quantify one event class or an OR of event classes")
         return [[(FOLLOWED, Component("kleene", inner, node.min, node.max))]]
     if isinstance(node, ast.Seq):
-        pieces = [_alternatives(p) for p in node.parts]
+        pieces = [_alternatives(p, text) for p in node.parts]
         out = []
         for combo in itertools.product(*pieces):
             seq: _Seq = list(combo[0])
@@ -159,7 +159,7 @@ def _alternatives(node: ast.PatternNode) -> list[_Seq]:
     if isinstance(node, ast.And):
         out = []
         for order in itertools.permutations(node.parts):
-            out.extend(_alternatives(ast.Seq(tuple(order), (FOLLOWED,) * (len(order) - 1))))
+            out.extend(_alternatives(ast.Seq(tuple(order), (FOLLOWED,) * (len(order) - 1)), text))
             _check_count(out)
         return out
     raise UnsupportedPatternError(f"unsupported pattern node {type(node).__name__}")
@@ -200,7 +200,7 @@ def _finish(seq: _Seq, policy: str) -> Alternative:
 def normalize(query: Query, policy: str | None = None) -> NormalPattern:
     """The normal form of ``query`` under ``policy`` (see the module docstring)."""
     chosen = resolve_policy(query, policy)
-    alternatives = tuple(dict.fromkeys(_finish(seq, chosen) for seq in _alternatives(query.pattern)))
+    alternatives = tuple(dict.fromkeys(_finish(seq, chosen) for seq in _alternatives(query.pattern, query.text)))
     timed = [c for node in ast.walk(query.pattern) if isinstance(node, ast.Timed)
              for c in node.conditions]
     kleene = frozenset(e.alias for node in ast.walk(query.pattern) if isinstance(node, ast.Kleene)

@@ -137,10 +137,14 @@ def test_match_compiled_query_api() -> None:
         compile_query("PATTERN A; B WHERE A.nope > 1", columns=["ts", "type", "v"])
     with pytest.raises(PolicyConflictError):
         compile_query("PATTERN A; B WHERE strict-contiguity", policy="skip-till-any-match")
-    with pytest.raises(UnsupportedPatternError):
+    with pytest.raises(UnsupportedPatternError) as caught:
         compile_query("PATTERN A; NOT(B; C); D")
-    with pytest.raises(UnsupportedPatternError):
-        compile_query("PATTERN (A; B)+")
+    assert (caught.value.line, caught.value.column) == (1, 12), str(caught.value)
+    with pytest.raises(UnsupportedPatternError) as caught:
+        compile_query("PATTERN A;\n  (B; C)+")
+    # Line, column and the caret under the quantified group, as the language's errors show them.
+    assert str(caught.value).splitlines()[0].startswith("CEP-MATCH-002: line 2, column 3: ")
+    assert str(caught.value).splitlines()[1:] == ["      (B; C)+", "      ^~~~~~~"]
 
 
 def test_match_masks_replace_evaluation() -> None:
