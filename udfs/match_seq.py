@@ -191,6 +191,7 @@ SQL_ADVICE = {
     "raise MatchLimits.max_matches": "raise the limit with the argument max_matches => N",
     "raise MatchLimits.max_partial_matches": "split the input (a narrower TABLE argument)",
     "raise MatchLimits.max_kleene_iterations": "split the input (a narrower TABLE argument)",
+    "raise MatchLimits.max_bound_events": "split the input (a narrower TABLE argument)",
 }
 """The core's advice names its Python settings; a SQL caller can only change the call."""
 

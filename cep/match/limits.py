@@ -28,11 +28,16 @@ class MatchLimits:
         max_partial_matches: intermediate join rows (partial matches) alive after one join.
         max_matches: matches of one partition.
         max_kleene_iterations: iterations of one Kleene component in one match.
+        max_bound_events: events bound by the skip-till-next-match runs of one partition (per
+            alternative of the pattern), summed over the runs
+            (those that become matches and those that fail later): under
+            skip-till-next-match, ``A+; B`` over n ``A`` events binds n^2/2 events.
     """
 
     max_partial_matches: int = 10_000_000
     max_matches: int = 5_000_000
     max_kleene_iterations: int = 10_000
+    max_bound_events: int = 20_000_000
 
 
 _ADVICE = ("narrow the pattern (a window, conditions, skip-till-next-match) or raise "
@@ -64,3 +69,12 @@ def check_iterations(limits: MatchLimits, count: int) -> None:
             f"a Kleene component would bind {count} iterations, more than "
             f"max_kleene_iterations={limits.max_kleene_iterations}; "
             + _ADVICE.format(name="max_kleene_iterations"))
+
+
+def check_bound(limits: MatchLimits, count: int) -> None:
+    """Raise when the runs of a partition have bound more than ``max_bound_events`` events."""
+    if count > limits.max_bound_events:
+        raise MatchLimitError(
+            f"the partition's runs have bound {count} events, more than "
+            f"max_bound_events={limits.max_bound_events}; "
+            + _ADVICE.format(name="max_bound_events"))

@@ -44,7 +44,7 @@ from cep.match.buffers import alias_buffer
 from cep.match.data import StreamData
 from cep.match.expr import null_safe_equal
 from cep.match.joins import expand_ranges
-from cep.match.limits import check_iterations
+from cep.match.limits import check_bound, check_iterations
 from cep.match.negation import violated, window_close
 from cep.match.planner import RunPlan
 from cep.match.program import CompiledAlternative, CompiledQuery, Negation
@@ -102,6 +102,7 @@ class NextMatch:
     def _init_state(self, starts: np.ndarray) -> None:
         n = len(starts)
         self.n = n
+        self.bound = 0
         self.start = starts.copy()
         self.last = np.full(n, -1, dtype=np.int64)
         self.cursor = starts - 1
@@ -131,6 +132,9 @@ class NextMatch:
             view.pos[alias] = matrix = grown
         matrix[rows, counts[rows]] = pos
         counts[rows] += 1
+        # Every run's bindings are kept until it ends: count them all, matches or not.
+        self.bound += len(rows)
+        check_bound(self.limits, self.bound)
         self.last[rows] = pos
         self.last_slot[rows] = self.slot_of[alias]
 

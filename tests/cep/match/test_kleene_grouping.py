@@ -250,3 +250,21 @@ def test_kleene_grouping_bare_tree_runs_over_the_matchers_units() -> None:
         assert plan.grouping == (None, grouping, None) and list(plan.units) == matcher.units
         bare = matcher.run(plan.tree)
         assert {tuple(r) for b in bare for r in b.pos.tolist()} == VECTORS[0][2]
+
+
+def test_next_match_bound_events_limit_stops_a_quadratic_run() -> None:
+    """``A+; B`` under skip-till-next-match: the run from the k-th A binds n - k + 1 A events
+    and the B, so n A events bind n(n+1)/2 + n in all, matches or not (issue 21: 10,000 A
+    events took minutes and gigabytes before any limit). The limit counts every binding as it
+    is made."""
+    n = 30
+    stream = EventStream.from_columns(ids=range(n + 1), ts=range(n + 1), types=["A"] * n + ["B"])
+    bound = n * (n + 1) // 2 + n  # 495
+    roomy = compile_query("PATTERN A+; B", policy="skip-till-next-match",
+                          limits=MatchLimits(max_bound_events=bound))
+    matches = find_matches(roomy, stream).to_matches()
+    assert len(matches) == n and sum(len(m.positions) for m in matches) == bound
+    tight = compile_query("PATTERN A+; B", policy="skip-till-next-match",
+                          limits=MatchLimits(max_bound_events=bound - 1))
+    with pytest.raises(MatchLimitError, match=f"max_bound_events={bound - 1}"):
+        find_matches(tight, stream)
