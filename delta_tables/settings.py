@@ -19,7 +19,7 @@ import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 from cep.errors import ConfigError
 
@@ -122,6 +122,41 @@ def resolve_under(root: Path, relative: str) -> Path:
     return path
 
 
+def check_locations(warehouse: Path, tables: Iterable[TableConf]) -> None:
+    """Refuse locations that would let one table's writes or VACUUM touch another's files.
+
+    Each table needs a folder of its own: not the warehouse root itself, not the folder of
+    another table, not inside another table's folder (or around it).
+
+    Raises:
+        ConfigError: the first clash, naming both tables and their folders.
+
+    Example:
+        >>> root = Path("/w")
+        >>> check_locations(root, [TableConf("a", root / "a"), TableConf("b", root / "a" / "b")])
+        Traceback (most recent call last):
+        ...
+        cep.errors.ConfigError: CEP-CONF-001: tables.toml: table b's location /w/a/b is inside table a's location /w/a; every table needs a folder of its own
+    """
+    seen: list[TableConf] = []
+    for table in tables:
+        if table.location == warehouse:
+            raise ConfigError(f"tables.toml: table {table.name}'s location is the warehouse "
+                              f"root {warehouse} itself; give it a folder under it")
+        for other in seen:
+            if table.location == other.location:
+                clash = f"is also table {other.name}'s location"
+            elif other.location in table.location.parents:
+                clash = f"is inside table {other.name}'s location {other.location}"
+            elif table.location in other.location.parents:
+                clash = f"holds table {other.name}'s location {other.location}"
+            else:
+                continue
+            raise ConfigError(f"tables.toml: table {table.name}'s location {table.location} "
+                              f"{clash}; every table needs a folder of its own")
+        seen.append(table)
+
+
 def _read_toml(path: Path) -> dict[str, Any]:
     try:
         with path.open("rb") as handle:
@@ -196,6 +231,7 @@ def load_settings(
         tw = f"tables.toml [tables.{name}]"
         location = resolve_under(warehouse, _require(spec, "location", str, tw))
         tables[name] = TableConf(name, location, spec.get("source"), spec.get("description", ""))
+    check_locations(warehouse, tables.values())
 
     sdist = data_toml.get("sdist", {})
     datasets = {

@@ -84,3 +84,29 @@ def test_wrong_type_in_conf_says_expected_and_found(tmp_path: Path) -> None:
     (conf / "spark.toml").write_text(text)
     with pytest.raises(ConfigError, match="expected int, found str 'two'"):
         load_settings(conf)
+
+
+@pytest.mark.parametrize("location, clash", [
+    (".", "is the warehouse root"),                     # VACUUM there would reach every table
+    ("bpi2012", "is also table bpi2012's location"),
+    ("bpi2012/inner", "is inside table bpi2012's location"),
+    ("checks/../bpi2012/x", "is inside table bpi2012's location"),
+])
+def test_table_locations_that_share_files_are_rejected(tmp_path: Path, location: str,
+                                                      clash: str) -> None:
+    """Issue 21: a location shared with (or holding) another table let one table's writes and
+    VACUUM reach the other's files; refused when the settings load, before anything runs."""
+    conf = _copy_conf(tmp_path)
+    with (conf / "tables.toml").open("a") as handle:
+        handle.write(f'\n[tables.careless]\nlocation = "{location}"\n')
+    with pytest.raises(ConfigError, match=f"table careless's location .*{clash}"):
+        load_settings(conf)
+
+
+def test_a_table_around_another_is_rejected(tmp_path: Path) -> None:
+    conf = _copy_conf(tmp_path)
+    text = (conf / "tables.toml").read_text()
+    (conf / "tables.toml").write_text(
+        '[tables.inner]\nlocation = "nest/in"\n\n' + text + '\n[tables.outer]\nlocation = "nest"\n')
+    with pytest.raises(ConfigError, match="table outer's location .* holds table inner's"):
+        load_settings(conf)
