@@ -37,7 +37,7 @@ class MatchLimits:
     max_partial_matches: int = 10_000_000
     max_matches: int = 5_000_000
     max_kleene_iterations: int = 10_000
-    max_bound_events: int = 20_000_000
+    max_bound_events: int = 5_000_000
 
 
 _ADVICE = ("narrow the pattern (a window, conditions, skip-till-next-match) or raise "
