@@ -38,13 +38,6 @@ REQUIRED_CONF: dict[str, str] = {
     "spark.sql.session.timeZone": "UTC",
 }
 
-JIT_OPTIONS = ("-XX:Tier4InvocationThreshold=50000 -XX:Tier4MinInvocationThreshold=6000 "
-               "-XX:Tier4CompileThreshold=150000 -XX:Tier4BackEdgeThreshold=400000")
-"""Driver JVM options: a method goes to the optimising compiler (C2) after 10x the default
-number of calls. Sessions here run many small, different queries, so a third to a half of the
-driver's CPU went to C2 compiling code that ran a few thousand times; hot loops of large
-queries still reach it within milliseconds (docs/setup.md, "The JIT thresholds")."""
-
 
 class DeltaJarsUnavailable(CepError):
     """The Delta Lake jars could not be resolved or loaded."""
@@ -127,8 +120,7 @@ def session_conf(settings: Settings, jars: list[Path]) -> dict[str, str]:
     java_opts = (f"-Duser.timezone=UTC -Dderby.system.home={settings.data_dir / 'derby'} "
                  f"-Djava.io.tmpdir={settings.scratch_dir}")
     # Only the driver maps the class archive: it is a file of this machine (jobs/class_archive.py).
-    driver_opts = " ".join(filter(None, (java_opts, JIT_OPTIONS,
-                                         class_archive.java_options(settings, jars))))
+    driver_opts = f"{java_opts} {class_archive.java_options(settings, jars)}".strip()
     conf: dict[str, str] = {
         "spark.jars": ",".join(str(j) for j in jars),
         "spark.sql.warehouse.dir": str(settings.warehouse_dir),

@@ -115,22 +115,3 @@ def test_the_session_jvm_maps_the_class_archive_make_jars_recorded(spark, settin
     found = re.search(r"CDS archive\(s\) mapped at: .*?size (\d+)", info)
     assert found, "the JVM reports no CDS archive:\n" + info[:2000]
     assert int(found.group(1)) > archive.stat().st_size, (found.group(0), archive.stat().st_size)
-
-
-def test_the_session_jvm_runs_with_the_raised_jit_thresholds(spark) -> None:
-    # The JVM reports the value of each flag it was started with (jobs.session.JIT_OPTIONS).
-    import re
-    from pathlib import Path
-
-    from jobs.session import JIT_OPTIONS
-
-    jvm = spark.sparkContext._jvm
-    pid = jvm.java.lang.ProcessHandle.current().pid()
-    home = Path(jvm.java.lang.System.getProperty("java.home"))
-    flags = subprocess.run([str(home / "bin" / "jcmd"), str(pid), "VM.flags", "-all"],
-                           capture_output=True, text=True, timeout=120).stdout
-    wanted = dict(re.findall(r"-XX:(\w+)=(\d+)", JIT_OPTIONS))
-    assert len(wanted) == 4, JIT_OPTIONS
-    found = {name: m.group(1) for name in wanted
-             if (m := re.search(rf"\b{name}\s+=\s+(\d+)", flags))}
-    assert found == wanted, f"expected {wanted}, found {found}"
