@@ -200,9 +200,9 @@ def sql_advice(message: str) -> str:
     """A limit error's message with the core's advice in the words of the SQL function.
 
     Example:
-        >>> sql_advice("more than max_matches=1 matches (found 2); narrow the pattern or "
+        >>> sql_advice("2 matches, more than max_matches=1; narrow the pattern or "
         ...            "raise MatchLimits.max_matches")
-        'more than max_matches=1 matches (found 2); narrow the pattern or raise the limit with the argument max_matches => N'
+        '2 matches, more than max_matches=1; narrow the pattern or raise the limit with the argument max_matches => N'
     """
     for python, sql in SQL_ADVICE.items():
         message = message.replace(python, sql)

@@ -10,7 +10,7 @@ Example:
     >>> check_matches(lim, 11)
     Traceback (most recent call last):
     ...
-    cep.match.errors.MatchLimitError: CEP-MATCH-001: the partition has more than max_matches=10 matches (found 11); narrow the pattern (a window, conditions, skip-till-next-match) or raise MatchLimits.max_matches
+    cep.match.errors.MatchLimitError: CEP-MATCH-001: the partition has 11 matches, more than max_matches=10; narrow the pattern (a window, conditions, skip-till-next-match) or raise MatchLimits.max_matches
 """
 
 from __future__ import annotations
@@ -44,37 +44,33 @@ _ADVICE = ("narrow the pattern (a window, conditions, skip-till-next-match) or r
            "MatchLimits.{name}")
 
 
+def _check(limits: MatchLimits, name: str, count: int, found: str) -> None:
+    """Raise MatchLimitError when ``count`` exceeds the limit ``name``; ``found`` says what
+    was counted (the message goes on with the limit and the advice)."""
+    limit = getattr(limits, name)
+    if count > limit:
+        raise MatchLimitError(f"{found}, more than {name}={limit}; "
+                              + _ADVICE.format(name=name))
+
+
 def check_partial(limits: MatchLimits, count: int, where: str = "") -> None:
     """Raise when a join would create more than ``max_partial_matches`` rows."""
-    if count > limits.max_partial_matches:
-        at = f" {where}" if where else ""
-        raise MatchLimitError(
-            f"a join{at} would create {count} partial matches, more than "
-            f"max_partial_matches={limits.max_partial_matches}; "
-            + _ADVICE.format(name="max_partial_matches"))
+    at = f" {where}" if where else ""
+    _check(limits, "max_partial_matches", count,
+           f"a join{at} would create {count} partial matches")
 
 
 def check_matches(limits: MatchLimits, count: int) -> None:
     """Raise when a partition has more than ``max_matches`` matches."""
-    if count > limits.max_matches:
-        raise MatchLimitError(
-            f"the partition has more than max_matches={limits.max_matches} matches "
-            f"(found {count}); " + _ADVICE.format(name="max_matches"))
+    _check(limits, "max_matches", count, f"the partition has {count} matches")
 
 
 def check_iterations(limits: MatchLimits, count: int) -> None:
     """Raise when one Kleene component would bind more than ``max_kleene_iterations`` events."""
-    if count > limits.max_kleene_iterations:
-        raise MatchLimitError(
-            f"a Kleene component would bind {count} iterations, more than "
-            f"max_kleene_iterations={limits.max_kleene_iterations}; "
-            + _ADVICE.format(name="max_kleene_iterations"))
+    _check(limits, "max_kleene_iterations", count,
+           f"a Kleene component would bind {count} iterations")
 
 
 def check_bound(limits: MatchLimits, count: int) -> None:
     """Raise when the runs of a partition have bound more than ``max_bound_events`` events."""
-    if count > limits.max_bound_events:
-        raise MatchLimitError(
-            f"the partition's runs have bound {count} events, more than "
-            f"max_bound_events={limits.max_bound_events}; "
-            + _ADVICE.format(name="max_bound_events"))
+    _check(limits, "max_bound_events", count, f"the partition's runs have bound {count} events")

@@ -192,7 +192,7 @@ def test_limit_errors_reach_the_sql_caller(spark, events_view) -> None:
         spark.sql("SELECT * FROM match_seq(pattern => 'PATTERN A; B', policy => 'skip-till-any-match', "
                   "max_matches => 1, key_col => 'key', events => TABLE(ms_events))").collect()
     message = str(info.value)
-    assert "CEP-MATCH-001" in message and "max_matches=1 matches" in message, message
+    assert "CEP-MATCH-001" in message and "more than max_matches=1;" in message, message
     # The advice is in the call's terms, not the Python core's (MatchLimits).
     assert "the argument max_matches => N" in message and "MatchLimits" not in message, message
 
