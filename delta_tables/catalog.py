@@ -17,6 +17,7 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Collection, Mapping
 
+from delta_tables.delta_log import latest_metadata, log_version
 from delta_tables.settings import IDENTIFIER, Settings, TableConf, check_identifier, load_settings
 
 if TYPE_CHECKING:
@@ -107,19 +108,18 @@ def read_table(
 
 
 def current_version(spark: "SparkSession", table: TableConf) -> int | None:
-    """Latest committed version of ``table``, or None if it does not exist yet."""
-    if not is_delta_table(spark, table):
-        return None
-    from delta.tables import DeltaTable
-
-    row = DeltaTable.forPath(spark, str(table.location)).history(1).select("version").first()
-    return None if row is None else int(row[0])
+    """Latest committed version of ``table``, or None if it does not exist yet (from its log
+    folder: :mod:`delta_tables.delta_log`)."""
+    return log_version(table)
 
 
 def table_properties(spark: "SparkSession", table: TableConf) -> Mapping[str, str]:
     """The Delta table properties (``TBLPROPERTIES``) of ``table``; empty if it does not exist."""
     if not is_delta_table(spark, table):
         return {}
+    found = latest_metadata(table)
+    if found is not None:
+        return dict(found.get("configuration") or {})
     from delta.tables import DeltaTable
 
     detail = DeltaTable.forPath(spark, str(table.location)).detail().select("properties").first()

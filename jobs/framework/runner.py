@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 from cep.errors import CepError
 from delta_tables.catalog import current_version, is_delta_table, read_table
+from delta_tables.delta_log import commit_timestamp, latest_metadata
 from delta_tables.manifest import MANIFEST_COLUMNS, ManifestRun, read_runs, run_id
 from delta_tables.settings import Settings, TableConf
 from delta_tables.sketch_state import spark_schema
@@ -183,6 +184,9 @@ def _state_id(spark: "SparkSession", table: TableConf) -> str:
     """The Delta table id of ``table`` (new whenever the table is created again)."""
     from delta.tables import DeltaTable
 
+    found = latest_metadata(table)
+    if found is not None and found.get("id"):
+        return str(found["id"])
     return str(DeltaTable.forPath(spark, str(table.location)).detail().select("id").first()[0])
 
 
@@ -198,34 +202,22 @@ def _commit_timestamps(spark: "SparkSession", tables: dict[str, TableConf],
                        versions: dict[str, int | None]) -> dict[str, _dt.datetime | None]:
     """The commit timestamp Delta time travel uses for each ``(table, version)``, in UTC.
 
-    Each lookup loads the table's log and history in the JVM (~0.25 s, mostly waiting), so the
-    tables are looked up on threads: a manifest row of a six-table state took ~1.5 s serially.
-    The newest commit is read first: it is the version wanted unless an older run is being
-    recorded (after a crash), and reading all of a table's history costs a commit file per
-    version, which grows with every run.
+    Read from the tables' log folders (:func:`delta_tables.delta_log.commit_timestamp`); a
+    version whose commit file is gone (log cleanup) is looked up in the table's history.
     """
-    from concurrent.futures import ThreadPoolExecutor
-
     from delta.tables import DeltaTable
     from pyspark.sql import functions as F
 
     epoch = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
-
-    def lookup(name: str) -> _dt.datetime | None:
-        version = versions[name]
-        if version is None:
-            return None
-        table = DeltaTable.forPath(spark, str(tables[name].location))
-        for limit in (1, None):  # history(limit) reads the commit files when called
-            row = (table.history(limit).where(F.col("version") == version)
-                   .select(F.unix_micros("timestamp")).first())
-            if row is not None:
-                return epoch + _dt.timedelta(microseconds=int(row[0]))
-        return None
-
-    names = list(versions)
-    with ThreadPoolExecutor(max(1, min(4, len(names))), thread_name_prefix="history") as pool:
-        return dict(zip(names, pool.map(lookup, names)))
+    found: dict[str, _dt.datetime | None] = {}
+    for name, version in versions.items():
+        found[name] = None if version is None else commit_timestamp(tables[name], version)
+        if version is not None and found[name] is None:
+            row = (DeltaTable.forPath(spark, str(tables[name].location)).history()
+                   .where(F.col("version") == version).select(F.unix_micros("timestamp"))
+                   .first())
+            found[name] = None if row is None else epoch + _dt.timedelta(microseconds=int(row[0]))
+    return found
 
 
 def record_run(spark: "SparkSession", job: StateJob, manifest: TableConf, *, result: Any = None,

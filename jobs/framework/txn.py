@@ -30,7 +30,6 @@ Example:
 
 from __future__ import annotations
 
-import json
 import re
 import sys
 from collections.abc import Callable, Iterable, Mapping
@@ -38,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from cep.errors import CepError
 from delta_tables.catalog import is_delta_table, read_table, register_table
+from delta_tables.delta_log import commit_records, log_version
 from delta_tables.settings import TableConf
 from delta_tables.sketch_state import spark_schema
 
@@ -239,34 +239,3 @@ def say(quiet: bool, message: str) -> None:
     """Print a progress line to stderr unless ``quiet``."""
     if not quiet:
         print(message, file=sys.stderr, flush=True)
-
-
-def log_version(table: TableConf) -> int | None:
-    """The latest committed version of ``table`` (None: no table), from a listing of its
-    ``_delta_log`` folder: what :func:`delta_tables.catalog.current_version` answers for the
-    local warehouse, without a Spark job (a run asks about ten times)."""
-    log = table.location / "_delta_log"
-    versions = [int(p.stem) for p in log.glob("*.json") if p.stem.isdigit()] if log.is_dir() else []
-    return max(versions) if versions else None
-
-
-def commit_records(table: TableConf, after: int | None) -> list[dict[str, Any]]:
-    """The ``userMetadata`` records (JSON objects) of ``table``'s commits after version
-    ``after`` (all commits when None), read from the commit files of its ``_delta_log``."""
-    log = table.location / "_delta_log"
-    found = []
-    for path in sorted(log.glob("*.json")) if log.is_dir() else []:
-        if not path.stem.isdigit() or (after is not None and int(path.stem) <= int(after)):
-            continue
-        with path.open(encoding="utf-8") as handle:
-            for line in handle:
-                action = json.loads(line)
-                if "commitInfo" in action:
-                    try:
-                        record = json.loads(action["commitInfo"].get("userMetadata") or "null")
-                    except ValueError:
-                        record = None
-                    if isinstance(record, dict):
-                        found.append(record)
-                    break
-    return found
