@@ -65,6 +65,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -451,8 +452,8 @@ def _hashable(value: Any) -> Any:
 def assert_no_duplicates(kind: str, state: State, what: str) -> None:
     """One row per key in every merged table, one meta row, no late row twice."""
     for suffix, keys in KEYS[kind].items():
-        seen = [tuple(dict(row)[k] for k in keys) for row in state[suffix]]
-        twice = sorted({k for k in seen if seen.count(k) > 1}, key=repr)
+        seen = Counter(tuple(dict(row)[k] for k in keys) for row in state[suffix])
+        twice = sorted((k for k, n in seen.items() if n > 1), key=repr)
         assert not twice, f"{what}: {kind} {suffix} holds keys {keys} twice: {twice[:3]}"
     assert len(state["meta"]) == 1, f"{what}: {len(state['meta'])} meta rows"
     late = state["late"]
