@@ -14,7 +14,10 @@ is a local folder, so these answers come from the ``_delta_log`` folder directly
   counts as one millisecond after it).
 
 When the commit files no longer reach back far enough (log cleanup after a checkpoint), the
-functions say so with None and the caller asks Spark.
+functions say so with None and the caller asks Spark. A commit file that is not JSON (a disk
+or a hand edit damaged it) is :class:`DeltaLogError` naming the table, the version and the
+line; :func:`check_log` looks at every commit a reader of the latest version would read, so a
+job can refuse a damaged table before Spark meets it.
 
 Example:
     >>> import json, tempfile
@@ -38,9 +41,18 @@ import json
 from pathlib import Path
 from typing import Any
 
+from cep.errors import CepError
 from delta_tables.settings import TableConf
 
-__all__ = ["log_version", "commit_records", "latest_metadata", "commit_timestamp"]
+__all__ = ["DeltaLogError", "log_version", "commit_records", "latest_metadata",
+           "commit_timestamp", "check_log"]
+
+
+class DeltaLogError(CepError):
+    """A table's Delta log is damaged: a commit file that is not JSON, or a bad checkpoint
+    pointer."""
+
+    code = "CEP-DELTA-001"
 
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
 
@@ -53,9 +65,28 @@ def _commit_files(table: TableConf) -> list[tuple[int, Path]]:
     return sorted((int(p.stem), p) for p in log.glob("*.json") if p.stem.isdigit())
 
 
-def _actions(path: Path) -> list[dict[str, Any]]:
-    with path.open(encoding="utf-8") as handle:
-        return [json.loads(line) for line in handle if line.strip()]
+def _actions(table: TableConf, version: int, path: Path) -> list[dict[str, Any]]:
+    """The actions of commit ``version`` (its file ``path``); DeltaLogError when damaged."""
+    actions = []
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle, 1):
+            if not raw.strip():
+                continue
+            try:
+                action = json.loads(raw.decode("utf-8"))
+            except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError
+                raise _damaged(table, version, path, f"line {number} is not JSON ({exc})") \
+                    from None
+            if not isinstance(action, dict):
+                raise _damaged(table, version, path, f"line {number} is not a JSON object")
+            actions.append(action)
+    return actions
+
+
+def _damaged(table: TableConf, version: int, path: Path, why: str) -> DeltaLogError:
+    return DeltaLogError(
+        f"table {table.name}: commit {version} of its Delta log ({path}) is damaged: {why}; "
+        f"nothing was read or written. Restore the file from a backup, or rebuild the table")
 
 
 def log_version(table: TableConf) -> int | None:
@@ -74,7 +105,7 @@ def commit_records(table: TableConf, after: int | None) -> list[dict[str, Any]]:
     for version, path in _commit_files(table):
         if after is not None and version <= int(after):
             continue
-        for action in _actions(path):
+        for action in _actions(table, version, path):
             if "commitInfo" in action:
                 try:
                     record = json.loads(action["commitInfo"].get("userMetadata") or "null")
@@ -92,8 +123,8 @@ def latest_metadata(table: TableConf) -> dict[str, Any] | None:
     None when no commit file left holds one (the table does not exist, or the commits that
     set it were cleaned up after a checkpoint): ask Spark then.
     """
-    for _, path in reversed(_commit_files(table)):
-        for action in _actions(path):
+    for version, path in reversed(_commit_files(table)):
+        for action in _actions(table, version, path):
             if "metaData" in action:
                 return dict(action["metaData"])
     return None
@@ -115,9 +146,30 @@ def commit_timestamp(table: TableConf, version: int) -> _dt.datetime | None:
         millis = stamp if millis is None or stamp > millis else millis + 1
     if millis is None:
         return None
-    for action in _actions(dict(files)[version]):
+    for action in _actions(table, version, dict(files)[version]):
         stamp = action.get("commitInfo", {}).get("inCommitTimestamp")
         if stamp is not None:
             millis = int(stamp)
         break
     return _EPOCH + _dt.timedelta(milliseconds=millis)
+
+
+def check_log(table: TableConf) -> None:
+    """Raise DeltaLogError when a commit a reader of ``table``'s latest version reads is
+    damaged: every commit file after the last checkpoint (all of them without one).
+
+    A missing table passes: whether it must exist is the caller's question.
+    """
+    log = table.location / "_delta_log"
+    pointer = log / "_last_checkpoint"
+    since = -1
+    if pointer.is_file():
+        try:
+            since = int(json.loads(pointer.read_text(encoding="utf-8"))["version"])
+        except (ValueError, KeyError, TypeError) as exc:
+            raise DeltaLogError(f"table {table.name}: its Delta log's checkpoint pointer "
+                                f"({pointer}) is damaged ({exc!r}); restore it or delete it "
+                                f"(Delta then reads the commit files)") from None
+    for version, path in _commit_files(table):
+        if version > since:
+            _actions(table, version, path)

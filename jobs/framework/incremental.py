@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from cep.errors import CepError
+from delta_tables.delta_log import check_log
 from delta_tables.settings import TableConf
 from delta_tables.sketch_state import spark_schema
 from jobs.framework.errors import (ErrorCodes, JobError, SourceNotAppendOnlyError,
@@ -395,9 +396,13 @@ class IncrementalJob(ABC):
             SourceVersionError: no source table, a bad ``until_version``, an unreadable feed.
             SourceNotAppendOnlyError: an update or delete in the source's new versions.
             SettingsChangedError: the registration contradicts the state.
+            DeltaLogError: a commit file of the source or a state table is damaged.
         """
         started = time.monotonic()
         faults = self.faults(crash_after)
+        # A damaged commit file is a typed error naming the table and version before any read.
+        for table in (self.source, *self.tables.values()):
+            check_log(table)
         target = self.target_version(until_version)
         meta = self.read_meta(spark)
         done = -1 if meta is None else int(meta["source_version"])

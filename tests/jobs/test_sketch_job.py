@@ -18,6 +18,7 @@ import pytest
 
 from cep.sketch import CorruptSketchError, SketchConfig, SketchTree
 from delta_tables.catalog import current_version, read_table
+from delta_tables.delta_log import DeltaLogError
 from delta_tables.settings import TableConf
 from delta_tables.sketch_conf import SketchConf, sketch_from_mapping
 from delta_tables.sketch_state import (META_COLUMNS, OpenState, open_to_arrow, spark_schema,
@@ -259,6 +260,29 @@ def test_update_in_the_source_is_a_typed_error(spark, settings) -> None:
     assert versions(spark, conf) == before
     with pytest.raises(SourceVersionError, match="CEP-SKETCH-043"):
         run(spark, settings, conf, until_version=99)
+
+
+def test_a_damaged_delta_log_is_a_typed_error_before_anything_is_written(spark, settings) -> None:
+    events = make_events(6, n=80, streams=2)
+    source = create_source(spark, settings, "sk_src_damaged")
+    append(spark, source, events.slice(0, 40))
+    conf = sketch(settings, "sk_damaged", source.name)
+    run(spark, settings, conf)
+    append(spark, source, events.slice(40))
+    nodes = conf.state_tables()["nodes"]
+    version = current_version(spark, nodes)
+    commit = nodes.location / "_delta_log" / f"{version:020d}.json"
+    intact = commit.read_bytes()
+    before = versions(spark, conf)
+    commit.write_bytes(intact + b'{"add": {"path": "part-0\n')  # a torn last line
+    try:
+        with pytest.raises(DeltaLogError, match=rf"CEP-DELTA-001: table {nodes.name}: commit "
+                                                rf"{version} of its Delta log .* line \d+ is not JSON"):
+            run(spark, settings, conf)
+        assert versions(spark, conf) == before
+    finally:
+        commit.write_bytes(intact)
+    assert run(spark, settings, conf).written
 
 
 def test_incomplete_rows_are_rejected_not_dropped(spark, settings) -> None:
