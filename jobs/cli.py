@@ -26,10 +26,10 @@ Example:
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import TYPE_CHECKING, Any, Sequence
 
-from cep.errors import CepError
+from jobs.cli_errors import Parser, spark_error_logs
+from jobs.cli_errors import report as report_error
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -38,8 +38,11 @@ if TYPE_CHECKING:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m jobs", description=__doc__.split("\n")[0])
+    parser = Parser(prog="python -m jobs", description=__doc__.split("\n")[0])
     parser.add_argument("--data-dir", help="override conf/spark.toml [session] data_dir")
+    parser.add_argument("--verbose", action="store_true",
+                        help="after an error's short message, print the whole traceback and the "
+                             "Java stack")
     parser.add_argument("--master", help="override the Spark master (e.g. spark://host:7077)")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("fetch-jars", help="resolve the Delta Lake jars from Maven Central once and "
@@ -128,7 +131,8 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None, *, spark: "SparkSession | None" = None,
          settings: "Settings | None" = None) -> int:
-    """Run one command; returns the process exit code (2 for a typed error).
+    """Run one command; returns the process exit code (2: a user error, 1: another failure;
+    :mod:`jobs.cli_errors`).
 
     Args:
         argv: The arguments after ``python -m jobs`` (default: ``sys.argv[1:]``).
@@ -141,11 +145,18 @@ def main(argv: Sequence[str] | None = None, *, spark: "SparkSession | None" = No
 
     arm()  # test hook (jobs/crash.py): does nothing unless CEP_KILL/PAUSE_BEFORE_COMMIT is set
     args = _parser().parse_args(argv)
-    from delta_tables.settings import load_settings
-
     overrides = {k: v for k, v in (("data_dir", args.data_dir), ("master", args.master)) if v}
     if spark is not None and args.command in ("serve", "connect-server"):
         raise ValueError(f"`{args.command}` starts its own session; it cannot run in another")
+    with spark_error_logs(shown=args.verbose):
+        return _run(args, overrides, spark, settings)
+
+
+def _run(args: argparse.Namespace, overrides: dict[str, str], spark: "SparkSession | None",
+         settings: "Settings | None") -> int:
+    """The command of ``args``; an error is reported and becomes the exit code."""
+    from delta_tables.settings import load_settings
+
     try:
         settings = settings or load_settings(overrides=overrides)
         if args.command == "fetch-jars":
@@ -264,9 +275,8 @@ def main(argv: Sequence[str] | None = None, *, spark: "SparkSession | None" = No
             register_all(spark)
             spark.sql(_bound(args)).show(args.rows, truncate=False)
         return 0
-    except CepError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    except Exception as exc:  # noqa: BLE001 - every failure is reported the same short way
+        return report_error(exc, verbose=args.verbose)
 
 
 def _bound(args: argparse.Namespace) -> str:

@@ -34,6 +34,8 @@ Example (the helpers that need no Spark):
 
 from __future__ import annotations
 
+import difflib
+
 import functools
 from dataclasses import dataclass
 from typing import Any, Iterator
@@ -135,6 +137,10 @@ def bind_call(function: str, args: tuple[Any, ...], kwargs: dict[str, Any], *,
         Traceback (most recent call last):
         ...
         udfs.shell.ArgError: CEP-SQL-999: f has no argument 'nope'; its arguments: pattern, key_col, events, policy
+        >>> bind_call("f", ("p", "T"), {"polcy": "x"}, **spec)
+        Traceback (most recent call last):
+        ...
+        udfs.shell.ArgError: CEP-SQL-999: f has no argument 'polcy' (did you mean 'policy'?); its arguments: pattern, key_col, events, policy
     """
     positional = list(args)
     key = ("key_col",) if keyed else ()
@@ -153,7 +159,10 @@ def bind_call(function: str, args: tuple[Any, ...], kwargs: dict[str, Any], *,
     for name, value in kwargs.items():
         lowered = name.lower()
         if lowered not in known:
-            raise error(f"{function} has no argument {name!r}; its arguments: {', '.join(known)}")
+            close = difflib.get_close_matches(lowered, known, n=1, cutoff=0.6)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise error(f"{function} has no argument {name!r}{hint}; its arguments: "
+                        f"{', '.join(known)}")
         if lowered in values:
             raise error(f"{function}: argument {lowered} is given twice")
         values[lowered] = value

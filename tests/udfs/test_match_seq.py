@@ -156,8 +156,9 @@ def test_bad_argument_is_a_typed_error(spark, events_view) -> None:
     with pytest.raises(Exception, match="CEP-SQL-010.*id_col 'grp' must be an integer"):
         spark.sql("SELECT * FROM match_seq('PATTERN A; B', 'key', TABLE(ms_events), "
                   "id_col => 'grp')").collect()
-    with pytest.raises(Exception, match="CEP-SQL-010: match_seq has no argument 'polcy'; its "
-                                        "arguments: pattern, key_col, events, policy"):
+    with pytest.raises(Exception, match="CEP-SQL-010: match_seq has no argument 'polcy' \\(did "
+                                        "you mean 'policy'\\?\\); its arguments: pattern, "
+                                        "key_col, events, policy"):
         spark.sql("SELECT * FROM match_seq('PATTERN A; B', 'key', TABLE(ms_events), "
                   "polcy => 'skip-till-any-match')").collect()
     with pytest.raises(Exception, match="CEP-SQL-010: match_seq takes at most"):
