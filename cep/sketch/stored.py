@@ -10,7 +10,8 @@ this module does it over whole columns (numpy arrays, as an Arrow batch hands th
 * :func:`stream_bounds` finds each stream's rows in a column sorted by stream;
 * :func:`config_of_rows` reads a stream's :class:`SketchConfig` from its rows (the one rule the
   SQL functions and the Delta layer share);
-* :func:`stored_tree` restores one stream's twin-less query tree from its slice of the columns.
+* :func:`stored_tree` restores one stream's twin-less query tree from its slice of the columns,
+  and :func:`check_complete` makes sure no node row under its tops is missing.
 
 Every damaged or inconsistent row is a :class:`CorruptSketchError` naming the stream and the
 node, never a silently wrong answer.
@@ -216,7 +217,8 @@ def stored_tree(stream: Any, config: SketchConfig, cols: Mapping[str, np.ndarray
 
     Raises:
         CorruptSketchError: several open rows, ``node_id`` not matching ``level``/``idx``, NULL
-            timestamps on a node, or rows that are not one tree (the message names the stream).
+            timestamps on a node, rows that are not one tree, or a missing node row
+            (:func:`check_complete`); the message names the stream.
 
     Example:
         >>> from cep.sketch import SketchConfig, SketchTree
@@ -261,6 +263,86 @@ def stored_tree(stream: Any, config: SketchConfig, cols: Mapping[str, np.ndarray
         open_index = (int(nodes["pos_end"].max()) + 1) // config.C if len(full) else 0
         summary = (0, None, None, np.zeros(config.m // 8, dtype=np.uint8))
     try:
-        return SketchTree.restore(config, nodes, open_index=open_index, open_summary=summary)
+        tree = SketchTree.restore(config, nodes, open_index=open_index, open_summary=summary)
     except CorruptSketchError as exc:
         raise CorruptSketchError(f"stream {stream!r}: {exc.message}") from None
+    check_complete(stream, tree)
+    return tree
+
+
+def check_complete(stream: Any, tree: SketchTree) -> None:
+    """Raise when a node below the top-level nodes of ``tree`` is missing.
+
+    :meth:`SketchTree.restore` accepts any set of whole nodes whose tops cover the full leaves
+    (the job restores only the tops to append). A query tree must hold every node under them:
+    a deleted row would otherwise shrink ``sketch_stats``'s counts without a word, and make a
+    query fail deep in its cut. Rows are in post-order (sorted by ``pos_end``, then level), so
+    the rows under the top ``(L, I)`` are a contiguous run that must hold ``1 + f + ... + f^L``
+    nodes, none above level ``L`` (``restore`` already refused duplicates and misplaced nodes).
+
+    Raises:
+        CorruptSketchError: naming the stream, the first missing node and its top.
+
+    Example:
+        >>> from cep.sketch import SketchConfig
+        >>> full = SketchTree.build(list("ABCDE"), range(5), SketchConfig(m=64, k=2, C=2))
+        >>> check_complete("s", full)
+        >>> front = full.frontier()
+        >>> check_complete("s", front)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        cep.sketch.errors.CorruptSketchError: CEP-SKETCH-002: stream 's': node (level 0, index 0) is missing ...
+    """
+    tops = np.asarray(tree.top_rows(), dtype=np.int64)
+    if not len(tops):
+        return
+    level = np.asarray(tree.level, dtype=np.int64)
+    index = np.asarray(tree.index, dtype=np.int64)
+    pos_end = np.asarray(tree.pos_end, dtype=np.int64)
+    fanout = int(tree.fanout)
+    lo = np.searchsorted(pos_end, np.asarray(tree.pos_start, dtype=np.int64)[tops], side="left")
+    hi = tops + 1  # a top is the last row of its subtree in post-order
+    top_level = level[tops]
+    # One comparison over all tops (the common case: nothing missing), the message's search
+    # only when one fails.
+    highest = np.maximum.reduceat(level, lo)  # the highest level from each top's first row on
+    bad = np.flatnonzero((hi - lo != _subtree_sizes(fanout)[top_level]) | (highest > top_level))
+    if len(bad):
+        t = int(bad[0])
+        a, b, top_index = int(lo[t]), int(hi[t]), int(index[tops[t]])
+        lost = _missing(level[a:b], index[a:b], int(top_level[t]), top_index, fanout)
+        expected = sum(fanout ** i for i in range(int(top_level[t]) + 1))
+        raise CorruptSketchError(
+            f"stream {stream!r}: {lost} under the top-level node (level {int(top_level[t])}, "
+            f"index {top_index}): its subtree has {b - a} of {expected} rows (a deleted or "
+            "foreign row); read one version of the table, or rebuild the sketch")
+    if int(hi[-1]) != len(level):
+        extra = int(hi[-1])
+        raise CorruptSketchError(
+            f"stream {stream!r}: node (level {int(level[extra])}, index {int(index[extra])}) lies "
+            "after the top-level nodes (a foreign row); read one version of the table, or "
+            "rebuild the sketch")
+
+
+@lru_cache(maxsize=64)
+def _subtree_sizes(fanout: int) -> np.ndarray:
+    """Rows of a complete subtree under a node of each level 0..62 (``1 + f + ... + f^L``),
+    capped at 2^62: no stored tree holds that many rows, so a capped size never matches."""
+    sizes, total, width = [], 0, 1
+    for _ in range(63):
+        total = min(total + width, 1 << 62)
+        width = min(width * fanout, 1 << 62)
+        sizes.append(total)
+    return np.array(sizes, dtype=np.int64)
+
+
+def _missing(level: np.ndarray, index: np.ndarray, top_level: int, top_index: int,
+             fanout: int) -> str:
+    """``node (level l, index j) is missing``: the first absent node of a top's subtree."""
+    for lv in range(top_level, -1, -1):
+        width = fanout ** (top_level - lv)
+        want = np.arange(top_index * width, (top_index + 1) * width, dtype=np.int64)
+        absent = np.setdiff1d(want, index[level == lv], assume_unique=False)
+        if len(absent):
+            return f"node (level {lv}, index {int(absent[0])}) is missing"
+    return "a node of another subtree is"

@@ -14,6 +14,7 @@ import random
 from datetime import datetime, timezone
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pytest
 
@@ -296,6 +297,18 @@ def test_corrupt_bits_reach_the_sql_caller(spark, settings, sketches) -> None:
     assert f"stream 's0', node_id {int(tree.node_id[2])}" in message
     message = sql_error(spark, "SELECT * FROM sketch_stats(TABLE(ams_corrupt))")
     assert "CEP-SKETCH-002" in message
+
+
+def test_a_missing_node_row_reaches_the_sql_caller(spark, sketches) -> None:
+    # A leaf under a top of stream s0 left out (as a DELETE would): both functions name it
+    # instead of counting one node fewer (issue 21).
+    tree = sketches["full"]["s0"]
+    leaf = int(np.flatnonzero((tree.level == 0) & ~tree.is_top)[0])
+    rows = f"SELECT * FROM ams_nodes WHERE stream = 's0' AND node_id <> {int(tree.node_id[leaf])}"
+    expected = f"CEP-SKETCH-002: stream 's0': node (level 0, index {int(tree.index[leaf])}) is missing"
+    for function in ("sketch_stats(", "approx_match_seq('PATTERN A; B', "):
+        message = sql_error(spark, f"SELECT * FROM {function}TABLE({rows}))")
+        assert expected in message, message
 
 
 def test_rows_of_two_versions_are_rejected(spark, sketches) -> None:

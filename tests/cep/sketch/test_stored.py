@@ -111,6 +111,36 @@ def test_mixed_configurations_and_bad_ids_are_rejected() -> None:
         stored_tree("s", CFG, cols, bits)
 
 
+@pytest.mark.parametrize("fanout", [2, 3])
+def test_every_deleted_node_row_is_named_not_skipped(fanout: int) -> None:
+    # 23 events at C=2: 11 full leaves under several tops and an open leaf. Every node row
+    # deleted in turn must be an error naming that node (issue 21: sketch_stats counted one
+    # node fewer without a word).
+    config = SketchConfig(m=64, k=2, C=2, fanout=fanout, seeds=(5, 6))
+    tree = SketchTree.build([str(i % 5) for i in range(23)], range(23), config)
+    cols, bits = columns_of(tree)
+    assert stored_tree("s", config, cols, bits).n_nodes == tree.n_nodes
+    for row in range(tree.n_nodes):
+        keep = np.flatnonzero(np.arange(len(bits)) != row)
+        lost = f"node \\(level {int(tree.level[row])}, index {int(tree.index[row])}\\) is missing"
+        if tree.is_top[row]:
+            lost = "cover positions"  # restore's own check of the tops
+        with pytest.raises(CorruptSketchError, match=f"CEP-SKETCH-002: stream 's': .*{lost}"):
+            stored_tree("s", config, {c: v[keep] for c, v in cols.items()}, bits[keep])
+
+
+def test_a_node_row_after_the_tops_is_refused() -> None:
+    tree = SketchTree.build(list("ABCABCABC"), range(9), CFG)
+    cols, bits = columns_of(tree)
+    beyond = (0 << 48) | 40
+    extra = {c: np.append(v, v[0]) for c, v in cols.items()}
+    extra.update(node_id=np.append(cols["node_id"], beyond), idx=np.append(cols["idx"], 40),
+                 pos_start=np.append(cols["pos_start"], 40 * CFG.C),
+                 pos_end=np.append(cols["pos_end"], 41 * CFG.C - 1))
+    with pytest.raises(CorruptSketchError, match="index 40\\) lies after the top-level nodes"):
+        stored_tree("s", CFG, extra, np.vstack([bits, bits[:1]]))
+
+
 def test_stream_bounds() -> None:
     assert stream_bounds(np.array([], dtype=object)).tolist() == [0]
     assert stream_bounds(np.array(["x"], dtype=object)).tolist() == [0, 1]
