@@ -122,11 +122,17 @@ def resolve_under(root: Path, relative: str) -> Path:
     return path
 
 
-def check_locations(warehouse: Path, tables: Iterable[TableConf]) -> None:
+def check_locations(warehouse: Path, tables: Iterable[TableConf], *,
+                    where: str = "tables.toml") -> None:
     """Refuse locations that would let one table's writes or VACUUM touch another's files.
 
     Each table needs a folder of its own: not the warehouse root itself, not the folder of
     another table, not inside another table's folder (or around it).
+
+    Args:
+        warehouse: The warehouse root.
+        tables: The tables to compare, each with the others.
+        where: Where the tables come from, for the message.
 
     Raises:
         ConfigError: the first clash, naming both tables and their folders.
@@ -141,7 +147,7 @@ def check_locations(warehouse: Path, tables: Iterable[TableConf]) -> None:
     seen: list[TableConf] = []
     for table in tables:
         if table.location == warehouse:
-            raise ConfigError(f"tables.toml: table {table.name}'s location is the warehouse "
+            raise ConfigError(f"{where}: table {table.name}'s location is the warehouse "
                               f"root {warehouse} itself; give it a folder under it")
         for other in seen:
             if table.location == other.location:
@@ -152,7 +158,7 @@ def check_locations(warehouse: Path, tables: Iterable[TableConf]) -> None:
                 clash = f"holds table {other.name}'s location {other.location}"
             else:
                 continue
-            raise ConfigError(f"tables.toml: table {table.name}'s location {table.location} "
+            raise ConfigError(f"{where}: table {table.name}'s location {table.location} "
                               f"{clash}; every table needs a folder of its own")
         seen.append(table)
 

@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any
 
 from cep.errors import CepError
 from delta_tables.catalog import is_delta_table
-from delta_tables.settings import Settings, TableConf
+from delta_tables.settings import Settings, TableConf, check_locations
 from jobs.framework.registry import state_tables
 from jobs.framework.run_conf import load_run_conf
 from jobs.framework.txn import say
@@ -299,6 +299,8 @@ def maintain(spark: "SparkSession", settings: Settings, *, tables: Sequence[str]
         What was done per table; ``print(result)`` shows the summary.
 
     Raises:
+        ConfigError: two maintained tables, or one and a table of tables.toml, share a folder
+            (or one lies inside another's).
         RetentionTooShortError: ``retention_hours`` is below the window.
         NotMaintainedTableError: A name in ``tables`` is not a maintained table.
         TypeError: ``retention_hours`` is not a whole number.
@@ -318,7 +320,13 @@ def maintain(spark: "SparkSession", settings: Settings, *, tables: Sequence[str]
             f"VACUUM retention of {retention} hours is shorter than the time-travel window of "
             f"{window} hours (conf/jobs.toml [maintenance] time_travel_hours): VERSION AS OF "
             f"within the window needs those files; nothing was changed")
-    chosen = _chosen_tables(maintained_tables(settings), tables)
+    allowed = maintained_tables(settings)
+    # VACUUM deletes by folder: a state table sharing one with any other table (a source of
+    # tables.toml, another job's state) is refused before anything is touched.
+    others = {t.name: t for t in settings.tables.values() if t.name not in allowed}
+    check_locations(settings.warehouse_dir, [*allowed.values(), *others.values()],
+                    where="maintain (state tables, the run manifest and tables.toml)")
+    chosen = _chosen_tables(allowed, tables)
     mode = ", dry run: nothing is changed" if dry_run else ""
     say(quiet, f"maintain: {len(chosen)} tables, VACUUM retention {retention} h{mode}")
     done = [_maintain_table(spark, table, retention, window,

@@ -47,7 +47,7 @@ from delta_tables.settings import Settings, TableConf
 from delta_tables.sketch_state import spark_schema
 from jobs.framework.registry import StateJob, load_job, parse_key
 from jobs.framework.run_conf import RunConf, load_run_conf
-from jobs.framework.txn import ensure_table, save, say
+from jobs.framework.txn import check_kind, ensure_table, save, say
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -64,6 +64,8 @@ error-class prefix)."""
 
 MANIFEST_KEY = "cep-manifest"
 """Key of the manifest commits' ``userMetadata`` record."""
+MANIFEST_KIND = "run-manifest"
+"""The manifest table's ``cep.table`` property: a table without it is never written as one."""
 
 
 class JobRunError(CepError):
@@ -153,6 +155,8 @@ def run_job(spark: "SparkSession", settings: Settings, job: StateJob | str, *,
     run_conf = run_conf or load_run_conf(settings)
     if isinstance(job, str):
         job = load_job(settings, *parse_key(job))
+    # A manifest setting that names a source or state table is refused before the job runs.
+    check_kind(spark, run_conf.manifest, MANIFEST_KIND)
     started = time.monotonic()
     started_at = _dt.datetime.now(_dt.timezone.utc)
     attempt = 0
@@ -249,6 +253,7 @@ def record_run(spark: "SparkSession", job: StateJob, manifest: TableConf, *, res
     if latest is None:
         return None
     state_id = _state_id(spark, meta_table)
+    check_kind(spark, manifest, MANIFEST_KIND)
     runs = read_runs(spark, manifest, job.key)
     generation = _generation(runs, state_id)
     recorded = [r.state_versions.get(meta_table.name) for r in runs if r.generation == generation]
@@ -300,7 +305,7 @@ def _record_version(spark: "SparkSession", job: StateJob, manifest: TableConf, m
         started_at=started_at if wrote else None,
         finished_at=_dt.datetime.now(_dt.timezone.utc),
         summary="" if not wrote else _result_text(result))
-    ensure_table(spark, manifest, MANIFEST_COLUMNS, {"cep.table": "run-manifest"})
+    ensure_table(spark, manifest, MANIFEST_COLUMNS, {"cep.table": MANIFEST_KIND})
     frame = spark.createDataFrame([run.as_row()], spark_schema(MANIFEST_COLUMNS))
     save(frame, manifest, "append", f"{MANIFEST_KEY}-{job.kind}-{job.name}-g{generation}",
          source_version, json.dumps({MANIFEST_KEY: job.key, "run_id": run.run_id,

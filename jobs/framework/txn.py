@@ -35,9 +35,9 @@ import sys
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from cep.errors import CepError
+from cep.errors import CepError, ConfigError
 from delta_tables.catalog import is_delta_table, read_table, register_table
-from delta_tables.delta_log import commit_records, log_version
+from delta_tables.delta_log import commit_records, latest_metadata, log_version
 from delta_tables.settings import TableConf
 from delta_tables.sketch_state import spark_schema
 
@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 __all__ = ["TXN_APP_CONF", "TXN_VERSION_CONF", "USER_METADATA_CONF", "TxnConfs",
-           "CommitMetadata", "merge", "save", "ensure_table", "register_existing",
+           "CommitMetadata", "merge", "save", "ensure_table", "check_kind", "register_existing",
            "read_meta_row", "worker_error", "say", "log_version", "commit_records"]
 
 TXN_APP_CONF = "spark.databricks.delta.write.txnAppId"
@@ -158,11 +158,18 @@ def ensure_table(spark: "SparkSession", table: TableConf, columns: tuple[tuple[s
                  properties: Mapping[str, str]) -> None:
     """Create ``table`` empty with ``columns`` unless it exists, then register it by name.
 
+    An existing table must carry the ``cep.table`` property of ``properties`` (when that names
+    one): a setting that points the run manifest at a source or state table is refused before
+    anything is written to it.
+
     Args:
         spark: The session.
         table: The Delta table.
         columns: ``(name, SQL type)`` pairs (:func:`delta_tables.sketch_state.spark_schema`).
         properties: Table properties of a new table, in this order.
+
+    Raises:
+        ConfigError: the table exists with another ``cep.table`` property, or none.
     """
     if not is_delta_table(spark, table):
         from delta.tables import DeltaTable
@@ -172,7 +179,33 @@ def ensure_table(spark: "SparkSession", table: TableConf, columns: tuple[tuple[s
         for key, value in properties.items():
             builder = builder.property(key, value)
         builder.execute()
+    elif "cep.table" in properties:
+        check_kind(spark, table, properties["cep.table"])
     register_table(spark, table)
+
+
+def check_kind(spark: "SparkSession", table: TableConf, kind: str) -> None:
+    """Refuse ``table`` when it exists and its ``cep.table`` property is not ``kind``.
+
+    Raises:
+        ConfigError: naming the table, its location and the property it has.
+    """
+    if log_version(table) is None and not is_delta_table(spark, table):
+        return
+    meta = latest_metadata(table)
+    if meta is not None:
+        found = (meta.get("configuration") or {}).get("cep.table")
+    else:  # the commits that set it were cleaned up after a checkpoint: ask Delta
+        from delta.tables import DeltaTable
+
+        detail = DeltaTable.forPath(spark, str(table.location)).detail().first()
+        found = (detail["properties"] or {}).get("cep.table")
+    if found != kind:
+        what = "no cep.table property" if found is None else f"cep.table = {found!r}"
+        raise ConfigError(f"table {table.name} ({table.location}) exists and is not a {kind} "
+                          f"table ({what}); nothing was written to it. Give it a table of its "
+                          "own in tables.toml (a source or state table is never a "
+                          f"{kind})")
 
 
 def register_existing(spark: "SparkSession", tables: Iterable[TableConf]) -> None:

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from cep.errors import ConfigError
 from delta_tables.catalog import current_version, read_table
 from delta_tables.settings import Settings, load_settings
 from jobs.maintenance import (CHECK_CONF, LISTING_CONF, WINDOW_IGNORE_CONF,
@@ -103,6 +104,27 @@ def test_only_registered_state_tables_and_the_manifest_are_maintained(spark, wor
     assert message.startswith("CEP-JOB-051: table 'daily_temperatures' is not a registered")
     assert "mt_models" in message and "cep_runs" in message  # the list of maintained tables
     assert versions(spark, world) == before  # mt_models, named first, was not touched
+
+
+def test_a_state_table_sharing_a_folder_is_refused_before_anything_is_touched(
+        spark, world, tmp_path) -> None:
+    # tables.toml gives a source table the folder of the state table mt_models (issue 21):
+    # VACUUM deletes by folder, so maintain refuses to start, naming both tables.
+    models = world["models"]
+    conf = tmp_path / "conf"
+    shutil.copytree(world["settings"].conf_dir, conf)
+    relative = models.location.relative_to(world["settings"].warehouse_dir)
+    with (conf / "tables.toml").open("a", encoding="utf-8") as handle:
+        handle.write(f'\n[tables.clash]\nlocation = "{relative}"\n')
+    clashing = load_settings(conf, overrides={"warehouse": str(world["settings"].warehouse_dir),
+                                              "show_progress": False})
+    stray = orphan(models)
+    before = versions(spark, world)
+    with pytest.raises(ConfigError, match=r"CEP-CONF-001: maintain \(.*\): table clash's "
+                                          r"location .* is also table mt_models's location"):
+        maintain(spark, clashing, quiet=True)
+    assert versions(spark, world) == before and stray.exists()
+    stray.unlink()
 
 
 def test_a_dry_run_reports_and_changes_nothing(spark, world) -> None:

@@ -10,6 +10,7 @@ of times; a rebuilt state starts a new generation.
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 from typing import Any
 
@@ -17,6 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from cep.errors import ConfigError
 from delta_tables.catalog import read_table
 from delta_tables.manifest import ManifestError, find_run, read_runs, read_state, register_run_views
 from delta_tables.predict_state import PredictionConf
@@ -129,6 +131,29 @@ def test_a_missing_manifest_row_is_written_by_the_rerun_alone(spark, settings, w
     assert record_run(spark, job, manifest) is None
     assert len([r for r in read_runs(spark, manifest, job.key)
                 if r.source_version == result.source_version]) == 1
+
+
+def test_a_manifest_set_to_a_source_table_is_refused_before_any_write(spark, settings,
+                                                                        world) -> None:
+    # jobs.toml [manifest] table pointing at the job's own source (issue 21): a typed error
+    # naming the table before the job runs; the source and the state keep their versions.
+    job, rules = world["job"], world["rules"]
+    source = TableConf("runner_src", world["location"])
+    wrong = dataclasses.replace(rules, manifest=source)
+    append(spark, world, commit(11, 20, 11000, 300))
+    before = {t.name: _version(t) for t in (source, *job.tables.values())}
+    rows = read_table(spark, source).count()
+    with pytest.raises(ConfigError, match=r"CEP-CONF-001: table runner_src .* is not a "
+                                          r"run-manifest table \(no cep.table property\); "
+                                          r"nothing was written"):
+        run_job(spark, settings, job, quiet=True, run_conf=wrong)
+    assert {t.name: _version(t) for t in (source, *job.tables.values())} == before
+    assert read_table(spark, source).count() == rows
+    # A manifest row alone (a rerun healing a crash) is refused the same way.
+    with pytest.raises(ConfigError, match="is not a run-manifest table"):
+        record_run(spark, job, source)
+    healed = run_job(spark, settings, job, quiet=True, run_conf=rules)
+    assert healed.written and healed.run.source_version == before["runner_src"]
 
 
 def test_conflicts_are_retried_a_bounded_number_of_times(spark, settings, world) -> None:
