@@ -135,9 +135,29 @@ def session_conf(settings: Settings, jars: list[Path]) -> dict[str, str]:
                                         else "false",
         "spark.executorEnv.PYSPARK_PYTHON": sys.executable,
     }
+    conf.update(local_only(settings.master))
     conf.update(settings.spark_extra)
     conf.update(REQUIRED_CONF)
     return conf
+
+
+def local_only(master: str) -> dict[str, str]:
+    """Settings that keep an embedded (``local``) Spark off the network.
+
+    Spark's driver binds its RPC and block-manager ports on the machine's own address, where
+    any host that reaches it could connect; a local session needs neither beyond this machine,
+    so both bind to loopback, and ``spark.authenticate`` makes Spark's RPC require the secret
+    it generates for a local session. A cluster master gets nothing here: its addresses and
+    shared secret are the operator's (conf/spark.toml ``[spark]`` overrides either way).
+
+    Example:
+        >>> local_only("local[2]")["spark.driver.bindAddress"], local_only("spark://h:7077")
+        ('127.0.0.1', {})
+    """
+    if not master.startswith("local"):
+        return {}
+    return {"spark.driver.bindAddress": "127.0.0.1", "spark.driver.host": "127.0.0.1",
+            "spark.authenticate": "true"}
 
 
 def build_session(

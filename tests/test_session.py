@@ -9,6 +9,7 @@ import pytest
 
 from jobs import session as session_module
 from jobs.session import REQUIRED_CONF, DeltaJarsUnavailable, ensure_delta_jars
+from tests.sockets import listening_addresses
 
 
 def test_required_settings_are_applied(spark) -> None:
@@ -115,3 +116,16 @@ def test_the_session_jvm_maps_the_class_archive_make_jars_recorded(spark, settin
     found = re.search(r"CDS archive\(s\) mapped at: .*?size (\d+)", info)
     assert found, "the JVM reports no CDS archive:\n" + info[:2000]
     assert int(found.group(1)) > archive.stat().st_size, (found.group(0), archive.stat().st_size)
+
+
+def test_a_local_session_listens_on_loopback_only_and_authenticates(spark) -> None:
+    # Issue 21: the driver's RPC and block-manager ports were bound on the machine's address.
+    jvm = spark.sparkContext._jvm
+    pid = int(jvm.java.lang.ProcessHandle.current().pid())
+    listening = listening_addresses(pid)
+    assert len(listening) >= 3, listening  # py4j, the driver's RPC, the block manager
+    assert all(address.startswith("127.0.0.1:") for address in listening), listening
+    conf = spark.sparkContext.getConf()
+    assert conf.get("spark.authenticate") == "true"
+    assert conf.get("spark.driver.bindAddress") == "127.0.0.1"
+    assert session_module.local_only("spark://h:7077") == {}

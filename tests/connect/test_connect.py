@@ -39,6 +39,7 @@ from delta_tables.catalog import register_table
 from delta_tables.settings import Settings, TableConf
 from jobs.servers.connect_server import (ConnectConf, ConnectConfError, ConnectServerError,
                                  load_connect_conf, start_server)
+from tests.sockets import descendants, listening_addresses
 
 ROOT = Path(__file__).resolve().parents[2]
 TABLE = "connect_events"
@@ -225,6 +226,14 @@ def test_server_is_not_reachable_from_other_hosts(server: Server) -> None:
         pytest.skip("this machine has no non-loopback IPv4 address to connect from")
     with pytest.raises(ConnectionRefusedError):
         socket.create_connection((address, server.port), timeout=30).close()
+
+
+def test_the_server_listens_on_loopback_only(server: Server) -> None:
+    # Issue 21: the server's JVM bound the driver's RPC and block-manager ports on the
+    # machine's address. Every listener of the child and its JVM is on 127.0.0.1 now.
+    listening = [a for pid in descendants(server.proc.pid) for a in listening_addresses(pid)]
+    assert f"127.0.0.1:{server.port}" in listening, (listening, server.log())
+    assert all(a.startswith("127.0.0.1:") for a in listening), listening
 
 
 def test_register_all_registers_every_function_over_connect(

@@ -46,6 +46,7 @@ from delta_tables.settings import Settings, TableConf, load_settings
 from jobs.cli import main
 from jobs.servers.server import (ServerConf, ServerConfError, ServerStartError, load_server_conf,
                          start_server)
+from tests.sockets import descendants, listening_addresses
 
 ROOT = Path(__file__).resolve().parents[2]
 BEELINE = Path(pyspark.__file__).parent / "bin" / "beeline"
@@ -284,6 +285,14 @@ def split_results(stdout: str, headers: dict[str, tuple[str, ...]]
         elif current is not None:
             results[current].append(tuple(row))
     return results
+
+
+def test_the_server_listens_on_loopback_only(server: Server) -> None:
+    # Issue 21: the server's JVM bound the driver's RPC and block-manager ports on the
+    # machine's address. Every listener of the child and its JVM is on 127.0.0.1 now.
+    listening = [a for pid in descendants(server.proc.pid) for a in listening_addresses(pid)]
+    assert f"127.0.0.1:{server.port}" in listening, (listening, server.log())
+    assert all(a.startswith("127.0.0.1:") for a in listening), listening
 
 
 def test_beeline_gets_the_in_process_rows(server: Server, bi_table: BiTable,
