@@ -578,12 +578,13 @@ def latency_sql(spark: "SparkSession", events: str, nodes: str, pattern: str, re
 
 
 def run_latency(spark: "SparkSession | None", root: Path | None, max_n: int, sql: bool,
-                min_n: int = 0) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Part 1 (and part 3's synthetic rows): every shape and size up to ``max_n``."""
+                min_n: int = 0, shapes: Sequence[str] = tuple(SHAPES)
+                ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Part 1 (and part 3's synthetic rows): the shapes' sizes from ``min_n`` to ``max_n``."""
     import pyarrow as pa
 
     rows, byte_rows = [], []
-    for shape, spec in SHAPES.items():
+    for shape, spec in ((s, SHAPES[s]) for s in shapes):
         for n in (s for s in spec.get("sizes", SIZES) if min_n <= s <= max_n):
             t0 = time.perf_counter()
             streams, type_names = synthetic_streams(shape, n)
@@ -971,6 +972,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="smallest synthetic size (default: all from 10^5)")
     parser.add_argument("--logs", nargs="*", default=list(LOGS),
                         help="real logs to use (--logs with no name: skip the real logs)")
+    parser.add_argument("--shapes", nargs="+", choices=list(SHAPES), default=list(SHAPES),
+                        help="synthetic shapes to run (default: all)")
     parser.add_argument("--skip-sql", action="store_true",
                         help="skip the Spark SQL timings of part 1 (Delta tables still written)")
     args = parser.parse_args(argv)
@@ -987,7 +990,8 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     try:
         print(LATENCY_HEAD, flush=True)
-        latency, byte_rows = run_latency(spark, root, args.max_n, not args.skip_sql, args.min_n)
+        latency, byte_rows = run_latency(spark, root, args.max_n, not args.skip_sql, args.min_n,
+                                         args.shapes)
         print(f"\n{LEAF_HEAD}", flush=True)
         logs = run_logs(spark, root, args.logs)
     finally:

@@ -93,10 +93,7 @@ def sketch_rows(spark: Any, n: int, root: Path) -> list[tuple[str, float]]:
     """Part 2: the sketch query at ``n`` events and its floor."""
     from benchmarks import bench_sketch_query as b
     from delta_tables.sketch_state import NODES_COLUMNS, spark_schema
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    from udfs.approx_match_seq import NODE_COLUMNS, answer_table, check_arguments
+    from udfs.approx_match_seq import answer_table, check_arguments, selected_columns
 
     streams, names = b.synthetic_streams("keys", n)
     per = n // len(streams.keys)
@@ -106,17 +103,7 @@ def sketch_rows(spark: Any, n: int, root: Path) -> list[tuple[str, float]]:
     table = b.nodes_arrow(streams, trees)
     pattern = b.questions("keys", names)["frequent"]
     plan = check_arguments(pattern, b.POLICY, "exists", 0)
-    # The columns as the function's select hands them over: integers as BIGINT, timestamps
-    # as microseconds, named __<column>.
-    selected = {}
-    for name, kind in NODE_COLUMNS:
-        column = table.column(name)
-        if kind == "timestamp":
-            column = pc.cast(pc.cast(column, pa.timestamp("us", tz="UTC")), pa.int64())
-        elif kind == "integer":
-            column = pc.cast(column, pa.int64())
-        selected[f"__{name}"] = column
-    selected_table = pa.table(selected)
+    selected_table = selected_columns(table)
     python_side = best_seconds(lambda: answer_table(plan, selected_table))
     staged = root / "staged.parquet"
     import pyarrow.parquet as pq

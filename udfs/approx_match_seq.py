@@ -13,11 +13,12 @@ Arrow batches on the executors.
 caret), checks ``policy``, ``mode`` and ``level`` (``CEP-SQL-020``) and the columns of the
 table (``CEP-SQL-021``), asks Spark for just the columns the evaluation reads and for the rows
 of each stream together (``STREAM_BUCKETS`` buckets of the stream's hash; the call carries no
-``PARTITION BY``). Each task sorts its rows by stream, rebuilds every stream's tree from its
-slice of the columns (:mod:`cep.sketch.stored`: one vectorised pass checks and unpacks every
-``bits`` blob, ``CEP-SKETCH-002`` naming the stream and node when one is damaged;
-``CEP-SQL-022`` when the rows are not one tree) and answers with
-:func:`cep.sketch.evaluate_sketch` over the Bloom filters.
+``PARTITION BY``). Each task sorts its rows by stream and answers all its streams in one pass
+(:mod:`cep.sketch.forest`: every ``bits`` blob checked and unpacked at once, the rows of every
+stream checked, cut and evaluated together). Rows of several configurations, or rows that fail
+a check, are answered one stream at a time (:mod:`cep.sketch.stored`), whose errors name the
+stream and node: ``CEP-SKETCH-002`` for a damaged blob or a missing node, ``CEP-SQL-022`` when
+the rows are not one tree.
 
 Output (``docs/sql.md``); ``stream`` has the nodes table's own type:
 
@@ -267,6 +268,24 @@ def node_columns(table: Any) -> dict[str, Any]:
     return out
 
 
+def selected_columns(nodes: Any) -> Any:
+    """The rows of a ``<name>_nodes`` Arrow table as :func:`node_selection` hands them to a task
+    (``__<name>`` columns, integers as BIGINT, timestamps as microseconds), one chunk per
+    column: what :func:`answer_table` reads, for tests and benchmarks without Spark."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    out = {}
+    for name, kind in NODE_COLUMNS:
+        column = nodes.column(name)
+        if kind == "timestamp":
+            column = pc.cast(pc.cast(column, pa.timestamp("us", tz="UTC")), pa.int64())
+        elif kind == "integer":
+            column = pc.cast(column, pa.int64())
+        out[f"__{name}"] = column
+    return pa.table(out).combine_chunks()
+
+
 _PER_ROW = ("node_id", "level", "idx", "pos_start", "pos_end", "ts_start", "ts_end", "n_events",
             "is_top", "is_open")
 
@@ -322,53 +341,110 @@ class ApproxMatchSeq(TableFunction):
 def answer_table(plan: SketchCallPlan, table: Any) -> Any:
     """The output table of one partition's selected node columns.
 
+    Every stream of the partition is answered in one pass (:mod:`cep.sketch.forest`) when
+    their rows share one configuration and pass the checks; otherwise (mixed configurations,
+    damaged rows) one stream at a time, which names the stream and the node at fault.
+
     Raises:
         SketchRowsError: NULLs where a tree needs a value, mixed configurations.
         CorruptSketchError: a damaged blob or rows that are not one tree (naming the stream).
     """
     import numpy as np
-    import pyarrow as pa
 
-    from cep.sketch import evaluate_sketch
+    from cep.sketch.stored import stream_bounds
 
     cols = node_columns(table)
     query = compiled_query(plan.pattern, plan.policy)
-    parts: dict[str, list[Any]] = {name: [] for name in (
-        "row", "matched", "pos_start", "pos_end", "ts_start", "ts_end", "node_ids",
-        "match_id", "slots")}
-    for first, _, _, tree in stream_trees(cols):
-        result = evaluate_sketch(query, tree, level=plan.level, mode=plan.mode,
-                                 membership="bloom")
-        if plan.mode == "exists":
-            parts["row"].append(np.array([first]))
-            parts["matched"].append(np.array([bool(result)]))
-            continue
-        n = len(result)
-        parts["row"].append(np.full(n, first))
-        parts["match_id"].append(np.arange(1, n + 1, dtype=np.int64))
-        for name in ("pos_start", "pos_end", "ts_start", "ts_end"):
-            parts[name].append(np.asarray(getattr(result, name), dtype=np.int64))
-        parts["node_ids"].append(np.asarray(result.node_ids, dtype=np.int64).reshape(-1))
-        parts["slots"].append(np.full(n, result.node_ids.shape[1], dtype=np.int32))
+    keys = np.asarray(cols["stream"].to_pylist(), dtype=object)
+    bounds = stream_bounds(keys)
+    found = forest_answer(plan, query, cols, bounds)
+    if found is None:
+        found = stream_answers(plan, query, cols)
+    return output_table(plan, cols, bounds, found)
 
-    def cat(name: str, dtype: Any) -> Any:
-        return np.concatenate(parts[name]).astype(dtype) if parts[name] else np.zeros(0, dtype)
 
-    stream = cols["stream"].take(pa.array(cat("row", np.int64), pa.int64()))
+def forest_answer(plan: SketchCallPlan, query: Any, cols: dict[str, Any], bounds: Any) -> Any:
+    """The answer of every stream at once, or None when the rows need the per-stream path.
+
+    Returns:
+        ``exists``: a bool array, one entry per stream; ``intervals``: the
+        :class:`cep.sketch.evaluate.StreamMatches`.
+    """
+    import numpy as np
+
+    from cep.sketch import CorruptSketchError
+    from cep.sketch.evaluate import evaluate_streams
+    from cep.sketch.forest import cut_forest, restore_forest
+    from cep.sketch.stored import decode_bits_matrix
+
+    n = len(cols["node_id"])
+    lengths = cols["seed_lengths"]
+    if not n or not bool(np.all(lengths == lengths[0])) or not bool(np.all(cols["m"] == cols["m"][0])):
+        return None
+    try:
+        bits = decode_bits_matrix(cols["bits_data"], cols["bits_offsets"], int(cols["m"][0]),
+                                  valid=cols["bits_valid"])
+    except CorruptSketchError:
+        return None  # the per-stream path names the stream and the node
+    rows = {c: cols[c] for c in (*_PER_ROW, "m", "k", "config_version", "ts_valid")}
+    rows["seeds"] = cols["seeds"].reshape(n, int(lengths[0]))
+    forest = restore_forest(rows, bits, bounds)
+    if forest is None:
+        return None
+    units, unit_bounds = cut_forest(forest, query.names, plan.level)
+    return evaluate_streams(query, units, unit_bounds, mode=plan.mode)
+
+
+def stream_answers(plan: SketchCallPlan, query: Any, cols: dict[str, Any]) -> Any:
+    """:func:`forest_answer`'s result, one stream at a time (any rows; errors name the stream)."""
+    import numpy as np
+
+    from cep.sketch import evaluate_sketch
+    from cep.sketch.evaluate import StreamMatches, SketchMatches
+
+    answers = []
+    for _, _, _, tree in stream_trees(cols):
+        answers.append(evaluate_sketch(query, tree, level=plan.level, mode=plan.mode,
+                                       membership="bloom"))
     if plan.mode == "exists":
-        return pa.table({plan.stream: stream, "matched": pa.array(cat("matched", np.bool_))})
+        return np.array(answers, dtype=bool)
+    stream = np.repeat(np.arange(len(answers), dtype=np.int64), [len(a) for a in answers])
+
+    def cat(name: str) -> Any:
+        return np.concatenate([getattr(a, name) for a in answers]).astype(np.int64) if answers \
+            else np.zeros(0, dtype=np.int64)
+
+    ids = (np.concatenate([a.node_ids for a in answers]) if answers
+           else np.zeros((0, query.slots), dtype=np.int64))
+    return StreamMatches(stream, SketchMatches(cat("pos_start"), cat("pos_end"), cat("ts_start"),
+                                               cat("ts_end"), ids.astype(np.int64)))
+
+
+def output_table(plan: SketchCallPlan, cols: dict[str, Any], bounds: Any, found: Any) -> Any:
+    """The Arrow output of the answers ``found`` (stream ``s`` is the key of row ``bounds[s]``)."""
+    import numpy as np
+    import pyarrow as pa
+
+    if plan.mode == "exists":
+        stream = cols["stream"].take(pa.array(bounds[:-1], pa.int64()))
+        return pa.table({plan.stream: stream, "matched": pa.array(np.asarray(found, dtype=bool))})
+    matches, which = found.matches, found.stream
+    n = len(which)
+    stream = cols["stream"].take(pa.array(bounds[which] if n else np.zeros(0, np.int64), pa.int64()))
+    # match_id: 1-based within the stream, in the order of the sorted records.
+    match_id = np.arange(n, dtype=np.int64) - np.searchsorted(which, which, side="left") + 1
+    slots = matches.node_ids.shape[1] if matches.node_ids.ndim == 2 else 0
     ts_type = pa.timestamp("us", tz="UTC")
-    n = len(stream)
     return pa.table({
         plan.stream: stream,
-        "match_id": pa.array(cat("match_id", np.int64)),
-        "pos_start": pa.array(cat("pos_start", np.int64)),
-        "pos_end": pa.array(cat("pos_end", np.int64)),
-        "ts_start": pa.array(cat("ts_start", np.int64)).cast(ts_type),
-        "ts_end": pa.array(cat("ts_end", np.int64)).cast(ts_type),
+        "match_id": pa.array(match_id),
+        "pos_start": pa.array(matches.pos_start.astype(np.int64)),
+        "pos_end": pa.array(matches.pos_end.astype(np.int64)),
+        "ts_start": pa.array(matches.ts_start.astype(np.int64)).cast(ts_type),
+        "ts_end": pa.array(matches.ts_end.astype(np.int64)).cast(ts_type),
         "node_ids": pa.ListArray.from_arrays(
-            pa.array(np.concatenate(([0], np.cumsum(cat("slots", np.int32)))).astype(np.int32)),
-            pa.array(cat("node_ids", np.int64))),
+            pa.array((np.arange(n + 1) * slots).astype(np.int32)),
+            pa.array(matches.node_ids.reshape(-1).astype(np.int64), pa.int64())),
         "level": pa.array(np.full(n, plan.level, dtype=np.int32))})
 
 

@@ -15,7 +15,9 @@ from cep.sketch.errors import CorruptSketchError, SketchConfigError, SketchInput
 from cep.sketch.hashing import Hasher, bit_positions
 from cep.sketch.names import factorize
 from cep.sketch.tree import OpenLeaf, SketchTree, node_ids, split_node_ids
-from cep.sketch.evaluate import SketchLimits, SketchMatch, SketchMatches, evaluate_sketch, evaluate_units
+from cep.sketch.evaluate import (SketchLimits, SketchMatch, SketchMatches, StreamMatches,
+                                  evaluate_sketch, evaluate_streams, evaluate_units)
+from cep.sketch.forest import Forest, cut_forest, restore_forest
 from cep.sketch.query import (
     SketchArgumentError,
     SketchComponent,
@@ -64,6 +66,11 @@ __all__ = [
     "cut",
     "evaluate_sketch",
     "evaluate_units",
+    "evaluate_streams",
+    "StreamMatches",
+    "Forest",
+    "cut_forest",
+    "restore_forest",
     "leaf_units",
     "BudgetTooSmallError",
     "HeightRow",

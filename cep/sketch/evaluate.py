@@ -20,7 +20,10 @@ extends them with ``searchsorted`` over the sorted indices of the units that sat
 - ``WINDOW`` keeps the contiguous stretch of units that intersect it; ``WITHIN`` compares
   ``ts_start(last unit) - ts_end(first unit)`` (or positions, for ``EVENTS``) with the span.
 
-A loop runs per component (and per name of an ``AND``), never per unit or per event.
+A loop runs per component (and per name of an ``AND``), never per unit, per event or per
+stream: :func:`evaluate_streams` answers the units of many streams laid end to end in the same
+steps (every candidate search stops at the end of the match's stream), and
+:func:`evaluate_units` is its one-stream case.
 
 Example:
     >>> from cep.sketch.units import Units
@@ -151,25 +154,126 @@ def evaluate_units(query: SketchQuery, units: Units, *, mode: str = "intervals",
         SketchLimitError: skip-till-any-match would create more than
             ``limits.max_partial_matches`` partial matches in one step.
     """
+    bounds = np.array([0, len(units)], dtype=np.int64)
+    answer = evaluate_streams(query, units, bounds, mode=mode, limits=limits)
+    if mode == "exists":
+        return bool(answer[0])
+    return answer.matches
+
+
+@dataclass(frozen=True, eq=False)
+class StreamMatches:
+    """The matches of a query over many streams at once (columnar).
+
+    Attributes:
+        stream: int64, the stream (0-based, in the order of the bounds) of each match.
+        matches: the matches, sorted by stream, then as :class:`SketchMatches` sorts them.
+    """
+
+    stream: np.ndarray
+    matches: SketchMatches
+
+    def __len__(self) -> int:
+        return int(self.stream.shape[0])
+
+
+def evaluate_streams(query: SketchQuery, units: Units, bounds: np.ndarray, *,
+                     mode: str = "intervals", limits: SketchLimits = DEFAULT_LIMITS
+                     ) -> np.ndarray | StreamMatches:
+    """Answer ``query`` over the units of many streams laid end to end, in one pass.
+
+    Stream ``s`` owns units ``bounds[s] .. bounds[s + 1] - 1`` (in position order). A match
+    never crosses a stream boundary: every step's candidates, the ``WITHIN`` and ``WINDOW``
+    bounds and a trailing ``NOT`` stop at the end of the stream of the match's first unit. The
+    answer of each stream is exactly :func:`evaluate_units` over its own units (tested), but
+    the numpy steps run once over all of them: a process-mining table holds ~10^5 streams of
+    ~10 events, where a call per stream costs more than the evaluation itself.
+
+    Args:
+        query: the compiled query.
+        units: the units of every stream, stream after stream.
+        bounds: ``S + 1`` non-decreasing unit offsets (``bounds[0] == 0``,
+            ``bounds[-1] == len(units)``); a stream may have no unit.
+        mode: ``"exists"`` or ``"intervals"``.
+        limits: enumeration bounds (per step, over all streams together).
+
+    Returns:
+        ``"exists"``: a bool array, one entry per stream; ``"intervals"``: the
+        :class:`StreamMatches`.
+
+    Example:
+        >>> u = Units.from_sets([{"A"}, {"B"}, {"A"}, {"C"}, {"B"}],
+        ...                     pos_start=[0, 1, 0, 1, 2], pos_end=[0, 1, 0, 1, 2],
+        ...                     ts_start=[0, 1, 0, 1, 2], ts_end=[0, 1, 0, 1, 2])
+        >>> q = compile_sketch_query("PATTERN A; B")
+        >>> evaluate_streams(q, u, np.array([0, 2, 5]), mode="exists").tolist()
+        [True, True]
+        >>> evaluate_streams(q, u, np.array([0, 1, 5]), mode="exists").tolist()
+        [False, True]
+        >>> found = evaluate_streams(q, u, np.array([0, 2, 5]))
+        >>> found.stream.tolist(), found.matches.pos_end.tolist()
+        ([0, 1], [1, 2])
+    """
     if mode not in MODES:
         raise SketchArgumentError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
-    lo, hi = _window_slice(query, units)
-    view = units.slice(lo, hi)
-    rows = _Evaluation(query, view, limits).run()
+    bounds = np.asarray(bounds, dtype=np.int64)
+    units, bounds = _window_units(query, units, bounds)
+    evaluation = _Evaluation(query, units, limits, bounds)
+    rows = evaluation.run()
     if mode == "exists":
-        return bool(rows.first.shape[0])
-    return _matches(view, rows, query.slots)
+        found = np.zeros(len(bounds) - 1, dtype=bool)
+        found[evaluation.stream[rows.first]] = True
+        return found
+    return _matches(units, rows, query.slots, evaluation.stream)
 
 
-def _window_slice(query: SketchQuery, units: Units) -> tuple[int, int]:
-    """The stretch ``[lo, hi)`` of units whose interval intersects the ``WINDOW`` (all without one)."""
+def _window_units(query: SketchQuery, units: Units, bounds: np.ndarray
+                  ) -> tuple[Units, np.ndarray]:
+    """The units that intersect the ``WINDOW`` (all without one) and the streams' new bounds.
+
+    Within a stream the units are in position order, so both interval ends are sorted and the
+    kept units are one contiguous stretch per stream, as a ``searchsorted`` slice would give.
+    """
     w = query.window
     if w is None:
-        return 0, len(units)
+        return units, bounds
     starts, ends = (units.pos_start, units.pos_end) if w.kind == "POSITION" else (units.ts_start, units.ts_end)
-    lo = int(np.searchsorted(ends, w.start, side="left"))
-    hi = int(np.searchsorted(starts, w.end, side="right"))
-    return lo, max(lo, hi)
+    keep = (ends >= w.start) & (starts <= w.end)
+    kept = np.flatnonzero(keep)
+    before = np.concatenate(([0], np.cumsum(keep, dtype=np.int64)))
+    return _take_units(units, kept), before[bounds]
+
+
+def _take_units(units: Units, rows: np.ndarray) -> Units:
+    return Units(units.node_id[rows], units.level[rows], units.pos_start[rows], units.pos_end[rows],
+                 units.ts_start[rows], units.ts_end[rows],
+                 {k: v[rows] for k, v in units.membership.items()})
+
+
+def first_at_least(values: np.ndarray, stream: np.ndarray, bound: np.ndarray,
+                   bound_stream: np.ndarray) -> np.ndarray:
+    """Per bound: the first unit of its stream whose value is ``>= bound`` (else the stream's end).
+
+    ``values`` is sorted within each stream and ``stream`` (the stream of each unit) is sorted,
+    so the pairs ``(stream, value)`` are sorted; both sides are ranked together (one
+    ``np.unique``) and searched as one integer key ``stream * ranks + rank``. One stream is a
+    plain ``searchsorted``.
+
+    Example:
+        >>> first_at_least(np.array([1, 5, 2, 3]), np.array([0, 0, 1, 1]),
+        ...                np.array([4, 4, 9]), np.array([0, 1, 1])).tolist()
+        [1, 4, 4]
+    """
+    if not len(values) or not len(bound):
+        return np.zeros(len(bound), dtype=np.int64)
+    if stream[0] == stream[-1] and bool(np.all(bound_stream == stream[0])):
+        return np.searchsorted(values, bound, side="left").astype(np.int64)
+    _, rank = np.unique(np.concatenate((values, bound)), return_inverse=True)
+    rank = rank.reshape(-1).astype(np.int64)
+    width = int(rank.max()) + 1
+    keys = stream.astype(np.int64) * width + rank[:len(values)]
+    wanted = bound_stream.astype(np.int64) * width + rank[len(values):]
+    return np.searchsorted(keys, wanted, side="left").astype(np.int64)
 
 
 @dataclass
@@ -193,11 +297,16 @@ _EMPTY = np.zeros(0, dtype=np.int64)
 class _Evaluation:
     """One evaluation: candidate index arrays per name, prefix counts for NOT, the policy's steps."""
 
-    def __init__(self, query: SketchQuery, units: Units, limits: SketchLimits) -> None:
+    def __init__(self, query: SketchQuery, units: Units, limits: SketchLimits,
+                 bounds: np.ndarray) -> None:
         self.q = query
         self.u = units
         self.n = len(units)
         self.limits = limits
+        self.bounds = bounds
+        # The stream of each unit, and the first unit after its stream: no step goes past it.
+        self.stream = np.repeat(np.arange(len(bounds) - 1, dtype=np.int64), np.diff(bounds))
+        self.end = bounds[1:][self.stream]
         self._cand: dict[tuple[str, ...], np.ndarray] = {}
         self._prefix: dict[tuple[str, ...], np.ndarray] = {}
 
@@ -230,15 +339,18 @@ class _Evaluation:
         return p[b] - p[a + 1] == 0
 
     def window_end(self, first: np.ndarray) -> np.ndarray:
-        """Per row: the first unit index the ``WITHIN`` span excludes as a last unit."""
+        """Per row: the first unit index the ``WITHIN`` span (or the stream's end) excludes as a
+        last unit."""
         w = self.q.within
         if w is None:
-            return np.full(first.shape, self.n, dtype=np.int64)
+            return self.end[first]
         if w.on_positions:
-            bound = self.u.pos_end[first] + w.amount
-            return np.searchsorted(self.u.pos_start, bound, side="left").astype(np.int64)
-        bound = self.u.ts_end[first] + w.amount
-        return np.searchsorted(self.u.ts_start, bound, side="left").astype(np.int64)
+            return self.at_least(self.u.pos_start, self.u.pos_end[first] + w.amount, first)
+        return self.at_least(self.u.ts_start, self.u.ts_end[first] + w.amount, first)
+
+    def at_least(self, values: np.ndarray, bound: np.ndarray, first: np.ndarray) -> np.ndarray:
+        """Per row: the first unit of the stream of ``first`` whose value is ``>= bound``."""
+        return first_at_least(values, self.stream, bound, self.stream[first])
 
     def check_limit(self, total: int, where: str) -> None:
         if total > self.limits.max_partial_matches:
@@ -293,9 +405,9 @@ class _Evaluation:
         w = self.q.within
         assert w is not None
         if w.on_positions:
-            hi = np.searchsorted(self.u.pos_start, self.u.pos_start[rows.first] + w.amount, side="left")
+            hi = self.at_least(self.u.pos_start, self.u.pos_start[rows.first] + w.amount, rows.first)
         else:
-            hi = np.searchsorted(self.u.ts_start, self.u.ts_start[rows.first] + w.amount, side="left")
+            hi = self.at_least(self.u.ts_start, self.u.ts_start[rows.first] + w.amount, rows.first)
         p = self.prefix(self.q.trailing)
         a = rows.last + 1
         return p[np.maximum(hi, a)] - p[a] == 0
@@ -306,29 +418,41 @@ class _Evaluation:
         starts = self.cand(comp.names)
         if comp.kind != "and":
             return _Rows(starts, starts, [starts])
-        slots, ok = self.first_at_or_after(comp.names, starts - 1)
+        slots, ok = self.first_at_or_after(comp.names, starts - 1, self.end[starts])
         rows = _Rows(starts, starts, slots).keep(ok)
         rows.last = np.stack(rows.slots).max(axis=0)
         return rows
 
-    def first_at_or_after(self, names: tuple[str, ...], after: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
-        """Per name: the first unit holding it strictly after ``after``; and whether all exist."""
+    def first_at_or_after(self, names: tuple[str, ...], after: np.ndarray, end: np.ndarray
+                          ) -> tuple[list[np.ndarray], np.ndarray]:
+        """Per name: the first unit holding it strictly after ``after`` and before ``end``; and
+        whether all exist."""
         ok = np.ones(after.shape, dtype=bool)
         slots = []
         for name in names:
-            c = self.cand((name,))
-            i = np.searchsorted(c, after, side="right")
-            ok &= i < c.shape[0]
-            slots.append(c[np.minimum(i, c.shape[0] - 1)] if c.shape[0] else np.zeros_like(after))
+            picked, found = self.next_candidate(self.cand((name,)), after, end)
+            ok &= found
+            slots.append(picked)
         return slots, ok
+
+    @staticmethod
+    def next_candidate(c: np.ndarray, after: np.ndarray, end: np.ndarray
+                       ) -> tuple[np.ndarray, np.ndarray]:
+        """Per row: the first of the sorted candidates ``c`` after ``after``, and whether it is
+        before ``end`` (the row's stream end)."""
+        if not c.shape[0]:
+            return np.zeros_like(after), np.zeros(after.shape, dtype=bool)
+        i = np.searchsorted(c, after, side="right")
+        picked = c[np.minimum(i, c.shape[0] - 1)]
+        return picked, (i < c.shape[0]) & (picked < end)
 
     def next_step(self, rows: _Rows, comp: SketchComponent) -> tuple[_Rows, np.ndarray, np.ndarray]:
         picked, ok = [], np.ones(rows.last.shape, dtype=bool)
+        end = self.end[rows.last]
         for group in _groups(comp):
-            c = self.cand(group)
-            i = np.searchsorted(c, rows.last, side="right")
-            ok &= i < c.shape[0]
-            picked.append(c[np.minimum(i, c.shape[0] - 1)] if c.shape[0] else np.zeros_like(rows.last))
+            chosen, found = self.next_candidate(self.cand(group), rows.last, end)
+            ok &= found
+            picked.append(chosen)
         return self._extend(rows, picked, ok)
 
     def _extend(self, rows: _Rows, picked: list[np.ndarray], ok: np.ndarray) -> tuple[_Rows, np.ndarray, np.ndarray]:
@@ -354,7 +478,7 @@ class _Evaluation:
 
     def strict_step(self, rows: _Rows, comp: SketchComponent) -> tuple[_Rows, np.ndarray, np.ndarray]:
         nxt = rows.last + 1
-        ok = nxt < self.n
+        ok = nxt < self.end[rows.last]
         at = np.minimum(nxt, self.n - 1)  # rows exist, so n >= 1
         groups = _groups(comp)
         for group in groups:
@@ -364,16 +488,24 @@ class _Evaluation:
     # skip-till-any-match
 
     def any_first(self, comp: SketchComponent) -> _Rows:
-        """Every binding of the first component (skip-till-any-match)."""
-        seed = _Rows(np.full(1, -1, dtype=np.int64), np.full(1, -1, dtype=np.int64), [])
-        rows, cfirst, _ = self.any_step(seed, comp, 0, bounded=False)
+        """Every binding of the first component (skip-till-any-match): one seed row per stream,
+        just before its first unit, bounded by its end."""
+        before = self.bounds[:-1] - 1
+        seed = _Rows(before, before, [])
+        streams = np.arange(len(self.bounds) - 1, dtype=np.int64)
+        rows, cfirst, _ = self.any_step(seed, comp, 0, hi_unit=self.bounds[1:], row_stream=streams)
         return _Rows(cfirst, rows.last, rows.slots)
 
     def any_step(self, rows: _Rows, comp: SketchComponent, index: int,
-                 bounded: bool = True) -> tuple[_Rows, np.ndarray, np.ndarray]:
-        """Every binding of ``comp`` after each row's last unit (before the WITHIN bound)."""
+                 hi_unit: np.ndarray | None = None, row_stream: np.ndarray | None = None
+                 ) -> tuple[_Rows, np.ndarray, np.ndarray]:
+        """Every binding of ``comp`` after each row's last unit (before the WITHIN bound and
+        the stream's end; ``hi_unit`` instead, when given, for rows of streams ``row_stream``)."""
         prev_last = rows.last
-        hi_unit = self.window_end(rows.first) if bounded else np.full(prev_last.shape, self.n, dtype=np.int64)
+        if hi_unit is None:
+            hi_unit = self.window_end(rows.first)
+        if row_stream is None:
+            row_stream = self.stream[rows.first]
         first, slots, new = rows.first, rows.slots, []
         for group in _groups(comp):
             c = self.cand(group)
@@ -381,11 +513,14 @@ class _Evaluation:
             hi = np.maximum(np.searchsorted(c, hi_unit, side="left"), lo)
             counts = hi - lo
             total = int(counts.sum())
-            self.check_limit(total, f"component {index + 1} ({', '.join(comp.names)})")
+            # The limit is per stream, as if each stream were evaluated alone.
+            most = int(np.bincount(row_stream, weights=counts).max(initial=0)) if total else 0
+            self.check_limit(most, f"component {index + 1} ({', '.join(comp.names)})")
             rep = np.repeat(np.arange(counts.shape[0]), counts)
             offset = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
             chosen = c[lo[rep] + offset]
             prev_last, hi_unit, first = prev_last[rep], hi_unit[rep], first[rep]
+            row_stream = row_stream[rep]
             slots = [s[rep] for s in slots]
             new = [s[rep] for s in new] + [chosen]
         stacked = np.stack(new)
@@ -397,13 +532,16 @@ def _groups(comp: SketchComponent) -> list[tuple[str, ...]]:
     return [(name,) for name in comp.names] if comp.kind == "and" else [comp.names]
 
 
-def _matches(units: Units, rows: _Rows, n_slots: int) -> SketchMatches:
-    """Deduplicated, sorted match records of ``rows`` (unit indices into ``units``)."""
+def _matches(units: Units, rows: _Rows, n_slots: int, stream: np.ndarray) -> StreamMatches:
+    """Deduplicated match records of ``rows`` (unit indices into ``units``), sorted by stream
+    (``stream`` gives each unit's) and then as :class:`SketchMatches` sorts them."""
     if not rows.first.shape[0]:
-        return SketchMatches(_EMPTY, _EMPTY, _EMPTY, _EMPTY, np.zeros((0, n_slots), dtype=np.int64))
-    table = np.column_stack([units.pos_start[rows.first], units.pos_end[rows.last],
+        empty = SketchMatches(_EMPTY, _EMPTY, _EMPTY, _EMPTY, np.zeros((0, n_slots), dtype=np.int64))
+        return StreamMatches(_EMPTY, empty)
+    table = np.column_stack([stream[rows.first], units.pos_start[rows.first], units.pos_end[rows.last],
                              units.ts_start[rows.first], units.ts_end[rows.last]]
                             + [units.node_id[s] for s in rows.slots]).astype(np.int64)
     table = np.unique(table, axis=0)
-    return SketchMatches(table[:, 0].copy(), table[:, 1].copy(), table[:, 2].copy(), table[:, 3].copy(),
-                         table[:, 4:].copy())
+    return StreamMatches(table[:, 0].copy(), SketchMatches(
+        table[:, 1].copy(), table[:, 2].copy(), table[:, 3].copy(), table[:, 4].copy(),
+        table[:, 5:].copy()))

@@ -188,7 +188,7 @@ def config_of_rows(stream: Any, *, m: np.ndarray, k: np.ndarray, seeds: np.ndarr
     ones = n_events[full & (level == 1)]
     fanout = int(ones[0]) // c if len(ones) and c else 2
     try:
-        return _config(int(m[0]), int(k[0]), tuple(int(s) for s in seeds[0]), c, fanout,
+        return cached_config(int(m[0]), int(k[0]), tuple(int(s) for s in seeds[0]), c, fanout,
                        int(config_version[0]))
     except SketchConfigError as exc:
         raise CorruptSketchError(f"stream {stream!r}: the rows give no valid sketch "
@@ -196,9 +196,14 @@ def config_of_rows(stream: Any, *, m: np.ndarray, k: np.ndarray, seeds: np.ndarr
 
 
 @lru_cache(maxsize=256)
-def _config(m: int, k: int, seeds: tuple[int, ...], c: int, fanout: int, version: int
-            ) -> SketchConfig:
-    # One value per distinct setting: its checks run once per worker, not once per stream.
+def cached_config(m: int, k: int, seeds: tuple[int, ...], c: int, fanout: int, version: int
+                  ) -> SketchConfig:
+    """The :class:`SketchConfig` of these settings, made (and checked) once per worker.
+
+    Example:
+        >>> cached_config(64, 2, (0, 1), 4, 2, 1) is cached_config(64, 2, (0, 1), 4, 2, 1)
+        True
+    """
     return SketchConfig(m=m, k=k, C=c, fanout=fanout, seeds=seeds, config_version=version)
 
 
@@ -306,7 +311,7 @@ def check_complete(stream: Any, tree: SketchTree) -> None:
     # One comparison over all tops (the common case: nothing missing), the message's search
     # only when one fails.
     highest = np.maximum.reduceat(level, lo)  # the highest level from each top's first row on
-    bad = np.flatnonzero((hi - lo != _subtree_sizes(fanout)[top_level]) | (highest > top_level))
+    bad = np.flatnonzero((hi - lo != subtree_sizes(fanout)[top_level]) | (highest > top_level))
     if len(bad):
         t = int(bad[0])
         a, b, top_index = int(lo[t]), int(hi[t]), int(index[tops[t]])
@@ -325,7 +330,7 @@ def check_complete(stream: Any, tree: SketchTree) -> None:
 
 
 @lru_cache(maxsize=64)
-def _subtree_sizes(fanout: int) -> np.ndarray:
+def subtree_sizes(fanout: int) -> np.ndarray:
     """Rows of a complete subtree under a node of each level 0..62 (``1 + f + ... + f^L``),
     capped at 2^62: no stored tree holds that many rows, so a capped size never matches."""
     sizes, total, width = [], 0, 1

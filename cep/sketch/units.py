@@ -175,10 +175,44 @@ def cut(tree: Any, names: Sequence[str], level: int = 0, *, membership: str = "b
     node_ids = np.asarray(tree.node_id, dtype=np.int64)
     fanout = int(tree.fanout)
 
-    rows = np.asarray(tree.top_rows(), dtype=np.int64)
+    def children(parents: np.ndarray, offset: np.ndarray) -> np.ndarray:
+        ids = make_node_id(node_level[parents] - 1, node_index[parents] * fanout + offset)
+        found = np.asarray(tree.rows_of(ids), dtype=np.int64)
+        if (found < 0).any():
+            raise SketchArgumentError("the tree is missing children of an existing node")
+        return found
+
+    rows = expand_rows(np.asarray(tree.top_rows(), dtype=np.int64), node_level, needed if prune
+                       else None, level, fanout, children)
+
+    units = Units(node_ids[rows], node_level[rows].astype(np.int8),
+                  *(np.asarray(getattr(tree, a), dtype=np.int64)[rows]
+                    for a in ("pos_start", "pos_end", "ts_start", "ts_end")),
+                  {name: col[rows] for name, col in node_member.items()})
+    return _with_open_leaf(units, tree, names, membership)
+
+
+def expand_rows(rows: np.ndarray, node_level: np.ndarray, needed: np.ndarray | None, level: int,
+                fanout: int, children: Any) -> np.ndarray:
+    """The cut's loop: replace every row above ``level`` (and ``needed``, when given) by its
+    ``fanout`` children, in place, until none is left to expand.
+
+    Args:
+        rows: The starting rows (the top-level nodes), in position order.
+        node_level: The level of every row.
+        needed: Rows worth expanding (holding a query name), or None for all.
+        level: The accuracy level.
+        fanout: Children per node.
+        children: ``children(parents, offset)``: the row of child ``offset`` of each parent.
+
+    Example:
+        >>> levels = np.array([0, 0, 1])  # two leaves under one parent, post-order
+        >>> expand_rows(np.array([2]), levels, None, 0, 2, lambda p, o: p - 2 + o).tolist()
+        [0, 1]
+    """
     while rows.size:
         expand = node_level[rows] > level
-        if prune:
+        if needed is not None:
             expand &= needed[rows]
         if not expand.any():
             break
@@ -186,18 +220,9 @@ def cut(tree: Any, names: Sequence[str], level: int = 0, *, membership: str = "b
         parent = np.repeat(rows, counts)
         split = np.repeat(expand, counts)
         offset = np.arange(parent.shape[0]) - np.repeat(np.cumsum(counts) - counts, counts)
-        child_ids = make_node_id(node_level[parent[split]] - 1, node_index[parent[split]] * fanout + offset[split])
-        found = np.asarray(tree.rows_of(child_ids), dtype=np.int64)
-        if (found < 0).any():
-            raise SketchArgumentError("the tree is missing children of an existing node")
         rows = parent.copy()
-        rows[split] = found
-
-    units = Units(node_ids[rows], node_level[rows].astype(np.int8),
-                  *(np.asarray(getattr(tree, a), dtype=np.int64)[rows]
-                    for a in ("pos_start", "pos_end", "ts_start", "ts_end")),
-                  {name: col[rows] for name, col in node_member.items()})
-    return _with_open_leaf(units, tree, names, membership)
+        rows[split] = children(parent[split], offset[split])
+    return rows
 
 
 def _with_open_leaf(units: Units, tree: Any, names: Sequence[str], membership: str) -> Units:

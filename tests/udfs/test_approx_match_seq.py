@@ -323,3 +323,22 @@ def test_rows_of_two_versions_are_rejected(spark, sketches) -> None:
                                "stream = 's0' UNION ALL "
                                "SELECT * FROM ams_nodes WHERE NOT is_open AND stream = 's0'))")
     assert "CEP-SKETCH-002: stream 's0'" in message
+
+
+@pytest.mark.parametrize("mode", ["exists", "intervals"])
+def test_a_task_answers_streams_of_two_configurations_as_each_alone(mode: str) -> None:
+    # One task may hold streams of two sketches (a UNION in the TABLE argument): the batch
+    # path refuses mixed settings and the per-stream path answers; both give each stream's
+    # own answer.
+    from udfs.approx_match_seq import answer_table, check_arguments, selected_columns as selected
+
+    other = SketchConfig(m=32, k=3, C=2, fanout=3, seeds=(1, 2, 3))
+    streams = random_streams(7)
+    tables = [tree_to_arrow(s, SketchTree.build(names, ts, CONFIG if i % 2 else other))
+              for i, (s, (names, ts)) in enumerate(streams.items())]
+    plan = check_arguments("PATTERN A; B", None, mode, 0)
+    together = answer_table(plan, selected(pa.concat_tables(tables))).to_pylist()
+    alone = [row for t in tables for row in answer_table(plan, selected(t)).to_pylist()]
+    assert sorted(together, key=str) == sorted(alone, key=str)
+    if mode == "exists":
+        assert len(together) == len(streams), together
