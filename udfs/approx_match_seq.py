@@ -370,11 +370,24 @@ def forest_answer(plan: SketchCallPlan, query: Any, cols: dict[str, Any], bounds
         ``exists``: a bool array, one entry per stream; ``intervals``: the
         :class:`cep.sketch.evaluate.StreamMatches`.
     """
+    from cep.sketch.evaluate import evaluate_streams
+    from cep.sketch.forest import cut_forest
+
+    forest = partition_forest(cols, bounds)
+    if forest is None:
+        return None
+    units, unit_bounds = cut_forest(forest, query.names, plan.level)
+    return evaluate_streams(query, units, unit_bounds, mode=plan.mode)
+
+
+def partition_forest(cols: dict[str, Any], bounds: Any) -> Any:
+    """The :class:`cep.sketch.forest.Forest` of a task's :func:`node_columns` (streams at
+    ``bounds``), or None when the rows need the per-stream path (mixed settings, a damaged
+    blob or row: that path's error names the stream and node)."""
     import numpy as np
 
     from cep.sketch import CorruptSketchError
-    from cep.sketch.evaluate import evaluate_streams
-    from cep.sketch.forest import cut_forest, restore_forest
+    from cep.sketch.forest import restore_forest
     from cep.sketch.stored import decode_bits_matrix
 
     n = len(cols["node_id"])
@@ -385,14 +398,10 @@ def forest_answer(plan: SketchCallPlan, query: Any, cols: dict[str, Any], bounds
         bits = decode_bits_matrix(cols["bits_data"], cols["bits_offsets"], int(cols["m"][0]),
                                   valid=cols["bits_valid"])
     except CorruptSketchError:
-        return None  # the per-stream path names the stream and the node
+        return None
     rows = {c: cols[c] for c in (*_PER_ROW, "m", "k", "config_version", "ts_valid")}
     rows["seeds"] = cols["seeds"].reshape(n, int(lengths[0]))
-    forest = restore_forest(rows, bits, bounds)
-    if forest is None:
-        return None
-    units, unit_bounds = cut_forest(forest, query.names, plan.level)
-    return evaluate_streams(query, units, unit_bounds, mode=plan.mode)
+    return restore_forest(rows, bits, bounds)
 
 
 def stream_answers(plan: SketchCallPlan, query: Any, cols: dict[str, Any]) -> Any:

@@ -4,10 +4,11 @@
 
 In the shell of :mod:`udfs.shell`, like ``approx_match_seq``: ``analyze`` checks the columns
 of the table before any task runs (``CEP-SQL-021``), selects only what is read and asks for
-the rows of each stream together; each task rebuilds every stream's tree from its columns
-(:func:`udfs.approx_match_seq.stream_trees`: every ``bits`` blob decoded and checked,
-``CEP-SKETCH-002`` when one is damaged; ``CEP-SQL-022`` when the rows are not one tree) and
-returns one row per stream:
+the rows of each stream together; each task checks and reads the trees of all its streams at
+once (:func:`udfs.approx_match_seq.partition_forest`), or, when its rows mix settings or fail
+a check, one stream at a time (:func:`udfs.approx_match_seq.stream_trees`: ``CEP-SKETCH-002``
+naming the stream and node when a blob is damaged or a node missing; ``CEP-SQL-022`` when the
+rows are not one tree), and returns one row per stream:
 
 ==============  =========  ===================================================================
 column          type       meaning
@@ -28,7 +29,8 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 from cep.errors import CepError
-from udfs.approx_match_seq import node_columns, node_selection, stream_partitioning, stream_trees
+from udfs.approx_match_seq import (node_columns, node_selection, partition_forest,
+                                   stream_partitioning, stream_trees)
 from udfs.shell import (PlannedResult, TableFunction, bind_call, planned, table_fields,
                         table_function)
 
@@ -68,13 +70,32 @@ class SketchStats(TableFunction):
 
 
 def stats_table(stream_name: str, table: Any) -> Any:
-    """One output row per stream of the selected node columns."""
+    """One output row per stream of the selected node columns (all streams at once when
+    :func:`udfs.approx_match_seq.partition_forest` takes them, else one at a time)."""
     import numpy as np
     import pyarrow as pa
 
+    from cep.sketch.stored import stream_bounds
+
     cols = node_columns(table)
+    bounds = stream_bounds(np.asarray(cols["stream"].to_pylist(), dtype=object))
     offsets = cols["bits_offsets"].astype(np.int64)
     stored = offsets[1:] - offsets[:-1]  # bytes of each row's blob
+    forest = partition_forest(cols, bounds)
+    rows = stream_stats(cols, stored) if forest is None else forest_stats(forest, stored, bounds)
+    return pa.table({
+        stream_name: cols["stream"].take(pa.array(rows["first"], pa.int64())),
+        "nodes": pa.array(rows["nodes"], pa.int64()),
+        "levels": pa.array(rows["levels"], pa.int32()),
+        "top_level": pa.array(rows["top_level"], pa.int64()),
+        "open_events": pa.array(rows["open_events"], pa.int64()),
+        "bytes": pa.array(rows["bytes"], pa.int64()),
+        "fill": pa.array(rows["fill"], pa.float64()),
+        "m": pa.array(rows["m"], pa.int32()), "k": pa.array(rows["k"], pa.int32())})
+
+
+def stream_stats(cols: dict[str, Any], stored: Any) -> dict[str, list[Any]]:
+    """The output columns, one restored tree at a time (any rows; errors name the stream)."""
     rows: dict[str, list[Any]] = {name: [] for name in (
         "first", "nodes", "levels", "top_level", "open_events", "bytes", "fill", "m", "k")}
     for lo, hi, _, tree in stream_trees(cols):
@@ -90,15 +111,27 @@ def stats_table(stream_name: str, table: Any) -> Any:
         rows["fill"].append(s["mean_fill"])
         rows["m"].append(tree.config.m)
         rows["k"].append(tree.config.k)
-    return pa.table({
-        stream_name: cols["stream"].take(pa.array(rows["first"], pa.int64())),
-        "nodes": pa.array(rows["nodes"], pa.int64()),
-        "levels": pa.array(rows["levels"], pa.int32()),
-        "top_level": pa.array(rows["top_level"], pa.int64()),
-        "open_events": pa.array(rows["open_events"], pa.int64()),
-        "bytes": pa.array(rows["bytes"], pa.int64()),
-        "fill": pa.array(rows["fill"], pa.float64()),
-        "m": pa.array(rows["m"], pa.int32()), "k": pa.array(rows["k"], pa.int32())})
+    return rows
+
+
+def forest_stats(forest: Any, stored: Any, bounds: Any) -> dict[str, Any]:
+    """The output columns of every stream at once: :meth:`cep.sketch.SketchTree.stats` per
+    stream, as segment sums over the forest's node rows."""
+    import numpy as np
+
+    n = forest.n_streams
+    nodes = np.diff(forest.bounds)
+    stream = np.repeat(np.arange(n, dtype=np.int64), nodes)
+    levels = np.zeros(n, dtype=np.int64)
+    np.maximum.at(levels, stream, forest.level + 1)
+    ones = np.bitwise_count(forest.bits).sum(axis=1).astype(np.int64)
+    per_stream = np.bincount(stream, weights=ones, minlength=n)
+    fill = np.divide(per_stream, np.maximum(nodes, 1)) / forest.config.m
+    return {"first": bounds[:-1], "nodes": nodes, "levels": levels,
+            "top_level": np.bincount(stream, weights=forest.is_top, minlength=n).astype(np.int64),
+            "open_events": forest.open_events, "bytes": np.add.reduceat(stored, bounds[:-1]),
+            "fill": np.where(nodes > 0, fill, 0.0),
+            "m": np.full(n, forest.config.m), "k": np.full(n, forest.config.k)}
 
 
 def sketch_stats_udtf() -> Any:

@@ -129,7 +129,8 @@ def match_prob(pattern: ProbPattern | str, stream: ProbStream, *, overlap: str =
     output = check_choice("output", output, OUTPUTS)
     threshold = check_threshold(threshold)
     w = resolve_window(p, window)
-    matches = find_matches(p, stream, window=w, threshold=threshold)
+    # Groups need the matches' intervals only, not their values (memory linear in matches).
+    matches = find_matches(p, stream, window=w, threshold=threshold, values=output == "matches")
     if output == "matches":
         return [MatchRow(i + 1, int(matches.t_start[i]), int(matches.t_end[i]), float(matches.probability[i]),
                          matches.values_of(i)) for i in range(len(matches))]

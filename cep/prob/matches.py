@@ -39,6 +39,10 @@ from cep.prob.pattern import ProbPattern
 from cep.prob.stream import ProbStream
 
 MAX_RUNS = 20_000_000
+MAX_VALUES = 20_000_000
+"""Bound on the values the listed matches of one stream hold together (one per time point of
+each match): ``a+, b`` over ``n`` time points with both values possible everywhere has ~n^2/2
+matches of ~n/3 values each, 1.7 * 10^8 values (5.2 GB) at n = 1000."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -49,7 +53,8 @@ class Matches:
         t_start, t_end: the interval of each match (time points, inclusive), int64.
         start, end: the same as positions in the stream (0-based), int64.
         probability: float64, the product of the values' probabilities.
-        codes: the value codes (indexes into ``value_names``) of all matches, concatenated.
+        codes: the value codes (indexes into ``value_names``) of all matches, concatenated
+            (empty when the matches were found without their values).
         offsets: match ``i`` has ``codes[offsets[i]:offsets[i + 1]]``.
         value_names: the stream's values.
     """
@@ -87,7 +92,8 @@ def check_threshold(threshold: object) -> float:
 
 
 def find_matches(pattern: ProbPattern, stream: ProbStream, *, window: int, threshold: float = 0.0,
-                 max_runs: int = MAX_RUNS) -> Matches:
+                 max_runs: int = MAX_RUNS, values: bool = True,
+                 max_values: int = MAX_VALUES) -> Matches:
     """Every match of ``pattern`` with probability >= ``threshold`` (and > 0) and at most ``window`` time points.
 
     Args:
@@ -96,13 +102,19 @@ def find_matches(pattern: ProbPattern, stream: ProbStream, *, window: int, thres
         window: the longest match, in time points (the paper's ``w``).
         threshold: the match threshold of section 4.3 (0 keeps every possible match).
         max_runs: bound on the partial runs alive at one offset (``CEP-PROB-020``).
+        values: keep each match's values (one per time point). Groups need only the
+            intervals: without values the memory is linear in the matches, not in their total
+            length, and ``codes`` is empty.
+        max_values: bound on the values the matches hold together, with ``values``
+            (``CEP-PROB-020``).
 
     Returns:
         The matches (:class:`Matches`).
 
     Raises:
         ProbArgumentError: window or threshold out of range (``CEP-PROB-011``).
-        ProbLimitError: more than ``max_runs`` partial runs at once (``CEP-PROB-020``).
+        ProbLimitError: more than ``max_runs`` partial runs at once, or matches holding more
+            than ``max_values`` values (``CEP-PROB-020``).
 
     Complexity:
         ``O(window * values)`` numpy steps, each linear in the runs alive at that offset.
@@ -123,6 +135,7 @@ def find_matches(pattern: ProbPattern, stream: ProbStream, *, window: int, thres
     start = np.zeros(0, dtype=np.int64)
     state = np.zeros(0, dtype=np.int64)
     prob = np.zeros(0)
+    held = 0  # values of the matches found so far (each holds one per time point)
     for k in range(min(window, n)):
         parts_start, parts_state, parts_prob, parts_code, parts_parent = [], [], [], [], []
         if k == 0:
@@ -154,20 +167,36 @@ def find_matches(pattern: ProbPattern, stream: ProbStream, *, window: int, thres
         if len(start) > max_runs:
             raise ProbLimitError(f"{len(start):,} partial runs are alive at offset {k + 1}, more than max_runs="
                                  f"{max_runs:,}; raise the threshold or shorten the window")
-        hist_code.append(np.concatenate(parts_code))
-        hist_parent.append(np.concatenate(parts_parent))
+        if values:
+            hist_code.append(np.concatenate(parts_code))
+            hist_parent.append(np.concatenate(parts_parent))
         acc = np.flatnonzero(accepting[state])
         if len(acc):
             found.append((k, acc, start[acc], prob[acc]))
-    return _assemble(found, hist_code, hist_parent, stream)
+            held += len(acc) * (k + 1) if values else 0
+            if held > max_values:
+                raise ProbLimitError(
+                    f"the matches found up to offset {k + 1} hold {held:,} values, more than "
+                    f"max_values={max_values:,}; raise the threshold, shorten the window, or ask "
+                    "for groups (output => 'groups'), which need no values")
+    return _assemble(found, hist_code, hist_parent, stream, values)
 
 
 def _assemble(found: list[tuple[int, np.ndarray, np.ndarray, np.ndarray]], hist_code: list[np.ndarray],
-              hist_parent: list[np.ndarray], stream: ProbStream) -> Matches:
+              hist_parent: list[np.ndarray], stream: ProbStream, values: bool = True) -> Matches:
     """Matches from the accepted runs: values by walking parents back, then sorted."""
     if not found:
         empty = np.zeros(0, dtype=np.int64)
         return Matches(empty, empty, empty, empty, np.zeros(0), empty, np.zeros(1, dtype=np.int64), stream.values)
+    t0 = int(stream.t[0]) if len(stream.t) else 0
+    if not values:
+        start = np.concatenate([st for _, _, st, _ in found])
+        end = np.concatenate([st + k for k, _, st, _ in found])
+        prob = np.concatenate([pr for _, _, _, pr in found])
+        order = np.lexsort((end, start))
+        start, end = start[order], end[order]
+        return Matches(start + t0, end + t0, start, end, prob[order], np.zeros(0, dtype=np.int64),
+                       np.zeros(len(start) + 1, dtype=np.int64), stream.values)
     starts, ends, probs_out, words = [], [], [], []
     for k, idx, st, pr in found:
         word = np.empty((len(idx), k + 1), dtype=np.int64)
@@ -190,7 +219,6 @@ def _assemble(found: list[tuple[int, np.ndarray, np.ndarray, np.ndarray]], hist_
     offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
     # Gather each match's codes from its source slice into its sorted slot, without a loop.
     take = np.repeat(src_offsets[order] - offsets[:-1], lengths) + np.arange(int(offsets[-1]))
-    t0 = int(stream.t[0]) if len(stream.t) else 0
     return Matches(start + t0, end + t0, start, end, prob, src_codes[take], offsets, stream.values)
 
 

@@ -342,3 +342,26 @@ def test_a_task_answers_streams_of_two_configurations_as_each_alone(mode: str) -
     assert sorted(together, key=str) == sorted(alone, key=str)
     if mode == "exists":
         assert len(together) == len(streams), together
+
+
+def test_sketch_stats_of_all_streams_at_once_equal_one_at_a_time() -> None:
+    import numpy as np
+
+    from cep.sketch.stored import stream_bounds
+    from udfs.approx_match_seq import node_columns, partition_forest, selected_columns
+    from udfs.sketch_stats import forest_stats, stream_stats
+
+    rng = random.Random(3)
+    tables = []
+    for s in range(40):  # short streams, some with only an open leaf, some with three levels
+        n = rng.choice([1, 2, 5, 9, 30, 80])
+        names = [rng.choice("ABCDEFGHIJ") for _ in range(n)]
+        tables.append(tree_to_arrow(f"c{s:02d}", SketchTree.build(names, list(range(n)), CONFIG)))
+    cols = node_columns(selected_columns(pa.concat_tables(tables)))
+    bounds = stream_bounds(np.asarray(cols["stream"].to_pylist(), dtype=object))
+    stored = np.diff(cols["bits_offsets"].astype(np.int64))
+    forest = partition_forest(cols, bounds)
+    assert forest is not None
+    batch, alone = forest_stats(forest, stored, bounds), stream_stats(cols, stored)
+    for name in alone:
+        assert np.asarray(batch[name]).tolist() == np.asarray(alone[name]).tolist(), name

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from cep.oracles.prob_oracle import oracle_group_probability, oracle_groups, oracle_matches
 from cep.prob import (build_transducer, compile_prob, find_matches, from_wide, group_probabilities,
-                      state_vectors)
+                      match_prob, state_vectors)
 from cep.prob.answer import group_matches
 
 SETTINGS = settings(max_examples=int(os.environ.get("PROB_EXAMPLES", "150")), deadline=None,
@@ -119,3 +119,46 @@ def test_state_vectors_are_distributions(stream, text, window) -> None:  # noqa:
     for v in state_vectors(tr, stream, 0, len(stream) - 1, len(stream) - 1, 0):
         assert (v >= -1e-15).all()
         assert abs(v.sum() - 1.0) <= 1e-12
+
+
+@SETTINGS
+@given(streams(), st.sampled_from(PATTERNS), st.integers(1, 10), st.sampled_from([0.0, 0.01, 0.2]))
+def test_matches_without_values_have_the_same_intervals_and_probabilities(
+        stream, text, window, threshold) -> None:  # noqa: ANN001
+    # Groups ask for the intervals only (issue 21: the values made memory cubic in the stream).
+    p = compile_prob(text)
+    full = find_matches(p, stream, window=window, threshold=threshold)
+    bare = find_matches(p, stream, window=window, threshold=threshold, values=False)
+    assert bare.codes.size == 0 and len(bare.offsets) == len(bare) + 1
+    got = sorted(zip(bare.t_start.tolist(), bare.t_end.tolist(), bare.probability.tolist()))
+    assert got == sorted(zip(full.t_start.tolist(), full.t_end.tolist(), full.probability.tolist()))
+
+
+def ambiguous(n: int):  # noqa: ANN201
+    """``n`` time points where ``a`` and ``b`` are equally likely: ``a+, b`` matches every
+    interval, ~n^2/2 matches of ~n/3 values each."""
+    return from_wide(list(range(n)), [{"a": 0.5, "b": 0.5}] * n)
+
+
+def test_groups_of_a_long_ambiguous_stream_need_no_values() -> None:
+    # The probe of issue 21: 1,000 such points took 5.2 GB and 12.6 s (an untyped MemoryError
+    # on a smaller machine); the one group needs the intervals only.
+    rows = match_prob("PATTERN a+, b", ambiguous(1000), window=1000)
+    assert [(r.t_start, r.t_end, r.n_matches) for r in rows] == [(0, 999, 1000 * 999 // 2)]
+
+
+def test_listing_matches_is_bounded_by_max_values() -> None:
+    import pytest
+
+    from cep.prob.errors import ProbLimitError
+
+    stream = ambiguous(60)
+    listed = find_matches(compile_prob("PATTERN a+, b"), stream, window=60)
+    held = int(listed.offsets[-1])
+    assert held == sum((e - s + 1) for s, e in zip(listed.start.tolist(), listed.end.tolist()))
+    find_matches(compile_prob("PATTERN a+, b"), stream, window=60, max_values=held)
+    with pytest.raises(ProbLimitError, match=r"CEP-PROB-020: the matches found up to offset \d+ "
+                                             r"hold [\d,]+ values, more than max_values="):
+        find_matches(compile_prob("PATTERN a+, b"), stream, window=60, max_values=held - 1)
+    with pytest.raises(ProbLimitError, match="ask for groups"):
+        match_prob("PATTERN a+, b", ambiguous(1000), window=1000, output="matches")
