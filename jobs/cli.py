@@ -167,6 +167,10 @@ def _run(args: argparse.Namespace, overrides: dict[str, str], spark: "SparkSessi
             print(f"{len(jars)} Delta jars ready in {settings.ivy_dir}")
             archive = build_archive(settings, jars)
             print(f"class archive: {archive or 'none (sessions start without one)'}")
+            from jobs.shim import build_shim
+
+            shim = build_shim(settings)
+            print(f"JVM shim: {shim or 'none (sessions start without it)'}")
             return 0
         if args.command == "fetch-data":
             from jobs.loaders.datasets import extract_log

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Collection, Mapping
 from cep.errors import CepError
 from delta_tables.settings import Settings, load_settings
 from jobs import class_archive
+from jobs.shim import shim_conf
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -138,7 +139,7 @@ def session_conf(settings: Settings, jars: list[Path]) -> dict[str, str]:
     conf.update(local_only(settings.master))
     conf.update(settings.spark_extra)
     conf.update(REQUIRED_CONF)
-    return conf
+    return shim_conf(settings, conf)
 
 
 def local_only(master: str) -> dict[str, str]:

@@ -30,6 +30,8 @@ from cep.errors import CepError
 from udfs.shell import (PlannedResult, TableFunction, bind_call, constant, field, keyed,
                         planned, quote, string_arg, table_fields, table_function)
 
+KEEP = "__cep_keep"
+"""The selected column the JVM shim's rule filters on (sql_ext/jvm, ``KeepRowsRule.FIELD``)."""
 # Buckets of the key: enough for the parallelism of a small cluster, few enough that each
 # holds many keys of a log of short cases (measured against 16 and 256: BENCHMARKS.md).
 KEY_BUCKETS = 64
@@ -54,6 +56,7 @@ class CallPlan:
             the output column has this name; Spark matches output columns by name).
         attributes: engine attribute names, in select order (``__a0``, ``__a1``, ...).
         mask_aliases: the alias of ``__m0``, ``__m1``, ...
+        filtered: ``__cep_keep`` is selected: only rows where it is true matter.
     """
 
     pattern: str
@@ -63,6 +66,7 @@ class CallPlan:
     attributes: tuple[str, ...]
     mask_aliases: tuple[str, ...]
     max_matches: int | None = None
+    filtered: bool = False
 
 
 def _ts_kind(data_type: Any, name: str) -> tuple[str, str]:
@@ -138,6 +142,7 @@ def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
     # its variable-free conjuncts; the conjuncts with $x are checked by the engine on matches.
     defines = {cls: pred.condition for cls, pred in compiled.defines.items()}
     mask_aliases: list[str] = []
+    masks: dict[str, str] = {}
     for alias, conditions in compiled.pushdown.items():
         try:
             cls = classes[alias]
@@ -147,8 +152,12 @@ def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
         except (NotRenderable, KeyError):
             continue  # the engine evaluates this alias itself
         expr = " AND ".join(f"({p})" for p in parts)
-        select.append(SelectedColumn(f"coalesce({expr}, false)", alias=f"__m{len(mask_aliases)}"))
+        masks[alias] = f"coalesce({expr}, false)"
+        select.append(SelectedColumn(masks[alias], alias=f"__m{len(mask_aliases)}"))
         mask_aliases.append(alias)
+    keep = keep_condition(compiled, masks)
+    if keep is not None:
+        select.append(SelectedColumn(keep, alias=KEEP))
     if key_f is not None:
         select.append(SelectedColumn(quote(key_f.name), alias="__key"))
 
@@ -159,8 +168,29 @@ def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
             StructField("variables", ArrayType(StringType())),
             StructField("n_events", IntegerType())]
     key = key_f.name if key_f is not None else None
-    plan = CallPlan(text, chosen_policy, ts_kind, key, attributes, tuple(mask_aliases), limit)
+    plan = CallPlan(text, chosen_policy, ts_kind, key, attributes, tuple(mask_aliases), limit,
+                    keep is not None)
     return keyed(StructType(out), select, plan, key, KEY_BUCKETS)
+
+
+def keep_condition(compiled: Any, masks: dict[str, str]) -> str | None:
+    """The SQL condition of the rows the engine needs, or None when it needs every row.
+
+    When the matches depend on class events only (``CompiledQuery.class_events_suffice``) and
+    every alias's class test is a pushed-down mask, a row no mask accepts can never bind: it
+    goes as ``__cep_keep`` to Spark, where the JVM shim (``sql_ext/jvm``) filters on it before
+    the shuffle, and :func:`event_stream` drops such rows again when no shim did.
+
+    Example:
+        >>> from cep.match import compile_query
+        >>> keep_condition(compile_query("PATTERN A; B"), {"A": "a_test", "B": "b_test"})
+        '(a_test) OR (b_test)'
+        >>> keep_condition(compile_query("PATTERN A, B"), {"A": "a_test", "B": "b_test"}) is None
+        True
+    """
+    if not compiled.class_events_suffice or set(masks) != set(compiled.alias_classes):
+        return None
+    return " OR ".join(f"({masks[alias]})" for alias in sorted(masks))
 
 
 class MatchSeq(TableFunction):
@@ -245,6 +275,8 @@ def event_stream(plan: CallPlan, table: Any) -> tuple[Any, Any]:
 
     from cep.match.stream import EventStream
 
+    if plan.filtered:  # rows no alias can bind (the JVM shim has dropped them already, if loaded)
+        table = table.filter(table.column(KEEP))
     if table.column("__id").null_count or table.column("__ts").null_count:
         bad = pc.or_(pc.is_null(table.column("__id")), pc.is_null(table.column("__ts")))
         at = pc.index(bad, True).as_py()

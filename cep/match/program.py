@@ -23,9 +23,10 @@ from typing import Any, Mapping
 import numpy as np
 
 from cep.lang import Query
+from cep.lang import ast as pattern_ast
 from cep.lang.ast import AttrRef, Condition, IterRef, AggRef
 from cep.match.limits import MatchLimits
-from cep.match.normal import Alternative, NormalPattern
+from cep.match.normal import STRICT, Alternative, NormalPattern
 from cep.match.predicates import Predicate
 
 _SPECIAL_COLUMNS = ("ts", "type")
@@ -201,6 +202,34 @@ class CompiledQuery:
             if attr.lower() not in _SPECIAL_COLUMNS:
                 seen.setdefault(attr.lower(), attr)
         return tuple(seen.values())
+
+    @property
+    def class_events_suffice(self) -> bool:
+        """Whether the matches are the same when every event of no alias's class is dropped.
+
+        Under skip-till-next-match and skip-till-any-match an event that no alias (positive or
+        under NOT) can bind never binds, never closes a Kleene run and never breaks a NOT: the
+        matches of the class events alone are the matches (docs/semantics.md). Positions break
+        this: strict contiguity and ``,`` mean the very next event of the partition, and an
+        ``EVENTS`` span or a positional ``WINDOW`` counts every event. Callers (``match_seq``)
+        then filter rows before they reach the engine, as Spark can do natively.
+
+        Example:
+            >>> from cep.match.compiler import compile_query
+            >>> compile_query("PATTERN A; B WITHIN 5 MINUTES").class_events_suffice
+            True
+            >>> compile_query("PATTERN A, B").class_events_suffice
+            False
+            >>> compile_query("PATTERN A; B WITHIN 3 EVENTS").class_events_suffice
+            False
+        """
+        if self.policy == STRICT or self.window.by_events:
+            return False
+        bounds = self.query.window
+        if bounds is not None and bounds.kind != "TIMESTAMP":
+            return False
+        return not any(isinstance(node, pattern_ast.Seq) and pattern_ast.NEXT in node.links
+                       for node in pattern_ast.walk(self.query.pattern))
 
     @property
     def pushdown(self) -> Mapping[str, tuple[Condition, ...]]:

@@ -1,0 +1,32 @@
+package cep.sql;
+
+import org.apache.spark.sql.SparkSessionExtensions;
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
+import org.apache.spark.sql.catalyst.rules.Rule;
+import scala.Function1;
+import scala.runtime.AbstractFunction1;
+import scala.runtime.BoxedUnit;
+
+/**
+ * The project's entry in {@code spark.sql.extensions}: registers {@link KeepRowsRule}.
+ *
+ * <p>It holds no semantics of its own (DESIGN.md section 5): which rows a call needs is decided
+ * by the Python compiler, at analysis, and handed over as a {@code __cep_keep} column.
+ */
+public final class CepExtensions extends AbstractFunction1<SparkSessionExtensions, BoxedUnit> {
+
+    @Override
+    @SuppressWarnings({"unchecked", "rawtypes"})
+    public BoxedUnit apply(SparkSessionExtensions extensions) {
+        // The builder's parameter is the session; the rule needs nothing from it. A raw
+        // Function1 keeps the source independent of which SparkSession class Spark passes.
+        Function1 builder = new AbstractFunction1<Object, Rule<LogicalPlan>>() {
+            @Override
+            public Rule<LogicalPlan> apply(Object session) {
+                return new KeepRowsRule();
+            }
+        };
+        extensions.injectOptimizerRule(builder);
+        return BoxedUnit.UNIT;
+    }
+}
