@@ -85,6 +85,9 @@ def build_shim(settings: Settings, *, quiet: bool = False) -> Path | None:
             for path in sorted(classes.rglob("*.class")):
                 out.write(path, path.relative_to(classes).as_posix())
         partial.replace(jar)
+    for old in jar.parent.glob("cep-sql-*.jar"):  # jars of earlier sources
+        if old != jar:
+            old.unlink(missing_ok=True)
     if not quiet:
         print(f"JVM shim compiled: {jar}", file=sys.stderr)
     return jar

@@ -14,6 +14,9 @@ from tests.sockets import listening_addresses
 
 def test_required_settings_are_applied(spark) -> None:
     for key, value in REQUIRED_CONF.items():
+        if key == "spark.sql.extensions":  # Delta's first, then the project's JVM shim
+            assert spark.conf.get(key).split(",") == [value, "cep.sql.CepExtensions"], key
+            continue
         assert spark.conf.get(key) == value, key
     assert spark.conf.get("spark.sql.shuffle.partitions") == "2"
     assert spark.sparkContext.master == "local[2]"

@@ -12,6 +12,7 @@ import org.apache.spark.sql.catalyst.plans.logical.Filter;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.plans.logical.Project;
 import org.apache.spark.sql.catalyst.rules.Rule;
+import org.apache.spark.sql.internal.SQLConf;
 import scala.Function1;
 import scala.jdk.javaapi.CollectionConverters;
 import scala.runtime.AbstractPartialFunction;
@@ -33,8 +34,14 @@ public final class KeepRowsRule extends Rule<LogicalPlan> {
     /** The name of the selected column that carries the condition. */
     public static final String FIELD = "__cep_keep";
 
+    /** A session setting that turns the rule off ({@code false}); on by default. */
+    public static final String ENABLED = "spark.cep.keepRows.enabled";
+
     @Override
     public LogicalPlan apply(LogicalPlan plan) {
+        if ("false".equalsIgnoreCase(SQLConf.get().getConfString(ENABLED, "true").trim())) {
+            return plan;
+        }
         return plan.transformUp(new AbstractPartialFunction<LogicalPlan, LogicalPlan>() {
             @Override
             public boolean isDefinedAt(LogicalPlan node) {
