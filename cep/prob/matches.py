@@ -173,8 +173,8 @@ def find_matches(pattern: ProbPattern, stream: ProbStream, *, window: int, thres
         acc = np.flatnonzero(accepting[state])
         if len(acc):
             found.append((k, acc, start[acc], prob[acc]))
-            held += len(acc) * (k + 1) if values else 0
-            if held > max_values:
+            held += len(acc) * (k + 1)
+            if values and held > max_values:
                 raise ProbLimitError(
                     f"the matches found up to offset {k + 1} hold {held:,} values, more than "
                     f"max_values={max_values:,}; raise the threshold, shorten the window, or ask "

@@ -241,13 +241,7 @@ def _window_units(query: SketchQuery, units: Units, bounds: np.ndarray
     keep = (ends >= w.start) & (starts <= w.end)
     kept = np.flatnonzero(keep)
     before = np.concatenate(([0], np.cumsum(keep, dtype=np.int64)))
-    return _take_units(units, kept), before[bounds]
-
-
-def _take_units(units: Units, rows: np.ndarray) -> Units:
-    return Units(units.node_id[rows], units.level[rows], units.pos_start[rows], units.pos_end[rows],
-                 units.ts_start[rows], units.ts_end[rows],
-                 {k: v[rows] for k, v in units.membership.items()})
+    return units.take(kept), before[bounds]
 
 
 def first_at_least(values: np.ndarray, stream: np.ndarray, bound: np.ndarray,

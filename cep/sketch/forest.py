@@ -47,7 +47,7 @@ from cep.sketch.config import SketchConfig
 from cep.sketch.errors import SketchConfigError
 from cep.sketch.hashing import positions_of
 from cep.sketch.stored import cached_config, subtree_sizes
-from cep.sketch.tree import MAX_INDEX
+from cep.sketch.tree import MAX_INDEX, SketchTree
 from cep.sketch.units import Units, expand_rows, make_node_id
 
 
@@ -107,9 +107,8 @@ def restore_forest(cols: Mapping[str, np.ndarray], bits: np.ndarray, bounds: np.
         fails (the per-stream path then names the stream, the node and the fault).
     """
     n = len(bounds) - 1
-    rows = int(bounds[-1]) if n >= 0 else 0
-    if n < 1 or not rows or bool(np.any(np.diff(bounds) < 1)):
-        return None
+    if n < 1 or bool(np.any(np.diff(bounds) < 1)):
+        return None  # no stream, or a stream without rows
     config = _shared_config(cols, bits)
     if config is None:
         return None
@@ -327,40 +326,34 @@ def cut_forest(forest: Forest, names: Sequence[str], level: int = 0, *, prune: b
     return units, np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
 
 
-def stored_columns(trees: Sequence[object]) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
+def stored_columns(trees: Sequence[SketchTree]) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
     """The stored rows of several streams' trees, as the nodes table holds them (node rows, then
     an ``is_open`` row when the open leaf holds events), grouped by stream: ``(cols, bits,
     bounds)`` for :func:`restore_forest` (examples and tests)."""
     parts: list[dict[str, np.ndarray]] = []
     blocks, sizes = [], []
     for tree in trees:
-        leaf = tree.open_leaf  # type: ignore[attr-defined]
-        opened = int(leaf.n_events) > 0
-        extra = 1 if opened else 0
-        n = len(tree) + extra  # type: ignore[arg-type]
-        cfg = tree.config  # type: ignore[attr-defined]
+        leaf, cfg = tree.open_leaf, tree.config
+        extra = 1 if leaf.n_events else 0
+        n = len(tree) + extra
 
         def add(values: np.ndarray, last: int) -> np.ndarray:
-            values = np.asarray(values, dtype=np.int64)
-            return np.append(values, last) if opened else values
+            return np.append(np.asarray(values, dtype=np.int64), [last] * extra).astype(np.int64)
 
         parts.append({
-            "node_id": add(tree.node_id, leaf.node_id),  # type: ignore[attr-defined]
-            "level": add(tree.level, 0), "idx": add(tree.index, leaf.index),  # type: ignore[attr-defined]
-            "pos_start": add(tree.pos_start, leaf.pos_start),  # type: ignore[attr-defined]
-            "pos_end": add(tree.pos_end, leaf.pos_end),  # type: ignore[attr-defined]
-            "ts_start": add(tree.ts_start, leaf.ts_start or 0),  # type: ignore[attr-defined]
-            "ts_end": add(tree.ts_end, leaf.ts_end or 0),  # type: ignore[attr-defined]
-            "n_events": add(tree.n_events, leaf.n_events),  # type: ignore[attr-defined]
-            "is_top": np.concatenate((np.asarray(tree.is_top, dtype=bool),  # type: ignore[attr-defined]
-                                      np.zeros(extra, dtype=bool))),
-            "is_open": np.concatenate((np.zeros(n - extra, dtype=bool), np.ones(extra, dtype=bool))),
+            "node_id": add(tree.node_id, leaf.node_id), "level": add(tree.level, 0),
+            "idx": add(tree.index, leaf.index), "pos_start": add(tree.pos_start, leaf.pos_start),
+            "pos_end": add(tree.pos_end, leaf.pos_end),
+            "ts_start": add(tree.ts_start, leaf.ts_start or 0),
+            "ts_end": add(tree.ts_end, leaf.ts_end or 0),
+            "n_events": add(tree.n_events, leaf.n_events),
+            "is_top": np.concatenate((np.asarray(tree.is_top, dtype=bool), np.zeros(extra, bool))),
+            "is_open": np.arange(n) >= n - extra,
             "m": np.full(n, cfg.m, dtype=np.int64), "k": np.full(n, cfg.k, dtype=np.int64),
             "config_version": np.full(n, cfg.config_version, dtype=np.int64),
             "seeds": np.tile(np.asarray(cfg.seeds or (), dtype=np.int64), (n, 1)),
             "ts_valid": np.ones(n, dtype=bool)})
-        blocks.append(np.vstack([tree.bits, leaf.bits[None, :]]) if opened  # type: ignore[attr-defined]
-                      else np.asarray(tree.bits))  # type: ignore[attr-defined]
+        blocks.append(np.vstack([tree.bits, leaf.bits[None, :]][:1 + extra]))
         sizes.append(n)
     cols = {name: np.concatenate([p[name] for p in parts]) for name in parts[0]}
     bounds = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)

@@ -84,6 +84,12 @@ class Units:
                      self.ts_start[lo:hi], self.ts_end[lo:hi],
                      {k: v[lo:hi] for k, v in self.membership.items()})
 
+    def take(self, rows: np.ndarray) -> Units:
+        """The units at ``rows`` (indices in increasing order keep the position order)."""
+        return Units(self.node_id[rows], self.level[rows], self.pos_start[rows], self.pos_end[rows],
+                     self.ts_start[rows], self.ts_end[rows],
+                     {k: v[rows] for k, v in self.membership.items()})
+
     @staticmethod
     def from_sets(sets: Sequence[Iterable[str]], *, pos_start: Sequence[int], pos_end: Sequence[int],
                   ts_start: Sequence[int], ts_end: Sequence[int], node_id: Sequence[int] | None = None,

@@ -214,15 +214,22 @@ def test_reference_sketch_keeps_and_counts_late_events(spark, settings, late_sou
 
 # ---- typed errors ------------------------------------------------------------------------------
 
+def first_run(spark, settings, name: str, events: pa.Table, first: int | None = None):  # noqa: ANN201
+    """A source ``sk_src_<name>`` holding ``events`` (or their first ``first`` rows) and the
+    sketch ``sk_<name>`` after its first run: ``(events, source, conf)``."""
+    source = create_source(spark, settings, f"sk_src_{name}")
+    append(spark, source, events if first is None else events.slice(0, first))
+    conf = sketch(settings, f"sk_{name}", source.name)
+    run(spark, settings, conf)
+    return events, source, conf
+
+
 def test_corrupt_bits_fail_the_next_run_naming_stream_and_node(spark, settings) -> None:
     from delta.tables import DeltaTable
     from pyspark.sql import functions as F
 
-    events = make_events(3, n=200, streams=3)
-    source = create_source(spark, settings, "sk_src_corrupt")
-    append(spark, source, events.slice(0, 150))
-    conf = sketch(settings, "sk_corrupt", source.name)
-    run(spark, settings, conf)
+    events, source, conf = first_run(spark, settings, "corrupt", make_events(3, n=200, streams=3),
+                                     first=150)
     top = [r for r in nodes_of(spark, conf) if r["is_top"] and r["stream"] == "s1"][0]
     blob = bytearray(top["bits"])
     blob[15] ^= 0x10
@@ -248,11 +255,7 @@ def test_corrupt_bits_fail_the_next_run_naming_stream_and_node(spark, settings) 
 def test_update_in_the_source_is_a_typed_error(spark, settings) -> None:
     from delta.tables import DeltaTable
 
-    events = make_events(4, n=100, streams=2)
-    source = create_source(spark, settings, "sk_src_update")
-    append(spark, source, events)
-    conf = sketch(settings, "sk_update", source.name)
-    run(spark, settings, conf)
+    _, source, conf = first_run(spark, settings, "update", make_events(4, n=100, streams=2))
     DeltaTable.forPath(spark, str(source.location)).update("id = 0", {"type": "'X'"})
     before = versions(spark, conf)
     with pytest.raises(SourceNotAppendOnlyError, match="CEP-SKETCH-042.*update_preimage"):
@@ -263,11 +266,8 @@ def test_update_in_the_source_is_a_typed_error(spark, settings) -> None:
 
 
 def test_a_damaged_delta_log_is_a_typed_error_before_anything_is_written(spark, settings) -> None:
-    events = make_events(6, n=80, streams=2)
-    source = create_source(spark, settings, "sk_src_damaged")
-    append(spark, source, events.slice(0, 40))
-    conf = sketch(settings, "sk_damaged", source.name)
-    run(spark, settings, conf)
+    events, source, conf = first_run(spark, settings, "damaged", make_events(6, n=80, streams=2),
+                                     first=40)
     append(spark, source, events.slice(40))
     nodes = conf.state_tables()["nodes"]
     version = current_version(spark, nodes)
@@ -304,11 +304,7 @@ def test_incomplete_rows_are_rejected_not_dropped(spark, settings) -> None:
 def test_nothing_new_still_registers_state_built_elsewhere(spark, settings) -> None:
     # The demo (another process) may build a sketch; a later "nothing new" run in this session
     # must make its tables queryable by name without writing anything.
-    events = make_events(6, n=60, streams=2)
-    source = create_source(spark, settings, "sk_src_register")
-    append(spark, source, events)
-    conf = sketch(settings, "sk_register", source.name)
-    run(spark, settings, conf)
+    events, source, conf = first_run(spark, settings, "register", make_events(6, n=60, streams=2))
     before = versions(spark, conf)
     for table in conf.state_tables().values():
         spark.sql(f"DROP TABLE IF EXISTS {table.name}")  # external: the catalog entry only
