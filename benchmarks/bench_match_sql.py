@@ -147,7 +147,7 @@ def _flink(query: str, csv_dir: Path) -> tuple[int | None, float | None, str]:
     return int(count), float(seconds), ""
 
 
-def run(sizes: list[int]) -> list[dict[str, Any]]:
+def run(sizes: list[int], queries: list[str] | None = None) -> list[dict[str, Any]]:
     """Measure every query at every size; returns one dict per (size, query)."""
     from delta_tables.settings import load_settings
     from jobs.loaders.generate import write_synthetic
@@ -172,6 +172,8 @@ def run(sizes: list[int]) -> list[dict[str, Any]]:
                               "date_format(ts, 'yyyy-MM-dd HH:mm:ss.SSS') AS ts", "v0")
              .coalesce(1).write.mode("overwrite").option("header", "false").csv(str(csv_dir)))
         for name, q in QUERIES.items():
+            if queries and name not in queries:
+                continue
             ours_df = spark.sql(
                 f"SELECT * FROM match_seq(pattern => {sql_string(q['pattern'])}, "
                 f"policy => {sql_string(q['policy'])}, key_col => 'key', "
@@ -218,11 +220,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--queries", nargs="+", choices=sorted(QUERIES),
+                        help="only these questions (default: all)")
     args = parser.parse_args()
     print("| events | query | match_seq (matches) | events/s | match_seq, shim's filter off | "
           "Spark SQL (matches) | SQL/ours | Flink MATCH_RECOGNIZE (matches) | Flink/ours |")
     print("|---:|---|---:|---:|---:|---:|---:|---:|---:|")
-    rows = run(args.sizes)
+    rows = run(args.sizes, args.queries)
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2, default=str))
 

@@ -32,6 +32,9 @@ from udfs.shell import (PlannedResult, TableFunction, bind_call, constant, field
 
 KEEP = "__cep_keep"
 """The selected column the JVM shim's rule filters on (sql_ext/jvm, ``KeepRowsRule.FIELD``)."""
+POS = "__pos"
+"""The selected column with each row's position in its key (strict contiguity, filtered)."""
+RUN_STEPS_MAX = 6
 # Buckets of the key: enough for the parallelism of a small cluster, few enough that each
 # holds many keys of a log of short cases (measured against 16 and 256: BENCHMARKS.md).
 KEY_BUCKETS = 64
@@ -57,6 +60,7 @@ class CallPlan:
         attributes: engine attribute names, in select order (``__a0``, ``__a1``, ...).
         mask_aliases: the alias of ``__m0``, ``__m1``, ...
         filtered: ``__cep_keep`` is selected: only rows where it is true matter.
+        positioned: ``__pos`` is selected: a barrier goes where rows were dropped.
     """
 
     pattern: str
@@ -67,6 +71,7 @@ class CallPlan:
     mask_aliases: tuple[str, ...]
     max_matches: int | None = None
     filtered: bool = False
+    positioned: bool = False
 
 
 def _ts_kind(data_type: Any, name: str) -> tuple[str, str]:
@@ -155,9 +160,14 @@ def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
         masks[alias] = f"coalesce({expr}, false)"
         select.append(SelectedColumn(masks[alias], alias=f"__m{len(mask_aliases)}"))
         mask_aliases.append(alias)
-    keep = keep_condition(compiled, masks)
+    id_sql = f"CAST({quote(id_f.name)} AS BIGINT)"
+    order = f"ORDER BY {ts_sql}, {id_sql}"
+    window = f"OVER (PARTITION BY {quote(key_f.name)} {order})" if key_f else f"OVER ({order})"
+    keep, positioned = keep_condition(compiled, masks, window)
     if keep is not None:
         select.append(SelectedColumn(keep, alias=KEEP))
+    if positioned:
+        select.append(SelectedColumn(f"row_number() {window}", alias=POS))
     if key_f is not None:
         select.append(SelectedColumn(quote(key_f.name), alias="__key"))
 
@@ -169,36 +179,90 @@ def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
             StructField("n_events", IntegerType())]
     key = key_f.name if key_f is not None else None
     plan = CallPlan(text, chosen_policy, ts_kind, key, attributes, tuple(mask_aliases), limit,
-                    keep is not None)
+                    keep is not None, positioned)
+    if positioned and key is not None:
+        # The window already brings each key's rows into one task, sorted: asking Spark for a
+        # partitioning too would shuffle every row twice (Spark cannot see that the two agree)
+        # and a partition per key costs a Python call per key (measured: BENCHMARKS.md).
+        return PlannedResult(schema=StructType(out), select=select, plan=plan)
     return keyed(StructType(out), select, plan, key, KEY_BUCKETS)
 
 
-def keep_condition(compiled: Any, masks: dict[str, str]) -> str | None:
-    """The SQL condition of the rows the engine needs, or None when it needs every row.
+def keep_condition(compiled: Any, masks: dict[str, str], window: str
+                   ) -> tuple[str | None, bool]:
+    """The SQL condition of the rows the engine needs (None: every row), and whether the
+    engine must also know each row's position in its key (``__pos``).
 
-    When the matches depend on class events only (``CompiledQuery.class_events_suffice``) and
-    every alias's class test is a pushed-down mask, a row no mask accepts can never bind: it
-    goes as ``__cep_keep`` to Spark, where the JVM shim (``sql_ext/jvm``) filters on it before
-    the shuffle, and :func:`event_stream` drops such rows again when no shim did.
+    Every alias's class test must be a pushed-down mask. When the matches depend on class
+    events only (``CompiledQuery.class_events_suffice``), a row no mask accepts can never
+    bind. When every match is a run of consecutive events (``CompiledQuery.runs_suffice``:
+    strict contiguity), the same holds, and the engine puts a barrier wherever rows were
+    dropped; for runs of a fixed length k (``run_steps``) a row is needed only when some run
+    of k rows around it has every step's mask true, which ``lead``/``lag`` over ``window``
+    tell (k(k-1) window columns, so only up to ``RUN_STEPS_MAX`` steps). The condition goes as
+    ``__cep_keep`` to Spark, where the JVM shim (``sql_ext/jvm``) filters on it before the rows
+    reach Python, and :func:`event_stream` drops such rows again when no shim did.
 
     Example:
         >>> from cep.match import compile_query
-        >>> keep_condition(compile_query("PATTERN A; B"), {"A": "a_test", "B": "b_test"})
-        '(a_test) OR (b_test)'
-        >>> keep_condition(compile_query("PATTERN A, B"), {"A": "a_test", "B": "b_test"}) is None
-        True
+        >>> masks = {"A": "a_test", "B": "b_test"}
+        >>> keep_condition(compile_query("PATTERN A; B"), masks, "OVER w")
+        ('(a_test) OR (b_test)', False)
+        >>> keep_condition(compile_query("PATTERN A, B"), masks, "OVER w")[0]
+        '(a_test AND coalesce(lead(b_test, 1) OVER w, false)) OR (coalesce(lag(a_test, 1) OVER w, false) AND b_test)'
+        >>> keep_condition(compile_query("PATTERN A; B WITHIN 3 EVENTS"), masks, "OVER w")
+        (None, False)
     """
-    if not compiled.class_events_suffice or set(masks) != set(compiled.alias_classes):
-        return None
-    return " OR ".join(f"({masks[alias]})" for alias in sorted(masks))
+    if set(masks) != set(compiled.alias_classes):
+        return None, False
+    any_alias = " OR ".join(f"({masks[alias]})" for alias in sorted(masks))
+    if compiled.class_events_suffice:
+        return any_alias, False
+    if not compiled.runs_suffice:
+        return None, False
+    steps = compiled.run_steps
+    if steps is None or len(steps) > RUN_STEPS_MAX:
+        return any_alias, True
+    step_masks = [" OR ".join(masks[alias] for alias in step) for step in steps]
+    step_masks = [m if len(step) == 1 else f"({m})" for m, step in zip(step_masks, steps)]
+    terms = []
+    for at in range(len(steps)):  # the row is the run's event number `at`
+        parts = []
+        for i, mask in enumerate(step_masks):
+            shift = i - at
+            if shift:
+                fn = "lead" if shift > 0 else "lag"
+                mask = f"coalesce({fn}({mask}, {abs(shift)}) {window}, false)"
+            parts.append(mask)
+        terms.append(" AND ".join(parts))
+    return " OR ".join(f"({t})" for t in terms), True
 
 
 class MatchSeq(TableFunction):
-    """The ``match_seq`` handler: one partition (a bucket of keys, or the whole stream)."""
+    """The ``match_seq`` handler: one partition (a bucket of keys, a task's keys, or the whole
+    stream)."""
 
     analyze = staticmethod(planned(analyze_call))
+    _last_task: int | None = None
+
+    def __init__(self, analyze_result: Any) -> None:
+        super().__init__(analyze_result)
+        self.second = False
+        if self.plan.positioned and self.plan.key is not None:
+            # Such a call asks Spark for no partitioning (its window groups the keys), so
+            # Spark accepts a PARTITION BY clause, which would cut a task's keys apart: it shows
+            # as a second handler in one task, as Spark makes one per partition.
+            from pyspark import TaskContext
+
+            task = TaskContext.get()
+            attempt = task.taskAttemptId() if task is not None else None
+            self.second = attempt is not None and attempt == MatchSeq._last_task
+            MatchSeq._last_task = attempt
 
     def answer(self, plan: CallPlan, table: Any) -> Iterator[Any]:
+        if self.second:
+            raise MatchSeqArgumentError("write no PARTITION BY in the call: match_seq brings the "
+                                        "rows of each key_col value together itself")
         return answer_table(plan, table)
 
 
@@ -207,12 +271,19 @@ def answer_table(plan: CallPlan, table: Any) -> Iterator[Any]:
     from cep.match.segments import iter_segment_matches
 
     from cep.match.errors import MatchLimitError
+    from cep.match.limits import check_matches
 
-    stream, keys = event_stream(plan, table)
+    stream, keys, groups = event_stream(plan, table)
     compiled = _compiled(plan.pattern, plan.policy, plan.max_matches)
+    carry = (-1, 0)
     try:
         for chunk in iter_segment_matches(compiled, stream):
-            yield _output(plan, stream, keys, chunk)
+            ids = chunk.match_ids()
+            if groups is not None:  # segments are runs: number and limit matches per key
+                ids, carry = key_match_ids(groups[chunk.segments], carry)
+                if len(ids):
+                    check_matches(compiled.limits, int(ids.max()))
+            yield _output(plan, stream, keys, chunk, ids)
     except MatchLimitError as err:
         raise MatchLimitError(sql_advice(err.message)) from None
 
@@ -267,8 +338,9 @@ def from_micros(values: Any, ts_kind: str) -> Any:
     return pa.array(values, pa.int64())
 
 
-def event_stream(plan: CallPlan, table: Any) -> tuple[Any, Any]:
-    """One partition as a (segmented, with a key) EventStream and each segment's key."""
+def event_stream(plan: CallPlan, table: Any) -> tuple[Any, Any, Any]:
+    """One partition as a (segmented, with a key) EventStream, each segment's key, and when
+    a segment is a run of a key (``plan.positioned``) the key's index for each segment."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -284,6 +356,8 @@ def event_stream(plan: CallPlan, table: Any) -> tuple[Any, Any]:
                                     "id or timestamp; filter such rows out of the TABLE argument")
     table = table.append_column("__us", pa.array(micros(table.column("__ts"), plan.ts_kind)))
     order = [("__us", "ascending", "at_end"), ("__id", "ascending", "at_end")]
+    if plan.positioned:  # Spark's order, ties of (ts, id) included
+        order = [(POS, "ascending", "at_end")]
     if plan.key is not None:
         order.insert(0, ("__key", "ascending", "at_end"))
     table = table.take(pc.sort_indices(table, sort_keys=order))
@@ -297,6 +371,14 @@ def event_stream(plan: CallPlan, table: Any) -> tuple[Any, Any]:
         changed = pc.fill_null(pc.not_equal(key.slice(1), key.slice(0, n - 1)), False)
         changed = changed.to_numpy(zero_copy_only=False) | (nulls[1:] != nulls[:-1])
         starts = np.concatenate(([0], np.flatnonzero(changed) + 1)).astype(np.int64)
+    groups = None
+    if plan.positioned and n:  # every run of consecutive positions is a segment of its own
+        key_starts = starts if starts is not None else np.zeros(1, dtype=np.int64)
+        pos = table.column(POS).to_numpy(zero_copy_only=False).astype(np.int64)
+        cuts = np.flatnonzero(np.diff(pos) != 1) + 1
+        starts = np.union1d(key_starts, cuts).astype(np.int64)
+        groups = np.searchsorted(key_starts, starts, side="right") - 1
+    if plan.key is not None and n:
         keys = key.take(pa.array(starts))
     types = table.column("__type")
     attrs = {}
@@ -309,10 +391,36 @@ def event_stream(plan: CallPlan, table: Any) -> tuple[Any, Any]:
                          table.column("__us").to_numpy(zero_copy_only=False),
                          np.asarray(types.to_numpy(zero_copy_only=False), dtype=object),
                          attrs, masks, starts)
-    return stream, keys
+    return stream, keys, groups
 
 
-def _output(plan: CallPlan, stream: Any, keys: Any, chunk: Any) -> Any:
+def key_match_ids(groups: Any, carry: tuple[int, int]) -> tuple[Any, tuple[int, int]]:
+    """``match_id`` of each match when a key's runs are separate segments: 1, 2, ... per key.
+
+    Args:
+        groups: the key (an index, non-decreasing) of each match of a chunk, numpy.
+        carry: the key and last ``match_id`` of the chunk before (``(-1, 0)`` at first).
+
+    Returns:
+        The ids and the carry for the next chunk.
+
+    Example:
+        >>> import numpy as np
+        >>> ids, carry = key_match_ids(np.array([0, 0, 1]), (-1, 0))
+        >>> ids.tolist(), carry
+        ([1, 2, 1], (1, 1))
+        >>> key_match_ids(np.array([1, 2]), carry)[0].tolist()
+        [2, 1]
+    """
+    import numpy as np
+
+    first = np.searchsorted(groups, groups, side="left")
+    ids = np.arange(1, len(groups) + 1, dtype=np.int64) - first
+    ids[groups == carry[0]] += carry[1]
+    return ids, ((int(groups[-1]), int(ids[-1])) if len(groups) else carry)
+
+
+def _output(plan: CallPlan, stream: Any, keys: Any, chunk: Any, ids: Any) -> Any:
     """One chunk's matches as an Arrow table of the output schema."""
     import numpy as np
     import pyarrow as pa
@@ -323,7 +431,7 @@ def _output(plan: CallPlan, stream: Any, keys: Any, chunk: Any) -> Any:
     if plan.key is not None:
         columns[plan.key] = keys.take(pa.array(chunk.segments, pa.int64()))
     columns.update({
-        "match_id": pa.array(chunk.match_ids(), pa.int64()),
+        "match_id": pa.array(ids, pa.int64()),
         "start_ts": from_micros(stream.ts[result.starts], plan.ts_kind),
         "end_ts": from_micros(stream.ts[result.ends], plan.ts_kind),
         "event_ids": pa.ListArray.from_arrays(offsets, pa.array(stream.ids[result.positions],

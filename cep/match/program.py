@@ -232,6 +232,54 @@ class CompiledQuery:
                        for node in pattern_ast.walk(self.query.pattern))
 
     @property
+    def runs_suffice(self) -> bool:
+        """Whether every match is a run of consecutive events of the partition, all bound.
+
+        Then the events no alias can bind only cut the stream: the matches are those of the
+        bindable events with a barrier (an event no alias accepts) wherever others were
+        dropped. True when every link, Kleene iterations included, is ``next`` (the
+        strict-contiguity policy, or ``,`` everywhere), no step is a ``NOT`` and neither an
+        ``EVENTS`` span nor a positional ``WINDOW`` counts the dropped events.
+
+        Example:
+            >>> from cep.match.compiler import compile_query
+            >>> compile_query("PATTERN A, B+, C").runs_suffice
+            True
+            >>> compile_query("PATTERN A, B; C").runs_suffice
+            False
+        """
+        bounds = self.query.window
+        if self.window.by_events or (bounds is not None and bounds.kind != "TIMESTAMP"):
+            return False
+        for alternative in self.normal.alternatives:
+            for i, step in enumerate(alternative.components):
+                if step.kind == "not" or (i and step.link != pattern_ast.NEXT):
+                    return False
+                if step.kind == "kleene" and step.iter_link != pattern_ast.NEXT:
+                    return False
+        return True
+
+    @property
+    def run_steps(self) -> tuple[tuple[str, ...], ...] | None:
+        """The aliases that may bind each event when every match is exactly that many
+        consecutive events (``runs_suffice``, one alternative, no Kleene step), else None.
+
+        Example:
+            >>> from cep.match.compiler import compile_query
+            >>> compile_query("PATTERN A, OR(B, C), D").run_steps
+            (('A',), ('B', 'C'), ('D',))
+            >>> compile_query("PATTERN A, B+").run_steps is None
+            True
+        """
+        alternatives = self.normal.alternatives
+        if not self.runs_suffice or len(alternatives) != 1:
+            return None
+        steps = alternatives[0].components
+        if any(step.kind != "event" for step in steps):
+            return None
+        return tuple(step.aliases for step in steps)
+
+    @property
     def pushdown(self) -> Mapping[str, tuple[Condition, ...]]:
         """Per alias, the single-event conditions (its class's DEFINE first) Spark may evaluate.
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from cep.match import compile_query, find_matches
 from jobs.shim import EXTENSION, shim_jar
 from sql_ext.quoting import sql_string
 from tests.udfs.test_match_seq import SCHEMA, expected, random_events, streams_by_key
@@ -17,9 +18,15 @@ FILTERED = [  # class events suffice: a row of no class (here D, or v1 >= 3 for 
     ("PATTERN X; B DEFINE X AS v1 < 3 AND type = 'A' WHERE [grp] WITHIN 10 SECONDS",
      "skip-till-any-match"),
 ]
-NOT_FILTERED = [  # positions count every event
+RUNS = [  # every match is a run of consecutive events: rows of no run are filtered, runs cut
     ("PATTERN A; B", "strict-contiguity"),
     ("PATTERN A, B", "skip-till-next-match"),
+    ("PATTERN A, B, C WHERE C.v0 > A.v0 WITHIN 20 SECONDS", "strict-contiguity"),
+    ("PATTERN A, OR(B, C), D", "skip-till-next-match"),
+    ("PATTERN A, B+ b[], C WHERE b[i].v0 >= b[i-1].v0", "strict-contiguity"),  # any length
+]
+NOT_FILTERED = [  # positions count every event
+    ("PATTERN SEQ(A, NOT(C), B)", "strict-contiguity"),
     ("PATTERN A; B WITHIN 4 EVENTS", "skip-till-next-match"),
 ]
 
@@ -31,9 +38,17 @@ def shim_events(spark):
     return rows
 
 
-def query(pattern: str, policy: str) -> str:
-    return (f"SELECT key, event_ids, variables FROM match_seq(pattern => {sql_string(pattern)}, "
-            f"policy => {sql_string(policy)}, key_col => 'key', events => TABLE(shim_events))")
+@pytest.fixture(scope="module")
+def run_events(spark):
+    rows = random_events(13, n_keys=6, per_key=150)
+    spark.createDataFrame(rows, SCHEMA).createOrReplaceTempView("run_events")
+    return rows
+
+
+def query(pattern: str, policy: str, table: str = "shim_events", extra: str = "") -> str:
+    return (f"SELECT key, match_id, event_ids, variables FROM match_seq(pattern => "
+            f"{sql_string(pattern)}, policy => {sql_string(policy)}, key_col => 'key', "
+            f"events => TABLE({table}){extra})")
 
 
 def optimized(spark, sql: str) -> str:
@@ -74,3 +89,56 @@ def test_patterns_that_count_positions_get_every_row(spark, shim_events, pattern
     got = {(r.key, tuple(r.event_ids), tuple(r.variables))
            for r in spark.sql(query(pattern, policy)).collect()}
     assert got == expected(pattern, policy, streams_by_key(shim_events), use_oracle=True)
+
+
+def numbered(pattern: str, policy: str, rows: list[tuple]) -> set:
+    """(key, match_id, event_ids) as the engine numbers the matches of each whole key."""
+    out = set()
+    for key, stream in streams_by_key(rows).items():
+        found = find_matches(compile_query(pattern, policy=policy), stream).to_matches()
+        out |= {(key, i, tuple(int(stream.ids[p]) for p in m.positions))
+                for i, m in enumerate(found, start=1)}
+    return out
+
+
+@pytest.mark.parametrize("pattern, policy", RUNS)
+def test_runs_of_consecutive_events_are_cut_where_rows_were_filtered(spark, run_events,
+                                                                      pattern: str,
+                                                                      policy: str) -> None:
+    sql = query(pattern, policy, "run_events")
+    plan = optimized(spark, sql)
+    assert "__cep_keep, true" in plan and "Window" in plan and "__pos" in plan, plan
+    with_rule = spark.sql(sql).collect()
+    spark.conf.set(ENABLED, "false")
+    try:
+        without = spark.sql(sql).collect()
+    finally:
+        spark.conf.unset(ENABLED)
+    oracle = expected(pattern, policy, streams_by_key(run_events), use_oracle=True)
+    assert oracle, "the data must give matches"
+    for got in (with_rule, without):
+        assert {(r.key, tuple(r.event_ids), tuple(r.variables)) for r in got} == oracle
+        # match_id counts per key across the runs the key was cut into
+        assert ({(r.key, r.match_id, tuple(r.event_ids)) for r in got}
+                == numbered(pattern, policy, run_events))
+
+
+def test_max_matches_counts_every_run_of_a_key(spark, run_events) -> None:
+    pattern, policy = "PATTERN A, B", "strict-contiguity"
+    per_key: dict[str, int] = {}
+    for key, _, _ in numbered(pattern, policy, run_events):
+        per_key[key] = per_key.get(key, 0) + 1
+    most = max(per_key.values())
+    assert most >= 2, "one key must have matches in several runs"
+    assert len(spark.sql(query(pattern, policy, "run_events").replace(
+        "events =>", f"max_matches => {most}, events =>")).collect()) == sum(per_key.values())
+    with pytest.raises(Exception, match=f"CEP-MATCH-001.*{most} matches, more than "
+                                        f"max_matches={most - 1}"):
+        spark.sql(query(pattern, policy, "run_events").replace(
+            "events =>", f"max_matches => {most - 1}, events =>")).collect()
+
+
+def test_a_partition_by_clause_is_refused_for_runs(spark, run_events) -> None:
+    with pytest.raises(Exception, match="CEP-SQL-010.*write no PARTITION BY"):
+        spark.sql(query("PATTERN A, B", "strict-contiguity", "run_events",
+                        " PARTITION BY grp")).collect()
