@@ -285,8 +285,6 @@ def answer_rows(plan: ProbCallPlan, stream: Any) -> list[Any]:
                       threshold=plan.threshold, window=plan.window, output=plan.output)
 
 
-
-
 class MatchProb(TableFunction):
     """The ``match_prob`` handler: every stream of a bucket of keys."""
 

@@ -18,6 +18,11 @@ in one engine call, as segments of one stream (``cep.match.segments``), and ``ma
 still counts per key; without it the table is one stream (one partition). Every output row
 carries the key column with its own name and type.
 
+Rows no alias can bind are dropped by Spark when they cannot matter (:func:`keep_condition`).
+Under strict contiguity that takes window functions over the key; the call then asks for no
+partitioning of its own (the window's shuffle groups each key in one task), the engine cuts
+each key into runs of consecutive rows (``__pos``), and ``match_id`` and ``max_matches`` are
+counted per key across its runs (:func:`key_match_ids`).
 """
 
 from __future__ import annotations
