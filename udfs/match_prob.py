@@ -317,11 +317,27 @@ def _strings(array: Any) -> Any:
     return np.array(names, dtype=kind)[encoded.indices.to_numpy(zero_copy_only=False)]
 
 
+def _coded(array: Any) -> tuple[Any, Any]:
+    """A STRING column as dictionary codes and the dictionary's names (numpy, list), or as
+    :func:`_strings` gives it and None when it has NULLs (the stream builder reports them)."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    if array.null_count:
+        return _strings(array), None
+    encoded = pc.dictionary_encode(array)
+    return (encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64),
+            encoded.dictionary.to_pylist())
+
+
 def _groups(codes: Any, n_keys: int) -> tuple[Any, Any]:
     """Row order grouping equal codes (stable) and the ``n_keys + 1`` group bounds in it."""
     import numpy as np
 
-    order = np.argsort(codes, kind="stable")
+    if len(codes) < 2 or (np.diff(codes) >= 0).all():  # one key, or keys already together
+        order = np.arange(len(codes))
+    else:
+        order = np.argsort(codes, kind="stable")
     bounds = np.concatenate(([0], np.cumsum(np.bincount(codes, minlength=n_keys))))
     return order, bounds
 
@@ -338,6 +354,7 @@ def answer_table(plan: ProbCallPlan, table: Any) -> Any:
     import pyarrow.compute as pc
 
     from cep.prob import ProbStreamError, from_long, from_wide
+    from cep.prob.stream import from_codes
 
     def column(name: str) -> Any:
         array = table.column(name).combine_chunks()
@@ -349,7 +366,7 @@ def answer_table(plan: ProbCallPlan, table: Any) -> Any:
     t_rows = _numbers(column("__t"), pa.int64())
     if plan.layout == "long":
         codes, t = row_codes, t_rows
-        value = _strings(column("__value"))
+        value, names = _coded(column("__value"))
         p = _numbers(column("__p"), pa.float64())
     else:
         probs = column("__probs")
@@ -358,7 +375,8 @@ def answer_table(plan: ProbCallPlan, table: Any) -> Any:
         entry_row = np.repeat(np.arange(len(probs)), lengths)
         keep = probs.is_valid().to_numpy(zero_copy_only=False)[entry_row]  # NULL maps: no entries
         first, count = int(offsets[0]), int(offsets[-1] - offsets[0])
-        value = _strings(probs.keys.slice(first, count))[keep]
+        value, names = _coded(probs.keys.slice(first, count))
+        value = value[keep]
         p = _numbers(probs.items.slice(first, count), pa.float64())[keep]
         entry_row = entry_row[keep]
         codes, t = row_codes[entry_row], t_rows[entry_row]
@@ -366,12 +384,15 @@ def answer_table(plan: ProbCallPlan, table: Any) -> Any:
     order, bounds = _groups(codes, len(keys))
     which: list[Any] = []
     found_rows: list[Any] = []
+    found_groups: list[dict[str, Any]] = []
     for k, key in enumerate(keys.to_pylist()):
         name = "NULL" if key is None else str(key)
         mine = order[bounds[k]:bounds[k + 1]]
         try:
-            stream = from_long(t[mine], value[mine], p[mine], tolerance=plan.tolerance,
-                               stream=name)
+            stream = (from_long(t[mine], value[mine], p[mine], tolerance=plan.tolerance,
+                                stream=name) if names is None else
+                      from_codes(t[mine], value[mine], names, p[mine], tolerance=plan.tolerance,
+                                 stream=name))
             failed = plan.layout == "wide" and len(stream) != row_bounds[k + 1] - row_bounds[k]
         except ProbStreamError:
             if plan.layout == "long":
@@ -382,11 +403,46 @@ def answer_table(plan: ProbCallPlan, table: Any) -> Any:
             maps = probs.take(pa.array(rows)).to_pylist()
             stream = from_wide(t_rows[rows], [None if m is None else dict(m) for m in maps],
                                tolerance=plan.tolerance, stream=name)
-        found = answer_rows(plan, stream)
-        which.append(np.full(len(found), k, dtype=np.int64))
-        found_rows += found
-    return _output(plan, keys.take(pa.array(np.concatenate(which) if which
-                                            else np.zeros(0, np.int64))), found_rows)
+        if plan.output == "groups":
+            found_groups.append(answer_groups(plan, stream))
+            count = len(found_groups[-1]["t_start"])
+        else:
+            found = answer_rows(plan, stream)
+            found_rows += found
+            count = len(found)
+        which.append(np.full(count, k, dtype=np.int64))
+    keys_out = keys.take(pa.array(np.concatenate(which) if which else np.zeros(0, np.int64)))
+    if plan.output == "groups":
+        return _group_output(plan, keys_out, found_groups)
+    return _output(plan, keys_out, found_rows)
+
+
+def answer_groups(plan: ProbCallPlan, stream: Any) -> dict[str, Any]:
+    """The groups of one built stream under ``plan``, as columns (``group_columns``)."""
+    from cep.prob import resolve_window
+    from cep.prob.answer import OVERLAPS, check_choice, group_columns
+
+    pattern = _compiled(plan.pattern)
+    return group_columns(pattern, stream, check_choice("overlap", plan.overlap, OVERLAPS),
+                         plan.threshold, resolve_window(pattern, plan.window))
+
+
+def _group_output(plan: ProbCallPlan, keys: Any, parts: list[dict[str, Any]]) -> Any:
+    import numpy as np
+    import pyarrow as pa
+
+    def col(name: str, arrow_type: Any) -> Any:
+        values = np.concatenate([part[name] for part in parts]) if parts else []
+        if name.startswith("core_") and plan.overlap.lower() != "complete":
+            return pa.nulls(len(values), arrow_type)
+        return pa.array(values, arrow_type)
+
+    return pa.table({plan.key: keys, "t_start": col("t_start", pa.int64()),
+                     "t_end": col("t_end", pa.int64()),
+                     "probability": col("probability", pa.float64()),
+                     "n_matches": col("n_matches", pa.int64()),
+                     "core_start": col("core_start", pa.int64()),
+                     "core_end": col("core_end", pa.int64())})
 
 
 def _output(plan: ProbCallPlan, keys: Any, rows: list[Any]) -> Any:
@@ -395,13 +451,6 @@ def _output(plan: ProbCallPlan, keys: Any, rows: list[Any]) -> Any:
     def col(name: str, arrow_type: Any) -> Any:
         return pa.array([getattr(r, name) for r in rows], arrow_type)
 
-    if plan.output == "groups":
-        return pa.table({plan.key: keys, "t_start": col("t_start", pa.int64()),
-                         "t_end": col("t_end", pa.int64()),
-                         "probability": col("probability", pa.float64()),
-                         "n_matches": col("n_matches", pa.int64()),
-                         "core_start": col("core_start", pa.int64()),
-                         "core_end": col("core_end", pa.int64())})
     return pa.table({plan.key: keys, "match_id": col("match_id", pa.int64()),
                      "t_start": col("t_start", pa.int64()), "t_end": col("t_end", pa.int64()),
                      "probability": col("probability", pa.float64()),

@@ -129,20 +129,45 @@ def match_prob(pattern: ProbPattern | str, stream: ProbStream, *, overlap: str =
     output = check_choice("output", output, OUTPUTS)
     threshold = check_threshold(threshold)
     w = resolve_window(p, window)
-    # Groups need the matches' intervals only, not their values (memory linear in matches).
-    matches = find_matches(p, stream, window=w, threshold=threshold, values=output == "matches")
     if output == "matches":
+        matches = find_matches(p, stream, window=w, threshold=threshold, values=True)
         return [MatchRow(i + 1, int(matches.t_start[i]), int(matches.t_end[i]), float(matches.probability[i]),
                          matches.values_of(i)) for i in range(len(matches))]
-    groups = group_matches(matches, overlap, w)
+    columns = group_columns(p, stream, overlap, threshold, w, transducer)
+    cores = (columns["core_start"].tolist(), columns["core_end"].tolist()) if overlap == "complete" \
+        else ([None] * len(columns["t_start"]),) * 2
+    return [GroupRow(*row) for row in zip(columns["t_start"].tolist(), columns["t_end"].tolist(),
+                                          columns["probability"].tolist(),
+                                          columns["n_matches"].tolist(), *cores)]
+
+
+def group_columns(pattern: ProbPattern, stream: ProbStream, overlap: str, threshold: float,
+                  window: int, transducer: Transducer | None = None) -> dict[str, np.ndarray]:
+    """The groups of one stream as columns (the fields of :class:`GroupRow`, int64/float64);
+    the arguments already checked (:func:`match_prob` checks them).
+
+    ``core_start``/``core_end`` are time points under complete overlap and meaningless under
+    single overlap (the row form makes them None). The Arrow adapter reads these columns
+    directly instead of one object per group.
+
+    Example:
+        >>> from cep.prob.stream import from_long
+        >>> s = from_long([0, 1, 1], ["a", "b", "a"], [1.0, 0.5, 0.5])
+        >>> cols = group_columns(compile_prob("PATTERN a, b"), s, "single", 0.0, 2)
+        >>> cols["t_start"].tolist(), cols["probability"].tolist()
+        ([0], [0.5])
+    """
+    # Groups need the matches' intervals only, not their values (memory linear in matches).
+    matches = find_matches(pattern, stream, window=window, threshold=threshold, values=False)
+    groups = group_matches(matches, overlap, window)
     # A run inside a span is never longer than the span, so the longest group bounds the
     # transducer's window: fewer states, the same probabilities (docs/prob.md, "Speed").
     longest = int((groups.t_end - groups.t_start).max()) + 1 if len(groups) else 1
-    tr = transducer if transducer is not None else cached_transducer(p, min(w, longest))
+    tr = transducer if transducer is not None else cached_transducer(pattern, min(window, longest))
     prob = group_probabilities(tr, stream, groups.t_start, groups.t_end, groups.core_start, groups.core_end)
     t0 = int(stream.t[0]) if len(stream) else 0
-    complete = overlap == "complete"
-    return [GroupRow(int(a) + t0, int(b) + t0, float(pr), int(c), int(cs) + t0 if complete else None,
-                     int(ce) + t0 if complete else None)
-            for a, b, pr, c, cs, ce in zip(groups.t_start, groups.t_end, np.asarray(prob), groups.n_matches,
-                                           groups.core_start, groups.core_end)]
+    shifted = {name: np.asarray(values, dtype=np.int64) + t0 for name, values in (
+        ("t_start", groups.t_start), ("t_end", groups.t_end), ("core_start", groups.core_start),
+        ("core_end", groups.core_end))}
+    return {**shifted, "probability": np.asarray(prob, dtype=np.float64),
+            "n_matches": np.asarray(groups.n_matches, dtype=np.int64)}

@@ -108,20 +108,69 @@ def from_long(t: Sequence[object] | np.ndarray, value: Sequence[object] | np.nda
     if n == 0:
         return ProbStream(np.zeros(0, dtype=np.int64), (), np.zeros((0, 0)), stream)
     times = _times(t, where)
-    names = _names(value, times, where)
-    probs = _probabilities(p, times, where)
-    uniq_t, t_idx = np.unique(times, return_inverse=True)
+    uniq_v, v_idx = np.unique(_names(value, times, where), return_inverse=True)
+    return _build(times, v_idx.astype(np.int64), uniq_v, _probabilities(p, times, where),
+                  tolerance, stream)
+
+
+def from_codes(t: np.ndarray, codes: np.ndarray, names: Sequence[str], p: np.ndarray, *,
+               tolerance: float = TOLERANCE, stream: str = "") -> ProbStream:
+    """:func:`from_long` for values given as codes into ``names``, validated the same way.
+
+    The Arrow adapters hold a partition's values dictionary-encoded; sorting the strings again
+    (``np.unique``) was the largest cost of building a stream from them.
+
+    Args:
+        t: integer time points, numpy.
+        codes: each row's value as an index into ``names`` (which may hold unused names).
+        names: distinct value names.
+        p: float probabilities, numpy.
+
+    Example:
+        >>> s = from_codes(np.array([1, 1, 2]), np.array([2, 0, 2]), ["b", "x", "a"],
+        ...                np.array([0.25, 0.75, 1.0]))
+        >>> s.values, s.probs.tolist()
+        (('a', 'b'), [[0.25, 0.75], [1.0, 0.0]])
+    """
+    where = _where(stream)
+    if not len(t) == len(codes) == len(p):
+        raise ProbStreamError(f"{where}t, value and p have {len(t)}, {len(codes)} and {len(p)} "
+                              "entries; expected equal lengths")
+    if len(t) == 0:
+        return ProbStream(np.zeros(0, dtype=np.int64), (), np.zeros((0, 0)), stream)
+    times = _times(t, where)
+    codes = np.asarray(codes, dtype=np.int64)
+    used = np.flatnonzero(np.bincount(codes, minlength=len(names)))
+    used_names = np.array([str(names[i]) for i in used.tolist()])
+    order = np.argsort(used_names, kind="stable")  # the names' sorted order, as np.unique gives
+    rank = np.empty(len(names), dtype=np.int64)
+    rank[used[order]] = np.arange(len(used))
+    return _build(times, rank[codes], used_names[order], _probabilities(p, times, where),
+                  tolerance, stream)
+
+
+def _build(times: np.ndarray, v_idx: np.ndarray, uniq_v: np.ndarray, probs: np.ndarray,
+           tolerance: float, stream: str) -> ProbStream:
+    """The checked stream of rows ``(times, uniq_v[v_idx], probs)`` (``from_long``'s checks)."""
+    where = _where(stream)
+    if len(times) < 2 or (np.diff(times) >= 0).all():  # sorted, as a partition usually is
+        change = np.flatnonzero(np.diff(times)) + 1
+        uniq_t = times[np.concatenate(([0], change))]
+        t_idx = np.zeros(len(times), dtype=np.int64)
+        t_idx[change] = 1
+        t_idx = np.cumsum(t_idx)
+    else:
+        uniq_t, t_idx = np.unique(times, return_inverse=True)
     gaps = np.flatnonzero(np.diff(uniq_t) != 1)
     if len(gaps):
         g = int(gaps[0])
         raise ProbStreamError(f"{where}time points jump from {int(uniq_t[g])} to {int(uniq_t[g + 1])}; "
                               f"expected consecutive integers (every time point needs a row, "
                               f"with probability 1 for a value meaning 'nothing')")
-    uniq_v, v_idx = np.unique(names, return_inverse=True)
     key = t_idx.astype(np.int64) * len(uniq_v) + v_idx
-    seen, counts = np.unique(key, return_counts=True)
+    counts = np.bincount(key, minlength=len(uniq_t) * len(uniq_v))
     if (counts > 1).any():
-        dup = int(seen[np.argmax(counts > 1)])
+        dup = int(np.argmax(counts > 1))
         raise ProbStreamError(f"{where}time point {int(uniq_t[dup // len(uniq_v)])} lists value "
                               f"{str(uniq_v[dup % len(uniq_v)])!r} twice; expected one row per (t, value)")
     matrix = np.zeros((len(uniq_t), len(uniq_v)))

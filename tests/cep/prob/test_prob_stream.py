@@ -3,6 +3,8 @@ error that names the stream, the time point and what was expected."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -50,3 +52,38 @@ def test_tolerance_and_layouts_agree() -> None:
     with pytest.raises(ProbStreamError, match="tolerance 1e-07"):
         from_long(t, ["x", "y", "y"], p, tolerance=1e-7)
     assert len(from_long([], [], [])) == 0
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_coded_values_build_the_stream_long_rows_build(seed: int) -> None:
+    from cep.prob.stream import from_codes
+
+    rng = np.random.default_rng(seed)
+    names = np.array(["nothing", "b", "zz", "a", "unused"])
+    n = int(rng.integers(1, 40))
+    t, codes, p = [], [], []
+    for ti in range(10, 10 + n):
+        chosen = rng.choice(4, size=int(rng.integers(1, 5)), replace=False)
+        weights = rng.random(len(chosen))
+        t += [ti] * len(chosen)
+        codes += chosen.tolist()
+        p += (weights / weights.sum()).tolist()
+    order = rng.permutation(len(t)) if seed % 2 else np.arange(len(t))  # sorted and not
+    t_a, codes_a, p_a = np.array(t)[order], np.array(codes)[order], np.array(p)[order]
+    want = from_long(t_a, names[codes_a], p_a)
+    got = from_codes(t_a, codes_a, names.tolist(), p_a)
+    assert got.values == want.values and got.t.tolist() == want.t.tolist()
+    assert np.array_equal(got.probs, want.probs)
+
+
+@pytest.mark.parametrize("t, codes, p, message", [
+    ([1, 1, 2], [0, 0, 0], [0.5, 0.5, 1.0], "time point 1 lists value 'a' twice"),
+    ([1, 1, 2], [0, 1, 0], [0.5, 0.4, 1.0], "time point 1: probabilities sum to 0.9"),
+    ([2, 1], [0, 0], [1.0, 1.5], "time point 1: probability 1.5 is outside [0, 1]"),
+    ([1, 3], [0, 0], [1.0, 1.0], "time points jump from 1 to 3"),
+])
+def test_bad_coded_rows_are_the_same_errors(t, codes, p, message) -> None:  # noqa: ANN001
+    from cep.prob.stream import from_codes
+
+    with pytest.raises(ProbStreamError, match="CEP-PROB-010: stream 's7': .*" + re.escape(message)):
+        from_codes(np.array(t), np.array(codes), ["a", "b"], np.array(p), stream="s7")
