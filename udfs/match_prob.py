@@ -353,8 +353,7 @@ def answer_table(plan: ProbCallPlan, table: Any) -> Any:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from cep.prob import ProbStreamError, from_long, from_wide
-    from cep.prob.stream import from_codes
+    from cep.prob import ProbStreamError, from_codes, from_long, from_wide
 
     def column(name: str) -> Any:
         array = table.column(name).combine_chunks()
@@ -419,8 +418,8 @@ def answer_table(plan: ProbCallPlan, table: Any) -> Any:
 
 def answer_groups(plan: ProbCallPlan, stream: Any) -> dict[str, Any]:
     """The groups of one built stream under ``plan``, as columns (``group_columns``)."""
-    from cep.prob import resolve_window
-    from cep.prob.answer import OVERLAPS, check_choice, group_columns
+    from cep.prob import group_columns, resolve_window
+    from cep.prob.answer import OVERLAPS, check_choice
 
     pattern = _compiled(plan.pattern)
     return group_columns(pattern, stream, check_choice("overlap", plan.overlap, OVERLAPS),

@@ -18,17 +18,17 @@ Example:
 
 from __future__ import annotations
 
-from cep.prob.answer import GroupRow, MatchRow, match_prob, resolve_window
+from cep.prob.answer import GroupRow, MatchRow, group_columns, match_prob, resolve_window
 from cep.prob.errors import ProbArgumentError, ProbLimitError, ProbStreamError, UnsupportedProbPatternError
 from cep.prob.groups import Groups, complete_groups, single_groups
 from cep.prob.matches import Matches, find_matches
 from cep.prob.pattern import ProbPattern, compile_prob
-from cep.prob.stream import ProbStream, from_long, from_wide
+from cep.prob.stream import ProbStream, from_codes, from_long, from_wide
 from cep.prob.transducer import Transducer, build_transducer, group_probabilities, state_vectors
 
 __all__ = [
     "GroupRow", "Groups", "MatchRow", "Matches", "ProbArgumentError", "ProbLimitError", "ProbPattern",
     "ProbStream", "ProbStreamError", "Transducer", "UnsupportedProbPatternError", "build_transducer",
-    "compile_prob", "complete_groups", "find_matches", "from_long", "from_wide", "group_probabilities",
-    "match_prob", "resolve_window", "single_groups", "state_vectors",
+    "compile_prob", "complete_groups", "find_matches", "from_codes", "from_long", "from_wide",
+    "group_columns", "group_probabilities", "match_prob", "resolve_window", "single_groups", "state_vectors",
 ]
