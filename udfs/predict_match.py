@@ -406,8 +406,9 @@ def answer_partition(plan: PredictCallPlan, model: Any, ts: Any, ids: Any, types
     """
     import numpy as np
 
-    from cep.predict import Events, predict
+    from cep.predict import Events, compile_subscription, predict
 
+    subscription = compile_subscription(plan.subscription)  # once, not once per key
     order = _order(ts, ids, codes)
     ts = ts[order]
     ids = None if ids is None else ids[order]
@@ -418,7 +419,7 @@ def answer_partition(plan: PredictCallPlan, model: Any, ts: Any, ids: Any, types
     if codes is None or model is not None:
         ev = Events.from_columns(ts=ts, keys=None if codes is None else codes[order], ids=ids,
                                  types=types, attrs=attrs)
-        yield predict(plan.subscription, ev, **common).rows
+        yield predict(subscription, ev, **common).rows
         return
     codes = codes[order]
     starts = np.flatnonzero(np.diff(codes, prepend=-1)).tolist() + [len(codes)]
@@ -426,7 +427,7 @@ def answer_partition(plan: PredictCallPlan, model: Any, ts: Any, ids: Any, types
         ev = Events.from_columns(ts=ts[a:b], ids=None if ids is None else ids[a:b],
                                  types=None if types is None else types[a:b],
                                  attrs={k: v[a:b] for k, v in attrs.items()})
-        found = predict(plan.subscription, ev, **common).rows
+        found = predict(subscription, ev, **common).rows
         found["key"] = [int(codes[a])] * len(found["state"])
         yield found
 

@@ -175,6 +175,8 @@ def factorize(values: np.ndarray) -> np.ndarray:
         _, first, inv = np.unique(arr, return_index=True, return_inverse=True)
         rank = np.argsort(np.argsort(first, kind="stable"), kind="stable")
         return rank[inv].astype(np.int64)
+    if arr.dtype == object and (arr == None).all():  # noqa: E711 -- elementwise: no keys at all
+        return np.zeros(n, dtype=np.int64)
     # Object keys (strings, mixed, None): a dict pass; keys are per partition, few distinct values.
     codes = np.empty(n, dtype=np.int64)
     seen: dict[Any, int] = {}
