@@ -12,6 +12,12 @@ Where it listens comes from ``conf/connect.toml`` ``[connect]`` (``host``, ``por
 prints one line with the ``sc://host:port`` URL, serves until SIGTERM or SIGINT (Ctrl-C), then
 stops the service and the session and exits 0.
 
+Every run makes a new random token (Spark Connect's pre-shared key,
+``spark.connect.authenticate.token``) and writes it to ``<data_dir>/connect/token``, readable
+by the server's user only; a client presents it as ``sc://localhost:PORT/;token=...``
+(:func:`client_url`) and one without it is refused. Another local user can reach the port but
+not read the token.
+
 Example:
     >>> conf = ConnectConf("127.0.0.1", 15002)
     >>> conf.url, conf.is_loopback
@@ -28,8 +34,11 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import os
+import secrets
 import subprocess
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from cep.errors import CepError, ConfigError
@@ -40,11 +49,11 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 __all__ = ["ConnectConf", "ConnectConfError", "ConnectServer", "ConnectServerError",
-           "DEFAULT_HOST", "DEFAULT_PORT", "check_host", "check_port", "load_connect_conf",
-           "serve", "start_server"]
+           "DEFAULT_HOST", "DEFAULT_PORT", "check_host", "check_port", "client_url",
+           "issue_token", "load_connect_conf", "serve", "start_server", "token_file"]
 
 DEFAULT_HOST = "127.0.0.1"
-"""Loopback: only programs on this machine can connect (the service has no authentication)."""
+"""Loopback: only programs on this machine can connect (and only with the server's token)."""
 DEFAULT_PORT = 15002
 """Spark Connect's own default port, so ``sc://localhost`` finds it."""
 CONF_FILE = "connect.toml"
@@ -53,6 +62,8 @@ BINDING_ADDRESS = "spark.connect.grpc.binding.address"
 BINDING_PORT = "spark.connect.grpc.binding.port"
 PORT_RETRIES = "spark.connect.grpc.port.maxRetries"
 SERVICE = "org.apache.spark.sql.connect.service.SparkConnectService"
+TOKEN_CONF = "spark.connect.authenticate.token"
+"""Spark Connect's pre-shared key: a client without it is refused (UNAUTHENTICATED)."""
 
 JVM_EXIT_GRACE_SECONDS = 60.0
 """How long a failed stop waits for a JVM that is shutting down on the same signal."""
@@ -128,14 +139,54 @@ def load_connect_conf(
                                               host=host, port=port))
 
 
-def binding_conf(conf: ConnectConf) -> dict[str, str]:
-    """The Spark settings that make the Connect service listen at ``conf``.
+def binding_conf(conf: ConnectConf, token: str) -> dict[str, str]:
+    """The Spark settings that make the Connect service listen at ``conf``, for clients that
+    present ``token``.
 
     They are static settings: they must be in the session's configuration when its JVM
     starts, so they go through ``build_session`` rather than ``spark.conf.set``.
     """
     # No retries: a taken port must fail, not silently move the server to the next port.
-    return {BINDING_ADDRESS: conf.host, BINDING_PORT: str(conf.port), PORT_RETRIES: "0"}
+    return {BINDING_ADDRESS: conf.host, BINDING_PORT: str(conf.port), PORT_RETRIES: "0",
+            TOKEN_CONF: token}
+
+
+def token_file(settings: Settings) -> Path:
+    """Where a running server keeps its token: ``<data_dir>/connect/token``, owner-only."""
+    return settings.data_dir / "connect" / "token"
+
+
+def issue_token(settings: Settings) -> str:
+    """A new random token for one server run, written to :func:`token_file` (mode 0600).
+
+    Another local user cannot read it, so cannot connect: the file, not the port, is the
+    permission. Written aside and renamed, so a reader never sees half a token.
+    """
+    token = secrets.token_urlsafe(32)
+    path = token_file(settings)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    os.chmod(path.parent, 0o700)
+    aside = path.with_name(f".token.{os.getpid()}")
+    fd = os.open(aside, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as out:
+        out.write(token + "\n")
+    os.replace(aside, path)
+    return token
+
+
+def client_url(host: str, port: int, token: str) -> str:
+    """The URL a pyspark client connects with: the token as a bearer credential.
+
+    pyspark sends a token without TLS only to the host name ``localhost`` (gRPC's local
+    credentials), so a loopback server is addressed by that name.
+
+    Example:
+        >>> client_url("127.0.0.1", 15002, "t0k")
+        'sc://localhost:15002/;token=t0k'
+    """
+    where = f"localhost:{port}" if ConnectConf(host, port).is_loopback else \
+        connect_url(host, port)[len("sc://"):]
+    return f"sc://{where}/;token={token}"
 
 
 @dataclass
@@ -153,12 +204,19 @@ class ConnectServer:
     host: str
     port: int
     tables: tuple[str, ...]
+    token: str = ""
+    token_path: Path | None = None
     stopped: bool = False
 
     @property
     def url(self) -> str:
-        """The ``sc://host:port`` connection string clients use."""
+        """The ``sc://host:port`` address of the service (without the token)."""
         return connect_url(self.host, self.port)
+
+    @property
+    def client_url(self) -> str:
+        """The connection string a pyspark client uses, token included (:func:`client_url`)."""
+        return client_url(self.host, self.port, self.token)
 
     def jvm_exit_code(self) -> int | None:
         """The JVM's exit code once it has exited; None while it runs (or when unknown)."""
@@ -223,8 +281,9 @@ def start_server(settings: Settings, conf: ConnectConf) -> ConnectServer:
     from delta_tables.catalog import discover_tables
     from jobs.session import build_session
 
+    token = issue_token(settings)
     with_binding = dataclasses.replace(
-        settings, spark_extra={**settings.spark_extra, **binding_conf(conf)})
+        settings, spark_extra={**settings.spark_extra, **binding_conf(conf, token)})
     spark = build_session(with_binding)
     # build_session returns a session that already runs in this process unchanged; its JVM
     # would then listen wherever that session's settings say, not at ``conf``.
@@ -245,7 +304,7 @@ def start_server(settings: Settings, conf: ConnectConf) -> ConnectServer:
         ) from None
     registered = tuple(t.name for t in discover_tables(settings)
                        if spark.catalog.tableExists(t.name))
-    return ConnectServer(spark, conf.host, port, registered)
+    return ConnectServer(spark, conf.host, port, registered, token, token_file(settings))
 
 
 def serve(settings: Settings, conf: ConnectConf, *, out: TextIO | None = None) -> int:
@@ -257,10 +316,12 @@ def serve(settings: Settings, conf: ConnectConf, *, out: TextIO | None = None) -
         ConnectConfError, ConnectServerError: see :func:`start_server`.
     """
     where = ("loopback only" if conf.is_loopback
-             else "reachable from other hosts, without authentication")
+             else "reachable from other hosts; clients there need TLS in front of it")
     return listener.run_until_signal(
         lambda: start_server(settings, conf),
-        lambda server: (f"Spark Connect server at {server.url} ({where}; {len(server.tables)} "
+        lambda server: (f"Spark Connect server at {server.url} ({where}; clients connect with "
+                        f"{client_url(server.host, server.port, '<token>')}, the token in "
+                        f"{server.token_path}, readable by this user only; {len(server.tables)} "
                         f"Delta tables of {settings.warehouse_dir}; stop with Ctrl-C or "
                         "SIGTERM)"),
         lambda server: f"Spark Connect server at {server.url} stopped",

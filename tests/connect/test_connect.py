@@ -115,7 +115,8 @@ class Server:
     """The child running ``python -m jobs connect-server`` and what it printed."""
 
     proc: subprocess.Popen[str]
-    url: str
+    address: str  # the sc://host:port the server printed
+    url: str  # what clients connect with: sc://localhost:PORT/;token=... (the token's file)
     port: int
     first_line: str
     env: dict[str, str]
@@ -172,13 +173,16 @@ def server(spark: Any, settings: Settings, table: TableConf,
         except queue.Empty:
             first = ""
         found = re.search(r"sc://127\.0\.0\.1:(\d+)", first)
-        if not found:
+        token_at = re.search(r"the token in (\S+), readable by this user only", first)
+        if not found or not token_at:
             proc.kill()
             proc.wait()
             pytest.fail(f"no URL from connect-server (exit {proc.returncode}): {first!r}\n"
                         f"{stderr.read_text(errors='replace')[-4000:]}")
-        yield Server(proc, found.group(0), int(found.group(1)), first, env, stderr, expected,
-                     lines, reader)
+        token = Path(token_at.group(1)).read_text().strip()
+        url = f"sc://localhost:{found.group(1)}/;token={token}"
+        yield Server(proc, found.group(0), url, int(found.group(1)), first, env, stderr,
+                     expected, lines, reader)
     finally:
         if proc.poll() is None:  # a failure left it running (the last test stops it)
             proc.kill()
@@ -209,8 +213,31 @@ def registered(remote: Any) -> list[str]:
 
 
 def test_server_prints_its_loopback_url(server: Server) -> None:
-    assert server.first_line.startswith(f"Spark Connect server at {server.url} (loopback only;")
+    assert server.first_line.startswith(f"Spark Connect server at {server.address} "
+                                        "(loopback only;")
     assert server.proc.poll() is None
+
+
+def test_the_token_file_is_the_servers_users_alone(server: Server, settings: Settings) -> None:
+    path = settings.data_dir / "connect" / "token"
+    assert f"the token in {path}," in server.first_line
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert path.parent.stat().st_mode & 0o777 == 0o700
+    assert len(path.read_text().strip()) >= 40
+
+
+@pytest.mark.parametrize("token", [None, "wrong-token"])
+def test_a_client_without_the_token_is_refused(server: Server, token: str | None) -> None:
+    from pyspark.sql.connect.session import SparkSession as RemoteSession
+
+    url = f"sc://localhost:{server.port}" + ("" if token is None else f"/;token={token}")
+    with pytest.raises(Exception) as refused:
+        session = RemoteSession.builder.remote(url).create()
+        try:
+            session.sql("SELECT 1").collect()
+        finally:
+            session.stop()
+    assert "UNAUTHENTICATED" in str(refused.value), str(refused.value)[:2000]
 
 
 def test_server_is_not_reachable_from_other_hosts(server: Server) -> None:
@@ -349,7 +376,7 @@ def test_sigterm_stops_the_server_and_frees_the_port(server: Server, remote: Any
     assert server.proc.wait(timeout=START_TIMEOUT) == 0, server.log()
     server.reader.join(timeout=START_TIMEOUT)  # stdout's end: the JVM has let go of it too
     rest = [server.lines.get_nowait() for _ in range(server.lines.qsize())]
-    assert [ln.strip() for ln in rest] == [f"Spark Connect server at {server.url} stopped"]
+    assert [ln.strip() for ln in rest] == [f"Spark Connect server at {server.address} stopped"]
     with pytest.raises(ConnectionRefusedError):
         socket.create_connection(("127.0.0.1", server.port), timeout=30).close()
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as again:
