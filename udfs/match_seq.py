@@ -65,7 +65,7 @@ class CallPlan:
         attributes: engine attribute names, in select order (``__a0``, ``__a1``, ...).
         mask_aliases: the alias of ``__m0``, ``__m1``, ...
         filtered: ``__cep_keep`` is selected: only rows where it is true matter.
-        positioned: ``__pos`` is selected: a barrier goes where rows were dropped.
+        positioned: ``__pos`` is selected: a key is cut into runs where rows were dropped.
     """
 
     pattern: str
@@ -201,8 +201,8 @@ def keep_condition(compiled: Any, masks: dict[str, str], window: str
     Every alias's class test must be a pushed-down mask. When the matches depend on class
     events only (``CompiledQuery.class_events_suffice``), a row no mask accepts can never
     bind. When every match is a run of consecutive events (``CompiledQuery.runs_suffice``:
-    strict contiguity), the same holds, and the engine puts a barrier wherever rows were
-    dropped; for runs of a fixed length k (``run_steps``) a row is needed only when some run
+    strict contiguity), the same holds, and the engine matches each run of consecutive rows
+    on its own (``__pos`` tells where rows were dropped); for runs of a fixed length k (``run_steps``) a row is needed only when some run
     of k rows around it has every step's mask true, which ``lead``/``lag`` over ``window``
     tell (k(k-1) window columns, so only up to ``RUN_STEPS_MAX`` steps). The condition goes as
     ``__cep_keep`` to Spark, where the JVM shim (``sql_ext/jvm``) filters on it before the rows

@@ -223,21 +223,23 @@ class CompiledQuery:
             >>> compile_query("PATTERN A; B WITHIN 3 EVENTS").class_events_suffice
             False
         """
-        if self.policy == STRICT or self.window.by_events:
-            return False
-        bounds = self.query.window
-        if bounds is not None and bounds.kind != "TIMESTAMP":
+        if self.policy == STRICT or self._counts_positions:
             return False
         return not any(isinstance(node, pattern_ast.Seq) and pattern_ast.NEXT in node.links
                        for node in pattern_ast.walk(self.query.pattern))
+
+    @property
+    def _counts_positions(self) -> bool:
+        """An ``EVENTS`` span or a positional ``WINDOW``: every event of the partition counts."""
+        bounds = self.query.window
+        return self.window.by_events or (bounds is not None and bounds.kind != "TIMESTAMP")
 
     @property
     def runs_suffice(self) -> bool:
         """Whether every match is a run of consecutive events of the partition, all bound.
 
         Then the events no alias can bind only cut the stream: the matches are those of the
-        bindable events with a barrier (an event no alias accepts) wherever others were
-        dropped. True when every link, Kleene iterations included, is ``next`` (the
+        bindable events, each run of events that were consecutive matched on its own. True when every link, Kleene iterations included, is ``next`` (the
         strict-contiguity policy, or ``,`` everywhere), no step is a ``NOT`` and neither an
         ``EVENTS`` span nor a positional ``WINDOW`` counts the dropped events.
 
@@ -248,8 +250,7 @@ class CompiledQuery:
             >>> compile_query("PATTERN A, B; C").runs_suffice
             False
         """
-        bounds = self.query.window
-        if self.window.by_events or (bounds is not None and bounds.kind != "TIMESTAMP"):
+        if self._counts_positions:
             return False
         for alternative in self.normal.alternatives:
             for i, step in enumerate(alternative.components):

@@ -153,8 +153,9 @@ def _build(times: np.ndarray, v_idx: np.ndarray, uniq_v: np.ndarray, probs: np.n
            tolerance: float, stream: str) -> ProbStream:
     """The checked stream of rows ``(times, uniq_v[v_idx], probs)`` (``from_long``'s checks)."""
     where = _where(stream)
-    if len(times) < 2 or (np.diff(times) >= 0).all():  # sorted, as a partition usually is
-        change = np.flatnonzero(np.diff(times)) + 1
+    steps = np.diff(times)
+    if (steps >= 0).all():  # sorted, as a partition usually is
+        change = np.flatnonzero(steps) + 1
         uniq_t = times[np.concatenate(([0], change))]
         t_idx = np.zeros(len(times), dtype=np.int64)
         t_idx[change] = 1
