@@ -11,7 +11,8 @@ for a trend graph), ``predict`` (the same for a prediction set), ``run-all`` (ev
 ``conf/jobs.toml``, each recorded in the run manifest), ``runs`` (the manifest's runs of a
 job), ``maintain`` (OPTIMIZE and VACUUM of the registered state tables), ``demo``
 (the README demo), ``sql`` (run one SQL statement and show it), ``connect-server`` (a Spark
-Connect server over the warehouse, in the foreground until SIGTERM or Ctrl-C).
+Connect server over the warehouse, in the foreground until SIGTERM or Ctrl-C), ``users`` (the
+SQL server's user names and passwords).
 
 ``serve`` runs the SQL server for BI tools (Spark's Thrift JDBC/ODBC server sharing the
 session that holds the CEP functions; docs/bi.md) in the foreground until SIGTERM or Ctrl-C.
@@ -114,6 +115,11 @@ def _parser() -> argparse.ArgumentParser:
     # Strings, not type=int: a bad value is a typed CEP-JOB-060 error like a bad conf value.
     serve.add_argument("--host", help="address to bind (default 127.0.0.1: loopback only)")
     serve.add_argument("--port", help="port (default 10000; 0: any free port, printed)")
+    users = sub.add_parser("users", help="manage the SQL server's users (user names and salted "
+                           "password hashes in <data_dir>/server/users)")
+    users.add_argument("action", choices=["add", "remove", "list"],
+                       help="add (or set a new password), remove, or list the users")
+    users.add_argument("name", nargs="?", help="the user name (add, remove)")
     sub.add_parser("demo", help="the README demo")
     connect = sub.add_parser("connect-server", help="serve the warehouse to Spark Connect "
                              "clients until SIGTERM or Ctrl-C (conf/connect.toml [connect])")
@@ -189,6 +195,8 @@ def _run(args: argparse.Namespace, overrides: dict[str, str], spark: "SparkSessi
             from jobs.servers.server import load_server_conf, serve
 
             return serve(settings, load_server_conf(settings, host=args.host, port=args.port))
+        if args.command == "users":
+            return _users(settings, args)
         if args.command == "demo":
             from jobs.demo import run_demo
 
@@ -281,6 +289,36 @@ def _run(args: argparse.Namespace, overrides: dict[str, str], spark: "SparkSessi
         return 0
     except Exception as exc:  # noqa: BLE001 - every failure is reported the same short way
         return report_error(exc, verbose=args.verbose)
+
+
+def _users(settings: "Settings", args: argparse.Namespace) -> int:
+    """``users add|remove|list``: the password of ``add`` is asked twice on a terminal, read
+    from the first line of standard input otherwise (never from the command line, where other
+    local users could see it in the process list)."""
+    import getpass
+    import sys
+
+    from jobs.servers.users import UsersError, add_user, list_users, remove_user, users_file
+
+    if args.action == "list":
+        for name in list_users(settings):
+            print(name)
+        return 0
+    if not args.name:
+        raise UsersError(f"`users {args.action}` needs a user name")
+    if args.action == "remove":
+        remove_user(settings, args.name)
+        print(f"removed {args.name!r} from {users_file(settings)}")
+        return 0
+    if sys.stdin.isatty():
+        password = getpass.getpass(f"password for {args.name}: ")
+        if getpass.getpass("again: ") != password:
+            raise UsersError("the two passwords differ; nothing changed")
+    else:
+        password = sys.stdin.readline().rstrip("\r\n")
+    add_user(settings, args.name, password)
+    print(f"{args.name!r} can connect to the SQL server ({users_file(settings)})")
+    return 0
 
 
 def _bound(args: argparse.Namespace) -> str:

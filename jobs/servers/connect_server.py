@@ -16,7 +16,10 @@ Every run makes a new random token (Spark Connect's pre-shared key,
 ``spark.connect.authenticate.token``) and writes it to ``<data_dir>/connect/token``, readable
 by the server's user only; a client presents it as ``sc://localhost:PORT/;token=...``
 (:func:`client_url`) and one without it is refused. Another local user can reach the port but
-not read the token.
+not read the token. Every client's session is under the lockdown of
+:mod:`jobs.servers.lockdown` (no path outside the warehouse, no ``reflect``, no programs from
+SQL); a Connect client can still run Python UDFs in the server's workers, as the server's user,
+which is why the token is as secret as that user's login.
 
 Example:
     >>> conf = ConnectConf("127.0.0.1", 15002)
@@ -44,6 +47,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from cep.errors import CepError, ConfigError
 from delta_tables.settings import Settings
 from jobs.servers import listener
+from jobs.servers.lockdown import lockdown_conf, verify
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -275,15 +279,17 @@ def start_server(settings: Settings, conf: ConnectConf) -> ConnectServer:
     Raises:
         ConnectServerError: the port is taken, the address cannot be bound, or a Spark session
             with other settings already runs in this process.
+        LockdownUnavailable: the JVM shim is missing or does not restrict the sessions.
         DeltaJarsUnavailable: the Delta jars cannot be loaded.
     """
     _probe_port(conf)
+    locked = lockdown_conf(settings)
     from delta_tables.catalog import discover_tables
     from jobs.session import build_session
 
     token = issue_token(settings)
     with_binding = dataclasses.replace(
-        settings, spark_extra={**settings.spark_extra, **binding_conf(conf, token)})
+        settings, spark_extra={**settings.spark_extra, **locked, **binding_conf(conf, token)})
     spark = build_session(with_binding)
     # build_session returns a session that already runs in this process unchanged; its JVM
     # would then listen wherever that session's settings say, not at ``conf``.
@@ -292,6 +298,11 @@ def start_server(settings: Settings, conf: ConnectConf) -> ConnectServer:
         raise ConnectServerError(
             "a Spark session with other Connect settings already runs in this process; start "
             "the server in a process of its own (python -m jobs connect-server)")
+    try:
+        verify(spark)
+    except Exception:
+        spark.stop()
+        raise
     jvm = spark.sparkContext._jvm
     try:
         getattr(jvm, SERVICE).start(spark.sparkContext._jsc.sc())

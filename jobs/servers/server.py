@@ -11,11 +11,14 @@ and Python DB-API clients alike.
 
 Where it listens comes from ``conf/server.toml`` ``[server]`` (``host``, ``port``), then the
 ``--host``/``--port`` flags; loopback (``127.0.0.1``) and port 10000 (HiveServer2's usual port)
-by default. Clients connect without authentication (HiveServer2's ``NONE`` mode: SASL PLAIN
-with any user name, no password check), which is why binding another address is left to the
-operator. The command prints one line with the address and the JDBC URL once clients can
-connect, serves until SIGTERM or SIGINT (Ctrl-C), then stops the service and the session and
-exits 0. docs/bi.md has the client settings.
+by default. Every client authenticates with a user name and password (HiveServer2's ``CUSTOM``
+mode: SASL PLAIN, checked by the JVM shim's ``cep.sql.PasswordFileAuthenticator`` against the
+users file of :mod:`jobs.servers.users`, which ``python -m jobs users add`` fills); the server
+does not start without a user. Its session is under the lockdown of
+:mod:`jobs.servers.lockdown` (no path outside the warehouse, no ``reflect``, no programs). The
+command prints one line with the address and the JDBC URL once clients can connect, serves
+until SIGTERM or SIGINT (Ctrl-C), then stops the service and the session and exits 0.
+docs/bi.md has the client settings.
 
 Two adjustments keep the service dependable in this session (both tested): the Delta jars go
 on the JVM's class path too (Hive closes the class loader of ``spark.jars`` when a synchronous
@@ -50,6 +53,9 @@ from typing import TYPE_CHECKING, Any, TextIO
 from cep.errors import CepError, ConfigError
 from delta_tables.settings import Settings
 from jobs.servers import listener
+from jobs.servers.lockdown import lockdown_conf, verify
+from jobs.servers.users import UsersError, list_users, users_file
+from jobs.shim import shim_jar
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -59,7 +65,7 @@ __all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "ServerConf", "ServerConfError", "Ser
            "start_server", "thrift_settings"]
 
 DEFAULT_HOST = "127.0.0.1"
-"""Loopback: only programs on this machine can connect (the server has no authentication)."""
+"""Loopback: only programs on this machine can connect."""
 DEFAULT_PORT = 10000
 """HiveServer2's usual port, the default of JDBC/ODBC drivers and BI tools."""
 CONF_FILE = "server.toml"
@@ -69,6 +75,11 @@ SINGLE_SESSION = "spark.sql.hive.thriftServer.singleSession"
 one holding the CEP functions (otherwise each connection gets a new session without them)."""
 CLASS_PATH = "spark.driver.extraClassPath"
 THRIFT_SERVER = "org.apache.spark.sql.hive.thriftserver.HiveThriftServer2"
+AUTHENTICATOR = "cep.sql.PasswordFileAuthenticator"
+"""The shim's HiveServer2 ``CUSTOM`` provider: user names and passwords from the users file."""
+USERS_PROPERTY = "cep.server.users"
+"""The JVM system property naming the users file (read by :data:`AUTHENTICATOR`)."""
+CUSTOM_CLASS = "hive.server2.custom.authentication.class"
 OVERRIDING_ENV = ("HIVE_SERVER2_THRIFT_BIND_HOST", "HIVE_SERVER2_THRIFT_PORT",
                   "HIVE_SERVER2_THRIFT_HTTP_PORT", "HIVE_SERVER2_TRANSPORT_MODE")
 """Environment variables that HiveServer2's Java code prefers to its settings."""
@@ -158,11 +169,13 @@ def thrift_settings(settings: Settings, conf: ServerConf) -> dict[str, str]:
         "hive.server2.transport.mode": "binary",
         "hive.server2.thrift.bind.host": conf.host,
         "hive.server2.thrift.port": str(conf.port),
-        # NONE is SASL PLAIN without a password check: what beeline, the Hive JDBC driver,
-        # ODBC drivers and PyHive speak by default. NOSASL would need a flag in every client.
-        "hive.server2.authentication": "NONE",
-        # Statements run as the server's own OS user: there is no authenticated user whose
-        # identity could be taken on.
+        # CUSTOM is SASL PLAIN with the password checked by the shim's provider: what
+        # beeline (-n/-p), the Hive JDBC driver (user/password), ODBC drivers and PyHive
+        # (auth="CUSTOM") speak.
+        "hive.server2.authentication": "CUSTOM",
+        CUSTOM_CLASS: AUTHENTICATOR,
+        # Statements run as the server's own OS user, restricted by the lockdown; the
+        # authenticated names are the server's users, not the machine's.
         "hive.server2.enable.doAs": "false",
         # Hive's scratch and log folders default to /tmp/hive and the like; the project keeps
         # everything it writes under its data directory.
@@ -322,9 +335,16 @@ def start_server(settings: Settings, conf: ServerConf) -> ThriftServer:
     Raises:
         ServerStartError: the address cannot be listened on, or a Spark session without the
             single-session setting already runs in this process.
+        UsersError: the users file holds no user (or cannot be read).
+        LockdownUnavailable: the JVM shim is missing or does not restrict the session.
         DeltaJarsUnavailable: the Delta jars cannot be loaded.
     """
     _probe_port(conf)
+    if not list_users(settings):
+        raise UsersError(f"the SQL server authenticates every client and {users_file(settings)} "
+                         "holds no user: add one with `python -m jobs users add NAME` "
+                         "(docs/bi.md)")
+    locked = lockdown_conf(settings)
     for name in OVERRIDING_ENV:
         # The JVM inherits this environment; these would silently win over --host/--port.
         os.environ.pop(name, None)
@@ -332,8 +352,11 @@ def start_server(settings: Settings, conf: ServerConf) -> ThriftServer:
     from jobs.session import build_session, ensure_delta_jars
     from sql_ext import register_all
 
-    extra = {**settings.spark_extra, SINGLE_SESSION: "true"}
-    jars = os.pathsep.join(str(jar) for jar in _jars_spark_lacks(ensure_delta_jars(settings)))
+    extra = {**settings.spark_extra, **locked, SINGLE_SESSION: "true"}
+    # The shim goes on the class path too: Hive loads the authenticator by name through the
+    # application class loader, which does not see spark.jars.
+    jars = os.pathsep.join(str(jar) for jar in [*_jars_spark_lacks(ensure_delta_jars(settings)),
+                                                 shim_jar(settings)])
     extra[CLASS_PATH] = f"{extra[CLASS_PATH]}{os.pathsep}{jars}" if extra.get(CLASS_PATH) else jars
     spark = build_session(dataclasses.replace(settings, spark_extra=extra))
     # build_session hands back a session already running in this process as it is; without
@@ -342,9 +365,19 @@ def start_server(settings: Settings, conf: ServerConf) -> ThriftServer:
         raise ServerStartError(
             f"a Spark session without {SINGLE_SESSION}=true already runs in this process; "
             "start the server in a process of its own (python -m jobs serve)")
+    try:
+        verify(spark)
+    except Exception:
+        spark.stop()
+        raise
     register_all(spark)
     for key, value in thrift_settings(settings, conf).items():
         spark.conf.set(key, value)
+    # Hive builds the CUSTOM provider from a fresh HiveConf, which reads the JVM's system
+    # properties, not the service's settings.
+    system = spark.sparkContext._jvm.java.lang.System
+    system.setProperty(CUSTOM_CLASS, AUTHENTICATOR)
+    system.setProperty(USERS_PROPERTY, str(users_file(settings)))
     # Hive logs an error at every disconnect while this folder is missing (it makes the
     # others itself, with the permissions it checks).
     os.makedirs(spark.conf.get("hive.exec.local.scratchdir"), exist_ok=True)
@@ -377,11 +410,13 @@ def serve(settings: Settings, conf: ServerConf, *, out: TextIO | None = None) ->
         ServerConfError, ServerStartError: see :func:`start_server`.
     """
     reach = ("loopback only" if conf.is_loopback
-             else "reachable from other hosts, WITHOUT authentication")
+             else "reachable from other hosts: passwords cross the network in clear text "
+                  "unless a TLS tunnel is in front")
     return listener.run_until_signal(
         lambda: start_server(settings, conf),
         lambda server: (f"SQL server (Spark Thrift JDBC/ODBC) listening on host {server.host} "
                         f"port {server.port}: JDBC URL {server.jdbc_url} ({reach}; "
+                        f"{len(list_users(settings))} user(s) in {users_file(settings)}; "
                         f"{len(server.tables)} Delta tables of {settings.warehouse_dir}; stop "
                         "with Ctrl-C or SIGTERM)"),
         lambda server: f"SQL server on {server.host}:{server.port} stopped",

@@ -11,7 +11,10 @@ SQL in the classic in-process session. A second client in a fresh interpreter ta
 docs/connect.md shows (``SparkSession.builder.remote(url).getOrCreate()``, which puts the
 process in Connect mode). A malformed pattern must fail with its CEP code in the client's
 exception text; a taken port and bad settings are typed errors; SIGTERM stops the server with
-exit 0 and frees the port.
+exit 0 and frees the port. Issue 21: a local OS user other than the server's cannot read the
+token; a client with it gets ``CEP-SQL-090`` for every statement that reaches past the
+warehouse (``/etc/shadow``, ``reflect``, ``java_method('java.lang.System', 'exit', 0)``...),
+and the server still answers afterwards.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from delta_tables.catalog import register_table
 from delta_tables.settings import Settings, TableConf
 from jobs.servers.connect_server import (ConnectConf, ConnectConfError, ConnectServerError,
                                  load_connect_conf, start_server)
+from tests.os_users import REFUSED_SQL, probe_user
 from tests.sockets import descendants, listening_addresses
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -224,6 +228,29 @@ def test_the_token_file_is_the_servers_users_alone(server: Server, settings: Set
     assert path.stat().st_mode & 0o777 == 0o600
     assert path.parent.stat().st_mode & 0o777 == 0o700
     assert len(path.read_text().strip()) >= 40
+
+
+def test_another_local_user_cannot_read_the_token(server: Server, settings: Settings) -> None:
+    prober = probe_user()
+    if prober is None:
+        pytest.skip("acting as another local user needs root")
+    shown = prober.run(["cat", str(settings.data_dir / "connect" / "token")])
+    assert shown.returncode != 0 and "Permission denied" in shown.stderr, shown
+
+
+def test_the_sessions_refuse_what_reaches_past_the_warehouse(server: Server, remote: Any,
+                                                            tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    for name, sql in REFUSED_SQL.items():
+        *allowed, last = [part.strip() for part in sql.format(outside=outside).split(";")]
+        for statement in allowed:
+            remote.sql(statement).collect()
+        with pytest.raises(Exception) as refused:
+            remote.sql(last).collect()
+        assert "CEP-SQL-090: " in str(refused.value), (name, str(refused.value)[:2000])
+    assert remote.sql("SELECT 'still serving' AS alive").collect()[0].alive == "still serving"
+    assert list(outside.iterdir()) == [] and server.proc.poll() is None
 
 
 @pytest.mark.parametrize("token", [None, "wrong-token"])

@@ -4,6 +4,8 @@ One server per module: ``python -m jobs serve --port 0`` in a child process over
 session's warehouse, after this module has written a small Delta table there in three commits
 (``bi_clicks``: 36 clicks of six users). Then:
 
+- every client authenticates: the module adds the user ``analyst`` to a users file of its own
+  (``$CEP_SERVER_USERS``); a client without the password, or with a wrong one, is refused;
 - beeline (shipped in the pyspark wheel) and PyHive (a DB-API client from PyPI) each run a
   ``match_seq`` query and a ``VERSION AS OF`` query, and get exactly the rows the same SQL
   gives in this process's session;
@@ -14,6 +16,10 @@ session's warehouse, after this module has written a small Delta table there in 
 - Delta keeps working after a synchronous (PyHive) client disconnected;
 - the server listens on loopback only: a TCP connection to the machine's other address is
   refused, one to 127.0.0.1 is accepted;
+- a local OS user other than the server's (``cep-probe``, made when the tests run as root)
+  cannot read the users file, cannot connect without the password, and with it gets
+  ``CEP-SQL-090`` for every statement that reaches past the warehouse (``/etc/shadow``,
+  ``reflect``, ``INSERT OVERWRITE DIRECTORY``...), after which the server still answers;
 - SIGTERM stops it: exit code 0, the port is free afterwards.
 
 Bad settings (``conf/server.toml``, ``--host``, ``--port``, a taken port) are typed
@@ -32,6 +38,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -46,6 +53,8 @@ from delta_tables.settings import Settings, TableConf, load_settings
 from jobs.cli import main
 from jobs.servers.server import (ServerConf, ServerConfError, ServerStartError, load_server_conf,
                          start_server)
+from jobs.servers.users import USERS_ENV, UsersError, add_user, remove_user
+from tests.os_users import REFUSED_SQL, ProbeUser, probe_user
 from tests.sockets import descendants, listening_addresses
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -108,6 +117,8 @@ ERRORS = {  # a failing call of every function with an argument: (SQL, the code 
 }
 """``cep_functions()`` takes no argument: a wrong call of it is Spark's own error."""
 READY = re.compile(r"listening on host (\S+) port (\d+): JDBC URL (\S+)")
+USER, PASSWORD = "analyst", "horse-battery-staple-9"
+"""The module's user (beeline's launcher splits arguments at spaces: none in the password)."""
 
 
 @dataclass(frozen=True)
@@ -138,6 +149,7 @@ class Server:
     url: str
     out: Path
     err: Path
+    users: Path
 
     def log(self) -> str:
         """The end of the child's output, for failure messages."""
@@ -209,11 +221,15 @@ def server(request: pytest.FixtureRequest, settings: Settings, bi_table: BiTable
     """``python -m jobs serve --port 0`` over the test warehouse, until the module ends."""
     logs = tmp_path_factory.mktemp("serve")
     out, err = logs / "serve.out", logs / "serve.err"
+    users = logs / "server" / "users"
+    env = {**child_env(settings), USERS_ENV: str(users)}
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(USERS_ENV, str(users))
+        add_user(settings, USER, PASSWORD)
     with out.open("wb") as stdout, err.open("wb") as stderr:
         # A session of its own: a Ctrl-C on pytest is not also a stop request to the server.
         proc = subprocess.Popen([sys.executable, "-m", "jobs", "serve", "--port", "0"], cwd=ROOT,
-                                env=child_env(settings), stdout=stdout, stderr=stderr,
-                                start_new_session=True)
+                                env=env, stdout=stdout, stderr=stderr, start_new_session=True)
     try:
         # The in-process answers are computed while the server's JVM starts.
         request.getfixturevalue("expected")
@@ -224,7 +240,7 @@ def server(request: pytest.FixtureRequest, settings: Settings, bi_table: BiTable
             assert time.monotonic() < deadline, f"serve not ready:\n{err.read_text()[-3000:]}"
             time.sleep(0.5)
         assert ready.group(1) == "127.0.0.1"
-        yield Server(proc, int(ready.group(2)), ready.group(3), out, err)
+        yield Server(proc, int(ready.group(2)), ready.group(3), out, err, users)
     finally:
         stop_group(proc)
 
@@ -235,22 +251,38 @@ def beeline(server: Server, statements: list[str], home: Path) -> subprocess.Com
                                 "; ".join(statements)], home)
 
 
-def beeline_script(server: Server, statements: list[str], home: Path
-                   ) -> subprocess.CompletedProcess:
+def beeline_script(server: Server, statements: list[str], home: Path, *,
+                   as_user: ProbeUser | None = None) -> subprocess.CompletedProcess:
     """Run ``statements`` as one beeline script that goes on after a failed statement."""
     script = home / "statements.sql"
     script.write_text("".join(f"{statement};\n" for statement in statements), encoding="utf-8")
-    return run_beeline(server, ["--force=true", "-f", str(script)], home)
+    if as_user is not None:
+        os.chown(script, as_user.uid, as_user.gid)
+    return run_beeline(server, ["--force=true", "-f", str(script)], home, as_user=as_user)
 
 
-def run_beeline(server: Server, args: list[str], home: Path) -> subprocess.CompletedProcess:
-    """beeline connected to ``server`` as ``analyst``, silent, with ``args``."""
+def run_beeline(server: Server, args: list[str], home: Path, *,
+                credentials: tuple[str, ...] = ("-n", USER, "-p", PASSWORD),
+                as_user: ProbeUser | None = None) -> subprocess.CompletedProcess:
+    """beeline connected to ``server`` as ``analyst`` (or ``credentials``), silent, with
+    ``args``; run by ``as_user`` when given."""
     # beeline keeps its history under the JVM's user.home (not $HOME); the C1 compiler: see
     # child_env.
-    env = dict(os.environ, JAVA_TOOL_OPTIONS=f"-XX:TieredStopAtLevel=1 -Duser.home={home}")
-    return subprocess.run([str(BEELINE), "-u", server.url, "-n", "analyst", "--silent=true", *args],
-                          env=env, capture_output=True, text=True, timeout=CLIENT_TIMEOUT,
-                          check=False)
+    env = dict(os.environ, JAVA_TOOL_OPTIONS=f"-XX:TieredStopAtLevel=1 -Duser.home={home}",
+               HOME=str(home))
+    command = [str(BEELINE), "-u", server.url, *credentials, "--silent=true", *args]
+    if as_user is not None:
+        return as_user.run(command, env=env, timeout=CLIENT_TIMEOUT)
+    return subprocess.run(command, env=env, capture_output=True, text=True,
+                          timeout=CLIENT_TIMEOUT, check=False)
+
+
+def connect(server: Server, password: str = PASSWORD):  # noqa: ANN201 - PyHive's Connection
+    """A PyHive connection to ``server`` as ``analyst``."""
+    from pyhive import hive
+
+    return hive.connect(host="127.0.0.1", port=server.port, username=USER, password=password,
+                        auth="CUSTOM")
 
 
 def cep_message(text: str, code: str) -> str:
@@ -310,10 +342,7 @@ def test_beeline_gets_the_in_process_rows(server: Server, bi_table: BiTable,
 
 def test_dbapi_client_gets_the_in_process_rows(server: Server, bi_table: BiTable,
                                                expected: dict[str, Result]) -> None:
-    from pyhive import hive
-
-    with hive.connect(host="127.0.0.1", port=server.port, username="analyst",
-                      auth="NONE") as conn:
+    with connect(server) as conn:
         cursor = conn.cursor()
         for name, sql in bi_table.queries().items():
             cursor.execute(sql)
@@ -323,14 +352,13 @@ def test_dbapi_client_gets_the_in_process_rows(server: Server, bi_table: BiTable
 
 
 def test_bad_pattern_reaches_the_client_with_its_code(spark, server: Server) -> None:
-    from pyhive import exc, hive
+    from pyhive import exc
 
     with pytest.raises(Exception) as here:
         spark.sql(BAD_PATTERN).collect()
     code = CODE.search(str(here.value))
     assert code is not None and code.group().startswith("CEP-PAT-"), str(here.value)
-    with hive.connect(host="127.0.0.1", port=server.port, username="analyst",
-                      auth="NONE") as conn:
+    with connect(server) as conn:
         cursor = conn.cursor()
         with pytest.raises(exc.OperationalError) as there:
             cursor.execute(BAD_PATTERN)
@@ -372,17 +400,90 @@ def test_delta_still_loads_after_a_synchronous_client_left(spark, server: Server
     # closes the class loader of spark.jars. DESCRIBE HISTORY needs Delta classes that
     # nothing has loaded before (NoClassDefFoundError when the server does not also put the
     # Delta jars on the JVM's class path).
-    from pyhive import hive
-
-    with hive.connect(host="127.0.0.1", port=server.port, username="analyst",
-                      auth="NONE") as conn:
+    with connect(server) as conn:
         conn.cursor().execute("SELECT 1")
-    with hive.connect(host="127.0.0.1", port=server.port, username="analyst",
-                      auth="NONE") as conn:
+    with connect(server) as conn:
         cursor = conn.cursor()
         cursor.execute(f"DESCRIBE HISTORY {TABLE}")
         versions = sorted(int(row[0]) for row in cursor.fetchall())
     assert versions == sorted(row[0] for row in spark.sql(f"DESCRIBE HISTORY {TABLE}").collect())
+
+
+REFUSED_LOGIN = "Error validating the login"
+
+
+def test_clients_without_the_password_are_refused(server: Server, tmp_path: Path) -> None:
+    from pyhive import hive
+
+    for credentials in [("-n", USER), ("-n", USER, "-p", "wrong-password-1"),
+                        ("-n", "nobody", "-p", PASSWORD)]:
+        proc = run_beeline(server, ["--outputformat=csv2", "-e", "SELECT 'in' AS door"],
+                           tmp_path, credentials=credentials)
+        assert REFUSED_LOGIN in proc.stderr and "door" not in proc.stdout, (credentials,
+                                                                            proc.stderr[-2000:])
+    for password in ("wrong-password-1", ""):
+        with pytest.raises(Exception, match=REFUSED_LOGIN):
+            hive.connect(host="127.0.0.1", port=server.port, username=USER, password=password,
+                         auth="CUSTOM")
+    # The server logs which check failed (the client learns only that the login failed).
+    assert "CEP-JOB-063: wrong user name or password" in server.err.read_text()
+
+
+def test_users_added_and_removed_count_from_the_next_connection(server: Server) -> None:
+    # The server reads the file at every connection; the JVM's PBKDF2 must agree with
+    # Python's on a password beyond ASCII.
+    from pyhive import hive
+
+    def login() -> list[tuple[int]]:
+        with hive.connect(host="127.0.0.1", port=server.port, username="ops",
+                          password="pässwörd-ß-9", auth="CUSTOM") as conn:
+            cursor = conn.cursor()
+            cursor.execute("SELECT 1")
+            return cursor.fetchall()
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(USERS_ENV, str(server.users))
+        add_user(load_settings(), "ops", "pässwörd-ß-9")
+        assert login() == [(1,)]
+        remove_user(load_settings(), "ops")
+    with pytest.raises(Exception, match=REFUSED_LOGIN):
+        login()
+
+
+@pytest.fixture(scope="module")
+def prober() -> ProbeUser:
+    """A local OS user other than the server's."""
+    user = probe_user()
+    if user is None:
+        pytest.skip("acting as another local user needs root (or a `cep-probe` account and root)")
+    return user
+
+
+def test_another_local_user_cannot_reach_past_the_warehouse(server: Server, prober: ProbeUser,
+                                                            settings: Settings) -> None:
+    # The hashes are the server user's alone (the module's file is where `users add` puts it:
+    # a folder of mode 0700, a file of 0600).
+    assert (server.users.stat().st_mode & 0o777, server.users.parent.stat().st_mode & 0o777) \
+        == (0o600, 0o700)
+    shown = prober.run(["cat", str(server.users)])
+    assert shown.returncode != 0 and "Permission denied" in shown.stderr, shown
+    # No password, no session.
+    proc = run_beeline(server, ["-e", "SELECT 'in' AS door"], prober.home,
+                       credentials=("-n", USER), as_user=prober)
+    assert REFUSED_LOGIN in proc.stderr, proc.stderr[-2000:]
+    # With the password, nothing beyond the warehouse: every probe is refused before it runs,
+    # and the server still answers afterwards.
+    outside = Path(tempfile.mkdtemp(prefix="cep-outside-"))
+    statements = [part.strip() for sql in REFUSED_SQL.values()
+                  for part in sql.format(outside=outside).split(";")]
+    proc = beeline_script(server, [*statements, "SELECT 'still serving' AS alive"],
+                          prober.home, as_user=prober)
+
+    refused = re.findall(r"^Error: .*?(CEP-SQL-\d{3})", proc.stderr, flags=re.M)
+    assert refused == ["CEP-SQL-090"] * len(REFUSED_SQL), proc.stderr[-6000:]
+    assert "still serving" in proc.stdout, (proc.stdout[-2000:], proc.stderr[-3000:])
+    assert list(outside.iterdir()) == [], list(outside.iterdir())
+    assert server.proc.poll() is None
 
 
 def non_loopback_address() -> str | None:
@@ -474,6 +575,15 @@ def test_bad_file_is_a_typed_error(tmp_path: Path, toml: str, message: str) -> N
     with pytest.raises(ServerConfError, match=re.escape(message)) as caught:
         load_server_conf(conf_dir_with(tmp_path, toml))
     assert str(caught.value).startswith("CEP-JOB-060: ")
+
+
+def test_no_user_is_a_typed_error_before_any_jvm(settings: Settings, tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(USERS_ENV, str(tmp_path / "users"))
+    with pytest.raises(UsersError, match=r"CEP-JOB-063: the SQL server authenticates every "
+                                         r"client and .* holds no user: add one with "
+                                         r"`python -m jobs users add NAME`"):
+        start_server(settings, ServerConf("127.0.0.1", 0))
 
 
 @pytest.mark.parametrize("flags, message", [

@@ -3,12 +3,17 @@ package cep.sql;
 import org.apache.spark.sql.SparkSessionExtensions;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.rules.Rule;
+import org.apache.spark.sql.catalyst.parser.ParserInterface;
 import scala.Function1;
+import scala.Function2;
 import scala.runtime.AbstractFunction1;
+import scala.runtime.AbstractFunction2;
 import scala.runtime.BoxedUnit;
 
 /**
- * The project's entry in {@code spark.sql.extensions}: registers {@link KeepRowsRule}.
+ * The project's entry in {@code spark.sql.extensions}: registers {@link KeepRowsRule} and the
+ * servers' {@link LockdownRule}
+ * (on analysed plans, and through {@link LockdownParser} on parsed ones).
  *
  * <p>It holds no semantics of its own (DESIGN.md section 5): which rows a call needs is decided
  * by the Python compiler, at analysis, and handed over as a {@code __cep_keep} column.
@@ -27,6 +32,21 @@ public final class CepExtensions extends AbstractFunction1<SparkSessionExtension
             }
         };
         extensions.injectOptimizerRule(builder);
+        // The check rule is off unless the JVM was started with spark.cep.lockdown=true.
+        Function1 check = new AbstractFunction1<Object, LockdownRule>() {
+            @Override
+            public LockdownRule apply(Object session) {
+                return new LockdownRule();
+            }
+        };
+        extensions.injectCheckRule(check);
+        Function2 parser = new AbstractFunction2<Object, ParserInterface, ParserInterface>() {
+            @Override
+            public ParserInterface apply(Object session, ParserInterface parent) {
+                return LockdownParser.wrap(parent);
+            }
+        };
+        extensions.injectParser(parser);
         return BoxedUnit.UNIT;
     }
 }

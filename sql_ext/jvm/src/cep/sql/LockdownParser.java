@@ -1,0 +1,43 @@
+package cep.sql;
+
+import java.lang.reflect.InvocationHandler;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Method;
+import java.lang.reflect.Proxy;
+
+import org.apache.spark.sql.catalyst.parser.ParserInterface;
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
+
+/**
+ * Puts {@link LockdownRule}'s check in front of analysis, for the statements that act while
+ * they are analysed.
+ *
+ * <p>Some commands do their work inside the analyser (Delta's {@code RESTORE} is analysed into
+ * the finished command's empty result), so the check rule, which sees analysed plans, comes too
+ * late for them. The parser's plans are checked as well: every plan the session's parser
+ * returns goes through {@link LockdownRule#check}. The wrapper is a dynamic proxy of Spark's
+ * parser interface, so whatever methods a Spark version adds are passed on unchanged.
+ */
+public final class LockdownParser {
+
+    private LockdownParser() {
+    }
+
+    /** The parser to use in place of ``parent``: the same answers, parsed plans checked. */
+    public static ParserInterface wrap(ParserInterface parent) {
+        InvocationHandler handler = (Object proxy, Method method, Object[] args) -> {
+            Object result;
+            try {
+                result = method.invoke(parent, args);
+            } catch (InvocationTargetException failed) {
+                throw failed.getCause();
+            }
+            if (result instanceof LogicalPlan) {
+                LockdownRule.check((LogicalPlan) result);
+            }
+            return result;
+        };
+        return (ParserInterface) Proxy.newProxyInstance(
+            LockdownParser.class.getClassLoader(), new Class<?>[] {ParserInterface.class}, handler);
+    }
+}

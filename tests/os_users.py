@@ -1,0 +1,75 @@
+"""An unprivileged local OS user for the servers' tests (issue 21), and the statements a server's
+session must refuse.
+
+The servers' promise is about other people on the same machine: a local user who is not the
+server's cannot read its secrets, cannot connect without credentials, and with credentials
+cannot reach past the warehouse. :func:`probe_user` makes such a user (``cep-probe``, a system
+account without a home or a login shell) when the tests run as root and it is missing; without
+root and without the account, the tests that need it are skipped with the reason.
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+NAME = "cep-probe"
+
+
+@dataclass(frozen=True)
+class ProbeUser:
+    """An OS user other than the tests' own, and a folder it owns for its files."""
+
+    name: str
+    uid: int
+    gid: int
+    home: Path
+
+    def run(self, args: list[str], *, env: dict[str, str] | None = None, timeout: float = 300
+            ) -> subprocess.CompletedProcess:
+        """``args`` run as this user (from its folder), output captured as text."""
+        return subprocess.run(args, user=self.uid, group=self.gid, extra_groups=[],
+                              cwd=self.home, env=env, capture_output=True, text=True,
+                              timeout=timeout, check=False)
+
+
+def probe_user() -> ProbeUser | None:
+    """The unprivileged user, created if the tests run as root; None when unavailable."""
+    try:
+        entry = pwd.getpwnam(NAME)
+    except KeyError:
+        if os.geteuid() != 0 or shutil.which("useradd") is None:
+            return None
+        subprocess.run(["useradd", "--system", "--no-create-home", "--shell",
+                        "/usr/sbin/nologin", NAME], check=True, capture_output=True, timeout=60)
+        entry = pwd.getpwnam(NAME)
+    if os.geteuid() != 0:  # switching to the user needs root
+        return None
+    # /tmp itself: pytest's own temporary folders are private to the tests' user.
+    home = Path(tempfile.mkdtemp(prefix="cep-probe-"))
+    os.chown(home, entry.pw_uid, entry.pw_gid)
+    return ProbeUser(NAME, entry.pw_uid, entry.pw_gid, home)
+
+
+REFUSED_SQL = {
+    # what a user of a shared host tried (issue 21's probe), each must give CEP-SQL-090
+    "read /etc/shadow": "SELECT count(*) FROM text.`/etc/shadow`",
+    "re-enable file SQL, then read": "SET spark.sql.runSQLOnFiles=true; "
+                                     "SELECT count(*) FROM text.`/etc/shadow`",
+    "the server's OS user": "SELECT reflect('java.lang.System', 'getProperty', 'user.name')",
+    "stop the JVM": "SELECT java_method('java.lang.System', 'exit', 0)",
+    "write a directory": "INSERT OVERWRITE DIRECTORY '{outside}/written' USING text SELECT 'x'",
+    "a table outside": "CREATE TABLE cep_probe_outside (x INT) USING delta "
+                       "LOCATION '{outside}/table'",
+    "a path option": "CREATE TEMPORARY VIEW cep_probe_v USING text OPTIONS (path '/etc/shadow')",
+    "run a program": "SELECT TRANSFORM(1) USING 'touch {outside}/ran' AS (a)",
+    "load code": "ADD JAR '{outside}/x.jar'",
+    "vacuum a path": "VACUUM '{outside}'",
+}
+"""Statements a server's session refuses with ``CEP-SQL-090``, ``{outside}`` a folder outside
+the warehouse that must stay empty. One entry may hold two statements (the first allowed)."""
