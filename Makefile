@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test unit install jars data bench clean flink-venv
+.PHONY: demo test unit fuzz install jars data bench clean flink-venv
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -31,6 +31,9 @@ test: jars
 
 unit: install
 	$(PY) -m pytest tests/cep
+
+fuzz: install
+	CEP_FUZZ_EXAMPLES=10000 $(PY) -m pytest tests/test_fuzz.py -p no:cacheprovider --durations=0
 
 bench: jars
 	$(PY) -m benchmarks.run

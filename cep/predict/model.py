@@ -200,8 +200,12 @@ def _unpack(magic: bytes, blob: bytes | bytearray | memoryview, what: str) -> di
         raise ModelFormatError(f"{what} checksum mismatch: the blob is corrupt")
     try:
         data = json.loads(body.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:  # pragma: no cover -- checksum passed
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        # The checksum only says the bytes are the ones written; a blob written by other code
+        # can still carry a body that is not JSON.
         raise ModelFormatError(f"{what} payload is not JSON: {err}") from None
+    except RecursionError:  # found by tests/test_fuzz.py: "[[[[...]]]]" a few thousand deep
+        raise ModelFormatError(f"{what} payload nests deeper than JSON decoding allows") from None
     if not isinstance(data, dict):
         raise ModelFormatError(f"{what} payload is not an object")
     return data
