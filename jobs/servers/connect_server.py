@@ -283,6 +283,7 @@ def start_server(settings: Settings, conf: ConnectConf) -> ConnectServer:
         DeltaJarsUnavailable: the Delta jars cannot be loaded.
     """
     _probe_port(conf)
+    listener.refuse_running_session(ConnectServerError, "connect-server")
     locked = lockdown_conf(settings)
     from delta_tables.catalog import discover_tables
     from jobs.session import build_session

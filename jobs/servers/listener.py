@@ -146,6 +146,21 @@ class Service(Protocol):
 S = TypeVar("S", bound=Service)
 
 
+def refuse_running_session(error: type[Exception], command: str) -> None:
+    """Raise ``error`` when a Spark session already runs in this process.
+
+    A server's session needs settings that only a new JVM takes (the lockdown, the single
+    session, the Connect binding). Building it here would hand back the running session and,
+    worse, copy the server's SQL settings into it (``spark.sql.runSQLOnFiles=false`` for one):
+    the check comes before any session is built.
+    """
+    from pyspark import SparkContext
+
+    if SparkContext._active_spark_context is not None:
+        raise error(f"a Spark session already runs in this process; start the server in a "
+                    f"process of its own (python -m jobs {command})")
+
+
 def run_until_signal(start: Callable[[], S], ready: Callable[[S], str],
                      stopped: Callable[[S], str], died: Callable[[S, int], Exception],
                      out: TextIO | None = None) -> int:

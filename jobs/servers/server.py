@@ -344,6 +344,7 @@ def start_server(settings: Settings, conf: ServerConf) -> ThriftServer:
         raise UsersError(f"the SQL server authenticates every client and {users_file(settings)} "
                          "holds no user: add one with `python -m jobs users add NAME` "
                          "(docs/bi.md)")
+    listener.refuse_running_session(ServerStartError, "serve")
     locked = lockdown_conf(settings)
     for name in OVERRIDING_ENV:
         # The JVM inherits this environment; these would silently win over --host/--port.

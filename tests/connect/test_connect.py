@@ -363,6 +363,10 @@ def test_server_in_a_process_with_another_session_is_refused(spark: Any,
     # Connect binding; building "the server's" session would return it unchanged.
     with pytest.raises(ConnectServerError, match="already runs in this process"):
         start_server(settings, ConnectConf("127.0.0.1", 0))
+    # Refused before any session is built: the server's settings did not leak into this one
+    # (the lockdown's spark.sql.runSQLOnFiles=false once did, and every later test reading a
+    # Delta path failed).
+    assert spark.conf.get("spark.sql.runSQLOnFiles") == "true"
 
 
 @pytest.mark.parametrize("text, flags, message", [
