@@ -41,8 +41,15 @@ from cep.predict.model import load_model, load_state
 from cep.sketch import encode_bits
 from cep.sketch.codec import decode_bits
 from cep.sketch.stored import decode_bits_matrix
+from delta_tables.sketch_state import NODES_COLUMNS
 from tests.cep.lang.test_lang_properties import SEEDS, check_text, mutated
+from udfs.approx_match_seq import ApproxMatchSeq
+from udfs.cet_trends import CetTrends
+from udfs.match_prob import MatchProb
+from udfs.match_seq import MatchSeq
+from udfs.predict_match import PredictMatch
 from udfs.shell import CallFailed
+from udfs.sketch_stats import SketchStats
 
 EXAMPLES = int(os.environ.get("CEP_FUZZ_EXAMPLES", "300"))
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, database=None,
@@ -61,19 +68,8 @@ def test_pattern_text(text: str) -> None:
 
 # ---- arguments -------------------------------------------------------------------------------
 
-def _handlers() -> dict[str, type]:
-    from udfs.approx_match_seq import ApproxMatchSeq
-    from udfs.cet_trends import CetTrends
-    from udfs.match_prob import MatchProb
-    from udfs.match_seq import MatchSeq
-    from udfs.predict_match import PredictMatch
-    from udfs.sketch_stats import SketchStats
-
-    return {"match_seq": MatchSeq, "approx_match_seq": ApproxMatchSeq, "cet_trends": CetTrends,
+HANDLERS = {"match_seq": MatchSeq, "approx_match_seq": ApproxMatchSeq, "cet_trends": CetTrends,
             "match_prob": MatchProb, "predict_match": PredictMatch, "sketch_stats": SketchStats}
-
-
-HANDLERS = _handlers()
 NAMES = ["pattern", "key_col", "stream_col", "events", "sketch", "pstream", "model", "policy",
          "ts_col", "type_col", "id_col", "max_matches", "max_trends", "window", "threshold",
          "overlap", "output", "lookahead", "theta", "value_col", "t_col", "prob_col", "probs",
@@ -154,8 +150,7 @@ WELL_FORMED: dict[str, tuple[dict[str, AnalyzeArgument], tuple[str, ...]]] = {
                       ("lookahead", "threshold", "output", "combine", "smoothing")),
     "match_prob": ({"pstream": _table(PSTREAM)},
                    ("overlap", "threshold", "window", "output", "t_col", "tolerance")),
-    "approx_match_seq": ({"sketch": _table(list(__import__(
-        "delta_tables.sketch_state", fromlist=["NODES_COLUMNS"]).NODES_COLUMNS))}, ()),
+    "approx_match_seq": ({"sketch": _table(list(NODES_COLUMNS))}, ()),
 }
 LEADING = {"predict_match": "subscription"}
 VALUES = st.one_of(

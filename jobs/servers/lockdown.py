@@ -70,8 +70,8 @@ def lockdown_conf(settings: "Settings", *, require_jar: bool = True) -> dict[str
 def verify(spark: "SparkSession") -> None:
     """Raise :class:`LockdownUnavailable` unless ``spark`` refuses :data:`PROBE`.
 
-    The statement is analysed, never run: the lockdown refuses it during analysis, and a
-    session without the lockdown only plans it (``explain``-like ``queryExecution``).
+    The statement is only analysed (``spark.sql`` of a query runs nothing until its rows are
+    asked for): the lockdown refuses it then, a session without the lockdown returns a frame.
     """
     if spark.sparkContext.getConf().get(ENABLED) != "true":
         raise LockdownUnavailable(

@@ -376,13 +376,12 @@ def start_server(settings: Settings, conf: ServerConf) -> ThriftServer:
         spark.conf.set(key, value)
     # Hive builds the CUSTOM provider from a fresh HiveConf, which reads the JVM's system
     # properties, not the service's settings.
-    system = spark.sparkContext._jvm.java.lang.System
-    system.setProperty(CUSTOM_CLASS, AUTHENTICATOR)
-    system.setProperty(USERS_PROPERTY, str(users_file(settings)))
+    jvm = spark.sparkContext._jvm
+    jvm.java.lang.System.setProperty(CUSTOM_CLASS, AUTHENTICATOR)
+    jvm.java.lang.System.setProperty(USERS_PROPERTY, str(users_file(settings)))
     # Hive logs an error at every disconnect while this folder is missing (it makes the
     # others itself, with the permissions it checks).
     os.makedirs(spark.conf.get("hive.exec.local.scratchdir"), exist_ok=True)
-    jvm = spark.sparkContext._jvm
     try:
         # exitOnError=false: a failed start raises here instead of exiting the JVM.
         service = getattr(jvm, THRIFT_SERVER).startWithSparkSession(spark._jsparkSession, False)
