@@ -63,7 +63,7 @@ def run(n: int) -> list[dict[str, Any]]:
 
             def both(answer: Any) -> Any:
                 cols = node_columns(table)
-                bounds = stream_bounds(np.asarray(cols["stream"].to_pylist(), dtype=object))
+                bounds = stream_bounds(cols["keys"])
                 found = answer(cols, bounds)
                 return output_table(plan, cols, bounds, found)
 

@@ -12,7 +12,7 @@ events; :data:`NODES_COLUMNS`)::
     is_open BOOLEAN, m INT, k INT, seeds ARRAY<INT>, config_version INT, bits BINARY
 
 ``node_id = (level << 48) | idx``; ``parent_id`` is NULL for top-level nodes; ``bits`` is the
-CSK1 blob of :mod:`cep.sketch.codec` (versioned, CRC-32). The ``is_open`` row is level 0 with
+CSK1 blob of :mod:`cep.sketch.codec` (versioned, CRC-32, bound to its row). The ``is_open`` row is level 0 with
 ``node_id`` = the id the open leaf will have when full, ``is_top`` FALSE and ``parent_id`` NULL;
 a stream whose open leaf is empty has no ``is_open`` row (an empty leaf has no interval and
 no names, and queries skip it).
@@ -49,9 +49,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cep.errors import CepError
-from cep.sketch.codec import OVERHEAD, decode_bits, encode_bits
+from cep.sketch.codec import decode_bits, encode_bits, stream_bytes
 from cep.sketch.config import SketchConfig
 from cep.sketch.errors import CorruptSketchError
+from cep.sketch.stored import binding_fields
 from cep.sketch.tree import SketchTree, split_node_ids
 
 if TYPE_CHECKING:
@@ -173,10 +174,17 @@ def _seeds_column(config: SketchConfig, n: int) -> pa.Array:
                                     pa.array(np.tile(seeds, n).astype(np.int32), pa.int32()))
 
 
-def encode_bits_column(bits: np.ndarray, m: int) -> pa.Array:
-    """CSK1 blobs of a ``(n, m // 8)`` uint8 matrix as an Arrow binary array."""
-    return pa.array([encode_bits(row, m) for row in np.asarray(bits, dtype=np.uint8)],
-                    pa.binary())
+def encode_bits_column(bits: np.ndarray, m: int, streams: Sequence[Any],
+                       cols: Mapping[str, Any]) -> pa.Array:
+    """CSK1 blobs of a ``(n, m // 8)`` uint8 matrix as an Arrow binary array, each bound to its
+    row (``streams``, one key per row, and the :data:`cep.sketch.codec.BINDING_FIELDS` of
+    ``cols``)."""
+    fields = binding_fields(cols)
+    step = fields.shape[1] * 8
+    flat = fields.tobytes()
+    keys = [stream_bytes(key) for key in streams]
+    return pa.array([encode_bits(row, m, binding=flat[i * step:(i + 1) * step] + keys[i])
+                     for i, row in enumerate(np.asarray(bits, dtype=np.uint8))], pa.binary())
 
 
 NODE_ARRAYS = ("node_id", "level", "idx", "pos_start", "pos_end", "ts_start", "ts_end",
@@ -216,7 +224,7 @@ def nodes_from_columns(stream: str | Sequence[str | None] | np.ndarray,
         _seeds_column(config, n),
         pa.array(np.full(n, config.config_version, dtype=np.int32), pa.int32()),
         encode_bits_column(np.asarray(cols["bits"], dtype=np.uint8).reshape(n, config.m // 8),
-                           config.m),
+                           config.m, streams, cols),
     ]
     return pa.Table.from_arrays(arrays, schema=NODES_ARROW_SCHEMA)
 
@@ -367,24 +375,35 @@ def open_to_arrow(states: Sequence[OpenState], config: SketchConfig) -> pa.Table
 # ---- rows -> trees ---------------------------------------------------------------------------
 
 def decode_bits_column(blobs: pa.Array | pa.ChunkedArray | Sequence[bytes | None], m: int,
-                       stream: Any, node_id: Sequence[int] | np.ndarray) -> np.ndarray:
+                       stream: Any, node_id: Sequence[int] | np.ndarray,
+                       fields: np.ndarray | None = None) -> np.ndarray:
     """The packed filters of stored CSK1 blobs, each checked with :func:`decode_bits`.
+
+    Args:
+        blobs: The ``bits`` column.
+        m: The sketch's bits per filter.
+        stream: The rows' stream key.
+        node_id: Each row's node id (for messages).
+        fields: The rows' :func:`cep.sketch.stored.binding_fields`: every bound blob must sit
+            in the row it was written for. ``None``: the bytes alone are checked.
 
     Returns:
         uint8 ``(n, m // 8)``.
 
     Raises:
-        CorruptSketchError: a blob is missing or damaged; the message names the stream and the
-            node id (and what :func:`decode_bits` found).
+        CorruptSketchError: a blob is missing or damaged, or was written for another row; the
+            message names the stream and the node id (and what :func:`decode_bits` found).
     """
     values = blobs.to_pylist() if isinstance(blobs, (pa.Array, pa.ChunkedArray)) else list(blobs)
     ids = np.asarray(node_id, dtype=np.int64)
+    key = stream_bytes(stream)
     out = np.empty((len(values), m // 8), dtype=np.uint8)
     for i, blob in enumerate(values):
         try:
             if blob is None:
                 raise CorruptSketchError("the bits are NULL")
-            out[i] = decode_bits(blob, m)
+            bound = None if fields is None else fields[i].tobytes() + key
+            out[i] = decode_bits(blob, m, binding=bound)
         except CorruptSketchError as exc:
             level, index = split_node_ids(ids[i])
             raise CorruptSketchError(
@@ -436,8 +455,9 @@ def stored_node_columns(stream: Any, cols: Mapping[str, Any], config: SketchConf
                                f"{int(stored_level[i])}/{int(stored_index[i])} do not match the id")
     out = {name: np.asarray(cols[name]) for name in ("pos_start", "pos_end", "ts_start", "ts_end",
                                                      "n_events", "is_top")}
+    fields = binding_fields({**cols, "is_open": np.zeros(len(ids), dtype=np.bool_)})
     out.update(level=stored_level, index=stored_index,
-               bits=decode_bits_column(cols["bits"], config.m, stream, ids))
+               bits=decode_bits_column(cols["bits"], config.m, stream, ids, fields))
     return out
 
 
@@ -508,9 +528,13 @@ def tree_from_arrow(nodes: pa.Table, config: SketchConfig) -> SketchTree:
                                "at most one")
     if open_rows.num_rows:
         o = open_rows.to_pylist()[0]
+        ts_start, ts_end = _micros(o["ts_start"]), _micros(o["ts_end"])
+        fields = binding_fields({**{k: [o[k]] for k in ("node_id", "pos_start", "pos_end",
+                                                        "n_events", "is_open")},
+                                 "ts_start": [ts_start], "ts_end": [ts_end]})
         bits = decode_bits_column(open_rows.column("bits"), config.m, stream,
-                                  [o["node_id"]])[0]
-        summary = (int(o["n_events"]), _micros(o["ts_start"]), _micros(o["ts_end"]), bits)
+                                  [o["node_id"]], fields)[0]
+        summary = (int(o["n_events"]), ts_start, ts_end, bits)
         open_index = int(o["idx"])
     else:
         pos_end = full.column("pos_end").to_numpy() if full.num_rows else np.zeros(0)
@@ -585,6 +609,3 @@ def config_from_nodes(nodes: pa.Table) -> SketchConfig | None:
     return SketchConfig(m=int(first["m"]), k=int(first["k"]), C=c, fanout=fanout,
                         seeds=tuple(first["seeds"]), config_version=int(first["config_version"]))
 
-
-BITS_OVERHEAD = OVERHEAD
-"""Bytes a stored blob adds to the ``m // 8`` bytes of a filter."""

@@ -219,22 +219,31 @@ def _mutate(blob: bytes, data: st.DataObject) -> bytes:
 @given(st.data())
 def test_sketch_blobs(data: st.DataObject) -> None:
     m = data.draw(st.sampled_from([8, 64, 1024]))
-    good = encode_bits(data.draw(st.binary(min_size=m // 8, max_size=m // 8)), m)
-    blob = data.draw(st.one_of(st.binary(max_size=200), st.just(good).map(bytes)))
+    # Three rows' bindings (issue 21): blobs bound to them, or unbound as older tables hold.
+    fields = np.array(data.draw(st.lists(st.integers(-2**63, 2**63 - 1), min_size=21,
+                                         max_size=21)), dtype=np.int64).reshape(3, 7)
+    key = data.draw(st.sampled_from([b"s", b"", "\u00e9".encode()]))
+    bound = data.draw(st.booleans())
+    payload = data.draw(st.binary(min_size=m // 8, max_size=m // 8))
+    good = [encode_bits(payload, m, binding=fields[r].tobytes() + key if bound else None)
+            for r in range(3)]
+    blob = data.draw(st.one_of(st.binary(max_size=200), st.sampled_from(good)))
     blob = _mutate(blob, data) if data.draw(st.booleans()) else blob
     expected = data.draw(st.sampled_from([None, m, 16]))
     try:
-        bits = decode_bits(blob, expected)
+        bits = decode_bits(blob, expected, binding=data.draw(st.sampled_from(
+            [None, fields[1].tobytes() + key])))
     except CepError as err:
         assert CODE.match(str(err)), str(err)
     else:
         assert bits.dtype == np.uint8
     # The same blob among valid ones, through the column decoder the SQL functions use.
-    blobs = [good, blob, good]
+    blobs = [good[0], blob, good[2]]
     column = np.frombuffer(b"".join(blobs), dtype=np.uint8)
     offsets = np.cumsum([0] + [len(b) for b in blobs])
     try:
-        decode_bits_matrix(column, offsets, m, stream="s", node_ids=np.arange(3))
+        decode_bits_matrix(column, offsets, m, stream="s", node_ids=np.arange(3),
+                           fields=fields, streams=key)
     except CepError as err:
         assert CODE.match(str(err)) and "node_id 1" in str(err), str(err)
 

@@ -226,9 +226,14 @@ def compiled_query(pattern: str, policy: str | None) -> Any:
 
 def node_columns(table: Any) -> dict[str, Any]:
     """The selected ``__<name>`` columns as numpy, sorted by stream, NULLs refused where a tree
-    needs a value; ``stream`` stays an Arrow column (the output keeps its type)."""
+    needs a value; ``stream`` stays an Arrow column (the output keeps its type), ``keys`` are
+    its values, ``binding``, ``stream_bytes`` (one per stream) and ``stream_rows`` what each
+    row's blob tag covers."""
     import numpy as np
     import pyarrow.compute as pc
+
+    from cep.sketch.codec import stream_bytes
+    from cep.sketch.stored import binding_fields, stream_bounds
 
     table = table.take(pc.sort_indices(table, [("__stream", "ascending", "at_end")]))
     col = {name: table.column(f"__{name}").combine_chunks() for name, _ in NODE_COLUMNS}
@@ -265,6 +270,14 @@ def node_columns(table: Any) -> dict[str, Any]:
                         is not None else np.zeros(0, dtype=np.uint8))
     out["bits_valid"] = bits.is_valid().to_numpy(zero_copy_only=False)
     out["stream"] = col["stream"]
+    keys = np.asarray(col["stream"].to_pylist(), dtype=object)
+    out["keys"] = keys
+    # What every bound blob's row tag covers (cep.sketch.codec.binding): the integer fields of
+    # each row, and its stream's bytes, encoded once per stream.
+    out["binding"] = binding_fields(out, valid)
+    bounds = stream_bounds(keys)
+    out["stream_bytes"] = [stream_bytes(key) for key in keys[bounds[:-1]]]
+    out["stream_rows"] = np.repeat(np.arange(len(bounds) - 1), np.diff(bounds))
     return out
 
 
@@ -298,7 +311,7 @@ def stream_trees(cols: dict[str, Any]) -> Iterator[tuple[int, int, Any, Any]]:
     from cep.sketch import CorruptSketchError
     from cep.sketch.stored import config_of_rows, decode_bits_matrix, stored_tree, stream_bounds
 
-    keys = np.asarray(cols["stream"].to_pylist(), dtype=object)
+    keys = cols["keys"]
     bounds = stream_bounds(keys)
     seed_starts = np.concatenate(([0], np.cumsum(cols["seed_lengths"]))).astype(np.int64)
     for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
@@ -321,7 +334,9 @@ def stream_trees(cols: dict[str, Any]) -> Iterator[tuple[int, int, Any, Any]]:
             raise SketchRowsError(err.message) from None
         bits = decode_bits_matrix(cols["bits_data"], cols["bits_offsets"][lo:hi + 1], config.m,
                                   stream=key, node_ids=cols["node_id"][lo:hi],
-                                  valid=cols["bits_valid"][lo:hi])
+                                  valid=cols["bits_valid"][lo:hi],
+                                  fields=cols["binding"][lo:hi],
+                                  streams=cols["stream_bytes"][cols["stream_rows"][lo]])
         tree = stored_tree(key, config, {c: cols[c][lo:hi] for c in _PER_ROW}, bits,
                            ts_valid=cols["ts_valid"][lo:hi])
         yield lo, hi, key, tree
@@ -355,8 +370,7 @@ def answer_table(plan: SketchCallPlan, table: Any) -> Any:
 
     cols = node_columns(table)
     query = compiled_query(plan.pattern, plan.policy)
-    keys = np.asarray(cols["stream"].to_pylist(), dtype=object)
-    bounds = stream_bounds(keys)
+    bounds = stream_bounds(cols["keys"])
     found = forest_answer(plan, query, cols, bounds)
     if found is None:
         found = stream_answers(plan, query, cols)
@@ -396,7 +410,8 @@ def partition_forest(cols: dict[str, Any], bounds: Any) -> Any:
         return None
     try:
         bits = decode_bits_matrix(cols["bits_data"], cols["bits_offsets"], int(cols["m"][0]),
-                                  valid=cols["bits_valid"])
+                                  valid=cols["bits_valid"], fields=cols["binding"],
+                                  streams=cols["stream_bytes"], stream_rows=cols["stream_rows"])
     except CorruptSketchError:
         return None
     rows = {c: cols[c] for c in (*_PER_ROW, "m", "k", "config_version", "ts_valid")}

@@ -78,7 +78,7 @@ def stats_table(stream_name: str, table: Any) -> Any:
     from cep.sketch.stored import stream_bounds
 
     cols = node_columns(table)
-    bounds = stream_bounds(np.asarray(cols["stream"].to_pylist(), dtype=object))
+    bounds = stream_bounds(cols["keys"])
     offsets = cols["bits_offsets"].astype(np.int64)
     stored = offsets[1:] - offsets[:-1]  # bytes of each row's blob
     forest = partition_forest(cols, bounds)

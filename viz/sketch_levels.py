@@ -4,8 +4,9 @@ Two inputs (docs/sketch.md):
 
 * a nodes table ``<name>_nodes`` (any version of it): nodes per level and the mean density
   (set bits / ``m``) of the filters per level, summed over all streams or side by side for a
-  few streams. Every ``bits`` blob is decoded and checked (``CEP-SKETCH-002`` when one is
-  damaged). The open leaf (``is_open``) is not a node, as in ``sketch_stats``; the title
+  few streams. Every ``bits`` blob is decoded and its bytes checked (``CEP-SKETCH-002`` when
+  one is damaged); the row tag is not (the picture reads no interval, and a view's timestamps
+  may come back in another time zone), see docs/sketch.md "Checksums". The open leaf (``is_open``) is not a node, as in ``sketch_stats``; the title
   counts open leaves apart. The fill panel marks 1/2: a parent exists only while the OR of its
   children is at most half full.
 * the output of ``sketch_stats`` (one row per stream): streams per tree height (``levels``)

@@ -5,8 +5,9 @@ section 5). Turning rows back into trees is on the path of every ``approx_match_
 this module does it over whole columns (numpy arrays, as an Arrow batch hands them over):
 
 * :func:`decode_bits_matrix` checks and unpacks every CSK1 blob of a column in one pass (header
-  fields compared as arrays, the payload a reshaped view; only the CRC-32 is a call per blob,
-  ``zlib.crc32`` in C, ~0.4 us for a 280-byte blob);
+  fields compared as arrays, the payload a reshaped view; only the CRC-32s are calls per blob,
+  ``zlib.crc32`` in C, ~0.4 us for a 280-byte blob), and with :func:`binding_fields` checks that
+  every bound blob sits in the row it was written for;
 * :func:`stream_bounds` finds each stream's rows in a column sorted by stream;
 * :func:`config_of_rows` reads a stream's :class:`SketchConfig` from its rows (the one rule the
   SQL functions and the Delta layer share);
@@ -31,11 +32,12 @@ from __future__ import annotations
 
 import zlib
 from functools import lru_cache
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from cep.sketch.codec import FORMAT_VERSION, MAGIC, OVERHEAD, decode_bits
+from cep.sketch.codec import (BINDING_FIELDS, BOUND_OVERHEAD, BOUND_VERSION, FIELDS_SIZE,
+                              FORMAT_VERSION, MAGIC, NULL_TS, OVERHEAD, decode_bits)
 from cep.sketch.config import SketchConfig
 from cep.sketch.errors import CorruptSketchError, SketchConfigError
 from cep.sketch.tree import SketchTree, split_node_ids
@@ -60,9 +62,40 @@ def _le(block: np.ndarray) -> np.ndarray:
     return out
 
 
+def binding_fields(cols: Mapping[str, Any], ts_valid: np.ndarray | None = None) -> np.ndarray:
+    """The integer part of every row's :func:`cep.sketch.codec.binding`, all rows at once.
+
+    Args:
+        cols: ``node_id``, ``pos_start``, ``pos_end``, ``ts_start``, ``ts_end`` (int64
+            microseconds), ``n_events`` and ``is_open`` columns.
+        ts_valid: Rows whose timestamps are not NULL (``None``: all).
+
+    Returns:
+        int64 little-endian ``(n, 7)``, C-contiguous: row ``r``'s bytes are the binding's first
+        56 bytes.
+
+    Example:
+        >>> from cep.sketch.codec import binding
+        >>> cols = {"node_id": [3], "pos_start": [6], "pos_end": [7], "ts_start": [60],
+        ...         "ts_end": [70], "n_events": [2], "is_open": [False]}
+        >>> binding_fields(cols).tobytes() + b"s0" == binding(
+        ...     "s0", node_id=3, pos_start=6, pos_end=7, ts_start=60, ts_end=70, n_events=2,
+        ...     is_open=False)
+        True
+    """
+    out = np.empty((len(cols["node_id"]), len(BINDING_FIELDS)), dtype="<i8")
+    for i, name in enumerate(BINDING_FIELDS):
+        out[:, i] = np.asarray(cols[name]).astype(np.int64, copy=False)
+    if ts_valid is not None:
+        out[~np.asarray(ts_valid, dtype=bool), 3:5] = NULL_TS
+    return out
+
+
 def decode_bits_matrix(data: np.ndarray, offsets: np.ndarray, m: int, *, stream: Any = None,
-                       node_ids: np.ndarray | None = None, valid: np.ndarray | None = None
-                       ) -> np.ndarray:
+                       node_ids: np.ndarray | None = None, valid: np.ndarray | None = None,
+                       fields: np.ndarray | None = None,
+                       streams: bytes | Sequence[bytes] | None = None,
+                       stream_rows: np.ndarray | None = None) -> np.ndarray:
     """The packed filters of a column of CSK1 blobs, every blob checked as :func:`decode_bits`.
 
     Args:
@@ -72,14 +105,19 @@ def decode_bits_matrix(data: np.ndarray, offsets: np.ndarray, m: int, *, stream:
         m: The sketch's bits per filter.
         stream, node_ids: For messages: the stream key and each row's node id.
         valid: Optional bool mask of rows whose blob is not NULL.
+        fields: The rows' :func:`binding_fields`; with ``streams``, every bound (version-2)
+            blob's row tag is checked against its row. ``None``: bytes only.
+        streams: The rows' :func:`cep.sketch.codec.stream_bytes`: one for all rows, one per
+            row, or one per stream with ``stream_rows``.
+        stream_rows: Each row's index into ``streams`` (``None``: one entry per row).
 
     Returns:
         uint8 ``(n, m // 8)``.
 
     Raises:
         CorruptSketchError: the first damaged blob (NULL, truncated, bad magic, version,
-            length, ``m`` or checksum), naming the stream and node id; the message after the
-            node is exactly :func:`decode_bits`'s.
+            length, ``m``, checksum or row tag), naming the stream and node id; the message
+            after the node is exactly :func:`decode_bits`'s.
 
     Example:
         >>> from cep.sketch import encode_bits
@@ -96,15 +134,23 @@ def decode_bits_matrix(data: np.ndarray, offsets: np.ndarray, m: int, *, stream:
     offsets = np.asarray(offsets, dtype=np.int64)
     n = len(offsets) - 1
     width = m // 8
-    size = width + OVERHEAD
     ids = np.zeros(n, dtype=np.int64) if node_ids is None else np.asarray(node_ids, np.int64)
+    rows = (None if fields is None else
+            memoryview(np.ascontiguousarray(fields, "<i8").reshape(-1).view(np.uint8)))
+    step = FIELDS_SIZE
+
+    def row_stream(row: int) -> bytes:
+        if isinstance(streams, bytes):
+            return streams
+        return streams[row if stream_rows is None else int(stream_rows[row])]  # type: ignore[index]
 
     def fail(row: int) -> CorruptSketchError:
         if valid is not None and not valid[row]:
             message = "the bits are NULL"
         else:
+            bound = None if rows is None else bytes(rows[row * step:(row + 1) * step]) + row_stream(row)
             try:
-                decode_bits(data[offsets[row]:offsets[row + 1]].tobytes(), m)
+                decode_bits(data[offsets[row]:offsets[row + 1]].tobytes(), m, binding=bound)
                 message = "the blob does not decode"  # unreachable: the checks below agree
             except CorruptSketchError as exc:
                 message = exc.message
@@ -113,27 +159,56 @@ def decode_bits_matrix(data: np.ndarray, offsets: np.ndarray, m: int, *, stream:
     if valid is not None and not bool(np.all(valid)):
         raise fail(int(np.flatnonzero(~np.asarray(valid))[0]))
     lengths = np.diff(offsets)
-    wrong = np.flatnonzero(lengths != size)
+    bound = lengths == width + BOUND_OVERHEAD
+    wrong = np.flatnonzero(~bound & (lengths != width + OVERHEAD))
     if len(wrong):
         raise fail(int(wrong[0]))
     if not n:
         return np.zeros((0, width), dtype=np.uint8)
-    first = int(offsets[0])
-    blocks = data[first:first + n * size].reshape(n, size)
-    header_ok = ((blocks[:, :4] == _MAGIC).all(axis=1)
-                 & (_le(blocks[:, 4:6]) == FORMAT_VERSION)
-                 & (_le(blocks[:, 6:10]) == m) & (_le(blocks[:, 10:14]) == width))
+    starts = offsets[:-1]
+    header = data[starts[:, None] + np.arange(14)]
+    header_ok = ((header[:, :4] == _MAGIC).all(axis=1)
+                 & (_le(header[:, 4:6]) == np.where(bound, BOUND_VERSION, FORMAT_VERSION))
+                 & (_le(header[:, 6:10]) == m) & (_le(header[:, 10:14]) == width))
     bad = np.flatnonzero(~header_ok)
     if len(bad):
         raise fail(int(bad[0]))
-    stored = _le(blocks[:, size - 4:])
-    # One C call per blob: CRC-32 has no vectorised numpy form; 0.4 us per 280-byte blob.
-    body = memoryview(blocks.reshape(-1))
-    for row in range(n):
-        start = row * size
-        if zlib.crc32(body[start:start + size - 4]) != stored[row]:
+    ends = starts + 14 + width
+    stored = _le(data[ends[:, None] + np.arange(4)])
+    # One C call per blob, two for a bound one: CRC-32 has no vectorised numpy form; 0.4 us
+    # per 280-byte blob. The stream's part of a row tag is one value per stream (row_tag).
+    body, crc32 = memoryview(data), zlib.crc32
+    check = rows is not None and bool(bound.any())
+    fields_crc: list[int] = []
+    keep = fields_crc.append
+    for row, (start, end, expected, at) in enumerate(zip(
+            starts.tolist(), ends.tolist(), stored.tolist(), range(0, n * step, step))):
+        crc = crc32(body[start:end])
+        if crc != expected:
             raise fail(row)
-    return np.ascontiguousarray(blocks[:, 14:14 + width])
+        if check:  # an unbound row's value is never compared
+            keep(crc32(rows[at:at + step], crc))  # type: ignore[index]
+    if check:
+        tags = _le(data[(ends + np.where(bound, 4, 0))[:, None] + np.arange(4)])  # unbound: unused
+        keys = _stream_crcs(streams, stream_rows)
+        wrong = np.flatnonzero(bound & ((np.array(fields_crc, dtype=np.int64) ^ keys) != tags))
+        if len(wrong):
+            raise fail(int(wrong[0]))
+    if bool(bound.all()) or not bool(bound.any()):  # one size: the payloads are a strided view
+        size = int(lengths[0])
+        first = int(starts[0])
+        return np.ascontiguousarray(data[first:first + n * size].reshape(n, size)[:, 14:14 + width])
+    return data[starts[:, None] + 14 + np.arange(width)]
+
+
+def _stream_crcs(streams: bytes | Sequence[bytes] | None, stream_rows: np.ndarray | None
+                 ) -> np.ndarray | int:
+    """CRC-32 of each row's stream key bytes, one call per distinct key (one value when all
+    rows share one key)."""
+    if isinstance(streams, bytes):
+        return zlib.crc32(streams)
+    crcs = np.array([zlib.crc32(k) for k in streams], dtype=np.int64)  # type: ignore[union-attr]
+    return crcs if stream_rows is None else crcs[stream_rows]
 
 
 def stream_bounds(keys: np.ndarray) -> np.ndarray:

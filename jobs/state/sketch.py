@@ -503,9 +503,12 @@ class SketchJob(IncrementalJob):
         002 a damaged blob, 003 bad events, 040 inconsistent state."""
         from cep.sketch.errors import CorruptSketchError, SketchInputError
 
-        return self.worker_error(exc, {
+        error = self.worker_error(exc, {
             CorruptSketchError.code: CorruptSketchError, SketchInputError.code: SketchInputError,
             SketchStateError.code: SketchStateError})
+        if isinstance(error, CorruptSketchError):  # the worker read rows, not the table's name
+            return CorruptSketchError(f"table {self.conf.nodes.name}: {error.message}")
+        return error
 
     def process(self, run: Run) -> Outcome:
         """Append the new events to their streams' frontiers; write nodes, open, late."""

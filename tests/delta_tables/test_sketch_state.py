@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import numpy as np
 import pyarrow as pa
 import pytest
 
 from cep.errors import ConfigError
-from cep.sketch import CorruptSketchError, SketchConfig, SketchTree
+from cep.sketch import CorruptSketchError, SketchConfig, SketchTree, decode_bits, encode_bits
 from cep.sketch.units import cut
 from delta_tables.settings import load_settings
 from delta_tables.sketch_conf import load_sketch, load_sketches, sketch_from_mapping
@@ -111,6 +113,59 @@ def test_corrupt_blobs_name_the_stream_and_the_node() -> None:
     state = OpenState("case-9", 3, (), (), (), 80, 8)
     with pytest.raises(CorruptSketchError, match="stream 'case-9'"):
         frontier_from_arrow(damaged, state, cfg)
+
+
+def _with_column(rows: pa.Table, name: str, values: list) -> pa.Table:
+    at = rows.schema.get_field_index(name)
+    return rows.set_column(at, rows.schema.field(at), pa.array(values, rows.schema.field(at).type))
+
+
+def test_blobs_are_bound_to_their_rows() -> None:
+    # Issue 21: valid blobs swapped between nodes, an edited interval or count, or rows copied
+    # to another stream fail naming the stream and the node; the open row is bound too.
+    cfg = SketchConfig(m=64, k=2, C=3)
+    rows = tree_to_arrow("case-9", build("ABCDEFGHIJKLMNOPQ", cfg))
+    assert {blob[4] for blob in rows.column("bits").to_pylist()} == {2}  # version 2, bound
+    level = rows.column("level").to_pylist()
+    is_open = rows.column("is_open").to_pylist()
+    a, b = [i for i in range(rows.num_rows) if level[i] == 0 and not is_open[i]][:2]
+    node = rows.column("node_id")[a].as_py()
+    blobs = rows.column("bits").to_pylist()
+    blobs[a], blobs[b] = blobs[b], blobs[a]
+    message = rf"stream 'case-9', node_id {node} .*written for another row"
+    with pytest.raises(CorruptSketchError, match=message):
+        tree_from_arrow(_with_column(rows, "bits", blobs), cfg)
+    for name, delta in (("ts_end", timedelta(microseconds=1)), ("pos_end", 1), ("n_events", -1)):
+        values = rows.column(name).to_pylist()
+        values[a] = values[a] + delta
+        with pytest.raises(CorruptSketchError, match=message):
+            tree_from_arrow(_with_column(rows, name, values), cfg)
+    with pytest.raises(CorruptSketchError, match="stream 'case-8', node_id .*another row"):
+        tree_from_arrow(_with_column(rows, "stream", ["case-8"] * rows.num_rows), cfg)
+    opened = is_open.index(True)
+    ts = rows.column("ts_start").to_pylist()
+    ts[opened] = ts[opened] - timedelta(seconds=1)
+    with pytest.raises(CorruptSketchError, match=r"node_id \d+ .*another row"):
+        tree_from_arrow(_with_column(rows, "ts_start", ts), cfg)
+    # The job's path: a swapped top-level blob fails its frontier restore.
+    top = rows.column("is_top").to_pylist()
+    tops = [i for i in range(rows.num_rows) if top[i] and not is_open[i]]
+    if len(tops) >= 2:
+        blobs = rows.column("bits").to_pylist()
+        blobs[tops[0]], blobs[tops[1]] = blobs[tops[1]], blobs[tops[0]]
+        state = OpenState("case-9", 5, ("P", "Q"), (150, 160), (15, 16), 160, 16)
+        with pytest.raises(CorruptSketchError, match="another row"):
+            frontier_from_arrow(_with_column(rows, "bits", blobs), state, cfg)
+
+
+def test_unbound_blobs_of_older_tables_still_read() -> None:
+    cfg = SketchConfig(m=64, k=2, C=3)
+    tree = build("ABCDEFGHIJKLMNOPQ", cfg)
+    rows = tree_to_arrow("s", tree)
+    old = [encode_bits(decode_bits(blob, 64), 64) for blob in rows.column("bits").to_pylist()]
+    assert {blob[4] for blob in old} == {1}
+    query = tree_from_arrow(_with_column(rows, "bits", old), cfg)
+    assert np.array_equal(query.bits, tree_from_arrow(rows, cfg).bits)
 
 
 def test_frontier_rows_applied_by_node_id_give_the_one_pass_rows() -> None:

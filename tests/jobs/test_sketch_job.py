@@ -230,26 +230,29 @@ def test_corrupt_bits_fail_the_next_run_naming_stream_and_node(spark, settings) 
 
     events, source, conf = first_run(spark, settings, "corrupt", make_events(3, n=200, streams=3),
                                      first=150)
-    top = [r for r in nodes_of(spark, conf) if r["is_top"] and r["stream"] == "s1"][0]
+    tops = [r for r in nodes_of(spark, conf) if r["is_top"] and not r["is_open"]]
+    top = [r for r in tops if r["stream"] == "s1"][0]
+    other = [r for r in tops if r["stream"] != "s1"][0]
     blob = bytearray(top["bits"])
     blob[15] ^= 0x10
-    # Damage the state the next run reads: the row's bits, and the meta pointing at that version.
-    (DeltaTable.forPath(spark, str(conf.nodes.location))
-     .update(f"stream = 's1' AND node_id = {top['node_id']}", {"bits": F.lit(bytes(blob))}))
-    meta = read_meta(spark, conf)
-    meta["nodes_version"] = current_version(spark, conf.nodes)
-    (spark.createDataFrame([tuple(meta[name] for name, _ in META_COLUMNS)],
-                           spark_schema(META_COLUMNS))
-     .write.format("delta").mode("overwrite").save(str(conf.meta.location)))
     append(spark, source, events.slice(150, 50))
-    before = versions(spark, conf)
-    with pytest.raises(CorruptSketchError) as info:
-        run(spark, settings, conf)
-    message = str(info.value)
-    assert message.startswith("CEP-SKETCH-002")
-    assert "stream 's1'" in message and f"node_id {top['node_id']}" in message
-    assert "checksum mismatch" in message
-    assert versions(spark, conf) == before
+    # Damage the state the next run reads: the row's bits (a flipped bit, then another top's
+    # valid blob), and the meta pointing at that version.
+    for bits, found in ((bytes(blob), "checksum mismatch"), (other["bits"], "another row")):
+        (DeltaTable.forPath(spark, str(conf.nodes.location))
+         .update(f"stream = 's1' AND node_id = {top['node_id']}", {"bits": F.lit(bits)}))
+        meta = read_meta(spark, conf)
+        meta["nodes_version"] = current_version(spark, conf.nodes)
+        (spark.createDataFrame([tuple(meta[name] for name, _ in META_COLUMNS)],
+                               spark_schema(META_COLUMNS))
+         .write.format("delta").mode("overwrite").save(str(conf.meta.location)))
+        before = versions(spark, conf)
+        with pytest.raises(CorruptSketchError) as info:
+            run(spark, settings, conf)
+        message = str(info.value)
+        assert message.startswith(f"CEP-SKETCH-002: table {conf.nodes.name}: stream 's1'")
+        assert f"node_id {top['node_id']}" in message and found in message, message
+        assert versions(spark, conf) == before
 
 
 def test_update_in_the_source_is_a_typed_error(spark, settings) -> None:

@@ -197,13 +197,50 @@ def test_a_partition_by_of_the_caller_is_refused(spark, sketches) -> None:
             spark.sql(f"SELECT * FROM {sql}").collect()
 
 
-def test_stream_keeps_its_type(spark, sketches) -> None:
-    # The stream column comes back with the nodes table's own name and type.
+def test_stream_keeps_its_type(spark, settings, sketches) -> None:
+    # The stream column comes back with the nodes table's own name and type (a view that
+    # casts keys "7", "12" to INT: the same text, so each blob's row tag still matches).
+    rows = [r for s, key in (("s0", "7"), ("s1", "12")) for r in
+            node_rows(key, sketches["full"][s])]
+    write_nodes(spark, settings, "ams_numbered", rows)
     frame = spark.sql("SELECT * FROM approx_match_seq('PATTERN A; B', TABLE(SELECT "
-                      "CAST(substr(stream, 2) AS INT) AS stream, * EXCEPT (stream) FROM ams_nodes))")
+                      "CAST(stream AS INT) AS stream, * EXCEPT (stream) FROM ams_numbered))")
     assert frame.schema["stream"].dataType.simpleString() == "int"
-    want = {int(s[1:]) for s in sketches["full"]}
-    assert {r.stream for r in frame.collect()} == want
+    assert {r.stream for r in frame.collect()} == {7, 12}
+
+
+def test_rows_moved_swapped_or_edited_are_refused(spark, settings, sketches) -> None:
+    # Issue 21: every blob is bound to its stream, node, interval and count, so valid blobs in
+    # the wrong row fail naming the stream and the node, in both functions, instead of
+    # changing the answer.
+    tree = sketches["full"]["s0"]
+    rows = node_rows("s0", tree)
+    a, b = [i for i, r in enumerate(rows) if r["level"] == 0 and not r["is_open"]][:2]
+    rows[a]["bits"], rows[b]["bits"] = rows[b]["bits"], rows[a]["bits"]
+    write_nodes(spark, settings, "ams_swapped", rows)
+    node = f"stream 's0', node_id {rows[a]['node_id']} (level 0, index {rows[a]['idx']})"
+    edited = (f"SELECT * EXCEPT (ts_end), CASE WHEN node_id = {rows[a]['node_id']} THEN ts_end + "
+              "INTERVAL 1 SECOND ELSE ts_end END AS ts_end FROM ams_nodes WHERE stream = 's0'")
+    renamed = "SELECT * EXCEPT (stream), 'x' || stream AS stream FROM ams_nodes WHERE stream = 's0'"
+    for table, where in (("ams_swapped", node), (edited, node), (renamed, "stream 'xs0', node_id")):
+        for function in ("sketch_stats(", "approx_match_seq('PATTERN A; B', "):
+            message = sql_error(spark, f"SELECT * FROM {function}TABLE({table}))")
+            assert "CEP-SKETCH-002" in message and where in message, message
+            assert "written for another row" in message, message
+
+
+def test_unbound_blobs_of_an_older_table_answer_the_same(spark, settings, sketches) -> None:
+    # Tables written before the row tag hold version-1 blobs: still read, same answers.
+    from cep.sketch import decode_bits, encode_bits
+
+    rows = [r for s, t in sketches["full"].items() for r in node_rows(s, t)]
+    for r in rows:
+        r["bits"] = encode_bits(decode_bits(r["bits"], CONFIG.m), CONFIG.m)
+    write_nodes(spark, settings, "ams_unbound", rows)
+    query = "SELECT * FROM approx_match_seq('PATTERN A; OR(B, C); D', {}, mode => 'intervals')"
+    old = spark.sql(query.format("TABLE(ams_unbound)")).collect()
+    assert sorted(old) == sorted(spark.sql(query.format("TABLE(ams_nodes)")).collect())
+    assert len(old) > 0
 
 
 def test_version_as_of_answers_from_the_earlier_tree(spark, sketches) -> None:
@@ -358,7 +395,7 @@ def test_sketch_stats_of_all_streams_at_once_equal_one_at_a_time() -> None:
         names = [rng.choice("ABCDEFGHIJ") for _ in range(n)]
         tables.append(tree_to_arrow(f"c{s:02d}", SketchTree.build(names, list(range(n)), CONFIG)))
     cols = node_columns(selected_columns(pa.concat_tables(tables)))
-    bounds = stream_bounds(np.asarray(cols["stream"].to_pylist(), dtype=object))
+    bounds = stream_bounds(cols["keys"])
     stored = np.diff(cols["bits_offsets"].astype(np.int64))
     forest = partition_forest(cols, bounds)
     assert forest is not None

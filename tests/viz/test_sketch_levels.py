@@ -79,7 +79,7 @@ def test_node_fill_checks_every_blob() -> None:
     fill = node_fill(table.column("bits"), table.column("m").to_numpy())
     assert fill.shape == (table.num_rows,) and ((0 <= fill) & (fill <= 1)).all()
     blobs = table.column("bits").to_pylist()
-    blobs[3] = blobs[3][:-1] + bytes([blobs[3][-1] ^ 1])  # one flipped bit in the checksum
+    blobs[3] = blobs[3][:-5] + bytes([blobs[3][-5] ^ 1]) + blobs[3][-4:]  # in the bytes' CRC
     with pytest.raises(CorruptSketchError, match="CEP-SKETCH-002"):
         node_fill(pa.array(blobs, pa.binary()), table.column("m").to_numpy())
 

@@ -33,7 +33,8 @@ def damaged() -> list[tuple[str, bytes]]:
     flip = bytearray(good)
     flip[16] ^= 4
     return [("truncated", good[:-2]), ("magic", b"XSK1" + good[4:]),
-            ("version", good[:4] + b"\x02\x00" + good[6:]), ("payload", bytes(flip)),
+            ("version", good[:4] + b"\x03\x00" + good[6:]),
+            ("other version", good[:4] + b"\x02\x00" + good[6:]), ("payload", bytes(flip)),
             ("other m", encode_bits(bytes(16), 128)), ("crc", good[:-1] + bytes([good[-1] ^ 1]))]
 
 
@@ -46,6 +47,44 @@ def test_each_damage_has_decode_bits_message_and_names_the_node(name: str, blob:
     with pytest.raises(CorruptSketchError) as row:
         decode_bits(blob, 64)
     assert info.value.message == f"stream 's', node_id 2 (level 0, index 2): {row.value.message}"
+
+
+def bound_rows(n: int) -> tuple[np.ndarray, list[bytes]]:
+    fields = np.arange(n * 7, dtype=np.int64).reshape(n, 7)
+    return fields, [b"s" if r % 2 else b"t" for r in range(n)]
+
+
+@given(st.lists(st.tuples(st.binary(min_size=8, max_size=8), st.booleans()), max_size=12))
+@settings(max_examples=50, deadline=None)
+def test_bound_and_unbound_rows_of_one_column_decode_like_each_row(rows: list) -> None:
+    # A table appended to after the row tag came holds both versions (the job rewrites only
+    # the rows it touches).
+    fields, streams = bound_rows(len(rows))
+    blobs = [encode_bits(p, 64, binding=fields[r].tobytes() + streams[r] if bound else None)
+             for r, (p, bound) in enumerate(rows)]
+    data, offsets = column(blobs)
+    got = decode_bits_matrix(data, offsets, 64, fields=fields, streams=streams)
+    assert [bytes(r) for r in got] == [p for p, _ in rows]
+
+
+def test_a_bound_blob_in_another_row_names_the_row() -> None:
+    fields, streams = bound_rows(4)
+    blobs = [encode_bits(bytes(8), 64, binding=fields[r].tobytes() + streams[r])
+             for r in range(4)]
+    blobs[1], blobs[2] = blobs[2], blobs[1]
+    data, offsets = column(blobs)
+    with pytest.raises(CorruptSketchError) as info:
+        decode_bits_matrix(data, offsets, 64, stream="s", node_ids=np.arange(4), fields=fields,
+                           streams=streams)
+    assert info.value.message.startswith("stream 's', node_id 1 (level 0, index 1): the bits "
+                                         "were written for another row")
+    # One stream for all rows: each row's key is the same bytes.
+    blobs = [encode_bits(bytes(8), 64, binding=fields[r].tobytes() + b"s") for r in range(4)]
+    data, offsets = column(blobs)
+    assert decode_bits_matrix(data, offsets, 64, fields=fields, streams=b"s").shape == (4, 8)
+    with pytest.raises(CorruptSketchError, match="node_id 0 .*another row"):
+        decode_bits_matrix(data, offsets, 64, stream="s", node_ids=np.arange(4), fields=fields,
+                           streams=b"t")
 
 
 def test_null_blob_is_reported() -> None:
