@@ -12,7 +12,8 @@ for a trend graph), ``predict`` (the same for a prediction set), ``run-all`` (ev
 job), ``maintain`` (OPTIMIZE and VACUUM of the registered state tables), ``demo``
 (the README demo), ``sql`` (run one SQL statement and show it), ``connect-server`` (a Spark
 Connect server over the warehouse, in the foreground until SIGTERM or Ctrl-C), ``users`` (the
-SQL server's user names and passwords).
+SQL server's user names and passwords), ``tls init`` (the SQL server's TLS key and self-signed
+certificate).
 
 ``serve`` runs the SQL server for BI tools (Spark's Thrift JDBC/ODBC server sharing the
 session that holds the CEP functions; docs/bi.md) in the foreground until SIGTERM or Ctrl-C.
@@ -115,6 +116,17 @@ def _parser() -> argparse.ArgumentParser:
     # Strings, not type=int: a bad value is a typed CEP-JOB-060 error like a bad conf value.
     serve.add_argument("--host", help="address to bind (default 127.0.0.1: loopback only)")
     serve.add_argument("--port", help="port (default 10000; 0: any free port, printed)")
+    serve.add_argument("--tls", action="store_true", default=None,
+                       help="speak TLS with the keystore of <data_dir>/server/tls (python -m "
+                            "jobs tls init); also [server] tls = true")
+    tls = sub.add_parser("tls", help="make the SQL server's TLS key and self-signed certificate "
+                         "(<data_dir>/server/tls)")
+    tls.add_argument("action", choices=["init"], help="init: make a new set")
+    tls.add_argument("--name", action="append", default=[], metavar="HOST",
+                     help="a host name or address clients connect to (repeatable; the "
+                          "certificate is valid for these)")
+    tls.add_argument("--days", type=int, default=825, help="validity in days (at most 825)")
+    tls.add_argument("--replace", action="store_true", help="replace an existing set")
     users = sub.add_parser("users", help="manage the SQL server's users (user names and salted "
                            "password hashes in <data_dir>/server/users)")
     users.add_argument("action", choices=["add", "remove", "list"],
@@ -194,7 +206,16 @@ def _run(args: argparse.Namespace, overrides: dict[str, str], spark: "SparkSessi
         if args.command == "serve":
             from jobs.servers.server import load_server_conf, serve
 
-            return serve(settings, load_server_conf(settings, host=args.host, port=args.port))
+            return serve(settings, load_server_conf(settings, host=args.host, port=args.port,
+                                                    tls=args.tls))
+        if args.command == "tls":
+            from jobs.servers.tls import create_self_signed
+
+            files = create_self_signed(settings, args.name, days=args.days, replace=args.replace)
+            print(f"TLS set in {files.folder}: the server's keystore {files.keystore.name}; for "
+                  f"clients {files.cert} (PEM) and {files.truststore} (PKCS#12, password "
+                  "cep-public). Start the server with --tls or [server] tls = true")
+            return 0
         if args.command == "users":
             return _users(settings, args)
         if args.command == "demo":

@@ -138,9 +138,10 @@ def load_connect_conf(
     Raises:
         ConnectConfError: unreadable file, unknown section or key, bad host or port.
     """
-    return ConnectConf(*listener.load_address(settings, CONF_FILE, "connect",
-                                              (DEFAULT_HOST, DEFAULT_PORT), ConnectConfError,
-                                              host=host, port=port))
+    found_host, found_port, _ = listener.load_address(
+        settings, CONF_FILE, "connect", (DEFAULT_HOST, DEFAULT_PORT), ConnectConfError,
+        host=host, port=port)
+    return ConnectConf(found_host, found_port)
 
 
 def binding_conf(conf: ConnectConf, token: str) -> dict[str, str]:

@@ -27,7 +27,7 @@ import socket
 import sys
 import threading
 import tomllib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol, TextIO, TypeVar
 
 from delta_tables.settings import Settings
@@ -80,14 +80,20 @@ def check_port(value: Any, where: str, error: type[Exception]) -> int:
 
 def load_address(settings: Settings, conf_file: str, section: str, defaults: tuple[str, int],
                  error: type[Exception], *, host: str | None = None,
-                 port: str | int | None = None) -> tuple[str, int]:
-    """``(host, port)`` of ``[section]`` in ``<conf_dir>/<conf_file>``, the flags on top.
+                 port: str | int | None = None, switches: Mapping[str, bool | None] | None = None
+                 ) -> tuple[str, int, dict[str, bool]]:
+    """``(host, port, switches)`` of ``[section]`` in ``<conf_dir>/<conf_file>``, the flags on top.
 
     A missing file means ``defaults``; a flag that was given wins over the file.
 
+    Args:
+        switches: The section's boolean keys besides ``host`` and ``port`` (``tls``), each with
+            its flag's value (None: not given; the file's value, else False).
+
     Raises:
-        error: unreadable file, unknown section or key, bad host or port.
+        error: unreadable file, unknown section or key, bad host, port or switch.
     """
+    switches = dict(switches or {})
     path = settings.conf_dir / conf_file
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
@@ -99,16 +105,23 @@ def load_address(settings: Settings, conf_file: str, section: str, defaults: tup
     table = data.get(section, {})
     if not isinstance(table, dict):
         raise error(f"{conf_file}: [{section}] must be a table")
-    extra = sorted(set(table) - {"host", "port"})
+    keys = ["host", "port", *switches]
+    extra = sorted(set(table) - set(keys))
     if extra:
-        raise error(f"{conf_file}: unknown key {section}.{extra[0]}; expected host, port")
+        raise error(f"{conf_file}: unknown key {section}.{extra[0]}; expected {', '.join(keys)}")
     found_host = check_host(table.get("host", defaults[0]), f"{conf_file}: {section}.host", error)
     found_port = check_port(table.get("port", defaults[1]), f"{conf_file}: {section}.port", error)
     if host is not None:
         found_host = check_host(host, "--host", error)
     if port is not None:
         found_port = check_port(port, "--port", error)
-    return found_host, found_port
+    found: dict[str, bool] = {}
+    for name, flag in switches.items():
+        value = table.get(name, False)
+        if not isinstance(value, bool):
+            raise error(f"{conf_file}: {section}.{name}: expected true or false, found {value!r}")
+        found[name] = value if flag is None else flag
+    return found_host, found_port, found
 
 
 def probe_port(host: str, port: int, error: type[Exception], hint: str) -> None:

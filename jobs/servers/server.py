@@ -9,9 +9,10 @@ its statements in that very session: the CEP functions (Python UDTFs, which are 
 session), the registered tables and time travel (``VERSION AS OF``) work from beeline, JDBC
 and Python DB-API clients alike.
 
-Where it listens comes from ``conf/server.toml`` ``[server]`` (``host``, ``port``), then the
-``--host``/``--port`` flags; loopback (``127.0.0.1``) and port 10000 (HiveServer2's usual port)
-by default. Every client authenticates with a user name and password (HiveServer2's ``CUSTOM``
+Where it listens comes from ``conf/server.toml`` ``[server]`` (``host``, ``port``, ``tls``), then
+the ``--host``/``--port``/``--tls`` flags; loopback (``127.0.0.1``), port 10000 (HiveServer2's
+usual port) and no TLS by default (with TLS, HiveServer2's own TLS listener and the keystore of
+:mod:`jobs.servers.tls`). Every client authenticates with a user name and password (HiveServer2's ``CUSTOM``
 mode: SASL PLAIN, checked by the JVM shim's ``cep.sql.PasswordFileAuthenticator`` against the
 users file of :mod:`jobs.servers.users`, which ``python -m jobs users add`` fills); the server
 does not start without a user. Its session is under the lockdown of
@@ -54,6 +55,7 @@ from cep.errors import CepError, ConfigError
 from delta_tables.settings import Settings
 from jobs.servers import listener
 from jobs.servers.lockdown import lockdown_conf, verify
+from jobs.servers.tls import TRUSTSTORE_PASSWORD, thrift_tls_settings, tls_files
 from jobs.servers.users import UsersError, list_users, users_file
 from jobs.shim import shim_jar
 
@@ -107,15 +109,17 @@ class ServerConf:
     Attributes:
         host: The address to bind (an IP address or a host name).
         port: The TCP port; 0 lets the system pick a free one (printed at start).
+        tls: Whether the listener speaks TLS (:mod:`jobs.servers.tls`).
     """
 
     host: str
     port: int
+    tls: bool = False
 
     @property
     def jdbc_url(self) -> str:
-        """The ``jdbc:hive2://host:port/`` URL of this address."""
-        return jdbc_url(self.host, self.port)
+        """The ``jdbc:hive2://host:port/`` URL of this address (``;ssl=true`` with TLS)."""
+        return jdbc_url(self.host, self.port, self.tls)
 
     @property
     def is_loopback(self) -> bool:
@@ -123,9 +127,11 @@ class ServerConf:
         return listener.is_loopback(self.host)
 
 
-def jdbc_url(host: str, port: int) -> str:
-    """The Hive JDBC URL of ``host:port`` (an IPv6 address goes in brackets)."""
-    return f"jdbc:hive2://[{host}]:{port}/" if ":" in host else f"jdbc:hive2://{host}:{port}/"
+def jdbc_url(host: str, port: int, tls: bool = False) -> str:
+    """The Hive JDBC URL of ``host:port`` (an IPv6 address goes in brackets; ``;ssl=true``
+    when the listener speaks TLS, the truststore is the client's to add)."""
+    url = f"jdbc:hive2://[{host}]:{port}/" if ":" in host else f"jdbc:hive2://{host}:{port}/"
+    return f"{url};ssl=true" if tls else url
 
 
 def check_host(value: Any, where: str) -> str:
@@ -140,22 +146,25 @@ def check_port(value: Any, where: str) -> int:
 
 
 def load_server_conf(
-    settings: Settings, *, host: str | None = None, port: str | int | None = None
+    settings: Settings, *, host: str | None = None, port: str | int | None = None,
+    tls: bool | None = None
 ) -> ServerConf:
     """``[server]`` of ``<conf_dir>/server.toml``, with the flags that were given on top.
 
     Args:
         settings: Project settings; their ``conf_dir`` holds ``server.toml`` (a missing file
-            means the defaults: ``127.0.0.1``, port 10000).
+            means the defaults: ``127.0.0.1``, port 10000, no TLS).
         host: ``--host``, when given; wins over the file.
         port: ``--port``, when given; wins over the file.
+        tls: ``--tls`` (True), when given; wins over the file.
 
     Raises:
-        ServerConfError: unreadable file, unknown section or key, bad host or port.
+        ServerConfError: unreadable file, unknown section or key, bad host, port or ``tls``.
     """
-    return ServerConf(*listener.load_address(settings, CONF_FILE, "server",
-                                             (DEFAULT_HOST, DEFAULT_PORT), ServerConfError,
-                                             host=host, port=port))
+    found_host, found_port, switches = listener.load_address(
+        settings, CONF_FILE, "server", (DEFAULT_HOST, DEFAULT_PORT), ServerConfError,
+        host=host, port=port, switches={"tls": tls})
+    return ServerConf(found_host, found_port, switches["tls"])
 
 
 def thrift_settings(settings: Settings, conf: ServerConf) -> dict[str, str]:
@@ -163,9 +172,13 @@ def thrift_settings(settings: Settings, conf: ServerConf) -> dict[str, str]:
 
     They are set on the session before the start: Spark copies the session's settings into
     the configuration the service reads.
+
+    Raises:
+        TlsError: TLS is on and its keystore or password is missing (:mod:`jobs.servers.tls`).
     """
     scratch = settings.scratch_dir / "thrift"
     return {
+        **(thrift_tls_settings(tls_files(settings)) if conf.tls else {}),
         "hive.server2.transport.mode": "binary",
         "hive.server2.thrift.bind.host": conf.host,
         "hive.server2.thrift.port": str(conf.port),
@@ -203,12 +216,13 @@ class ThriftServer:
     host: str
     port: int
     tables: tuple[str, ...]
+    tls: bool = False
     stopped: bool = False
 
     @property
     def jdbc_url(self) -> str:
         """The JDBC URL clients use."""
-        return jdbc_url(self.host, self.port)
+        return jdbc_url(self.host, self.port, self.tls)
 
     def jvm_exit_code(self, wait: float = 0.0) -> int | None:
         """The JVM's exit code once it has exited (waiting up to ``wait`` seconds for that);
@@ -345,6 +359,7 @@ def start_server(settings: Settings, conf: ServerConf) -> ThriftServer:
                          "holds no user: add one with `python -m jobs users add NAME` "
                          "(docs/bi.md)")
     listener.refuse_running_session(ServerStartError, "serve")
+    service_settings = thrift_settings(settings, conf)  # a missing keystore fails here
     locked = lockdown_conf(settings)
     for name in OVERRIDING_ENV:
         # The JVM inherits this environment; these would silently win over --host/--port.
@@ -372,7 +387,7 @@ def start_server(settings: Settings, conf: ServerConf) -> ThriftServer:
         spark.stop()
         raise
     register_all(spark)
-    for key, value in thrift_settings(settings, conf).items():
+    for key, value in service_settings.items():
         spark.conf.set(key, value)
     # Hive builds the CUSTOM provider from a fresh HiveConf, which reads the JVM's system
     # properties, not the service's settings.
@@ -397,7 +412,7 @@ def start_server(settings: Settings, conf: ServerConf) -> ThriftServer:
         spark.stop()
         raise
     tables = tuple(t.name for t in discover_tables(settings) if spark.catalog.tableExists(t.name))
-    return ThriftServer(spark, service, conf.host, port, tables)
+    return ThriftServer(spark, service, conf.host, port, tables, conf.tls)
 
 
 def serve(settings: Settings, conf: ServerConf, *, out: TextIO | None = None) -> int:
@@ -409,9 +424,15 @@ def serve(settings: Settings, conf: ServerConf, *, out: TextIO | None = None) ->
     Raises:
         ServerConfError, ServerStartError: see :func:`start_server`.
     """
-    reach = ("loopback only" if conf.is_loopback
-             else "reachable from other hosts: passwords cross the network in clear text "
-                  "unless a TLS tunnel is in front")
+    if conf.tls:
+        files = tls_files(settings)
+        reach = (f"TLS: clients trust {files.cert} (PEM) or {files.truststore} (password "
+                 f"{TRUSTSTORE_PASSWORD}); " + ("loopback only" if conf.is_loopback
+                                                 else "reachable from other hosts"))
+    else:
+        reach = ("loopback only" if conf.is_loopback
+                 else "reachable from other hosts: passwords cross the network in clear text "
+                      "unless TLS is on (--tls) or a tunnel is in front")
     return listener.run_until_signal(
         lambda: start_server(settings, conf),
         lambda server: (f"SQL server (Spark Thrift JDBC/ODBC) listening on host {server.host} "

@@ -20,7 +20,10 @@ session's warehouse, after this module has written a small Delta table there in 
   cannot read the users file, cannot connect without the password, and with it gets
   ``CEP-SQL-090`` for every statement that reaches past the warehouse (``/etc/shadow``,
   ``reflect``, ``INSERT OVERWRITE DIRECTORY``...), after which the server still answers;
-- SIGTERM stops it: exit code 0, the port is free afterwards.
+- SIGTERM stops it: exit code 0, the port is free afterwards;
+- then a second server with ``--tls`` and a set made by ``python -m jobs tls init``: beeline
+  with the truststore gets the in-process rows, beeline without TLS is refused, a Python TLS
+  client verifies the certificate, and the keystore's password never reaches a client.
 
 Bad settings (``conf/server.toml``, ``--host``, ``--port``, a taken port) are typed
 ``CEP-JOB-060``/``CEP-JOB-061`` errors, checked without starting a JVM.
@@ -29,6 +32,7 @@ Bad settings (``conf/server.toml``, ``--host``, ``--port``, a taken port) are ty
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import ipaddress
 import os
@@ -36,11 +40,12 @@ import re
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -52,7 +57,8 @@ from delta_tables.catalog import current_version, register_table
 from delta_tables.settings import Settings, TableConf, load_settings
 from jobs.cli import main
 from jobs.servers.server import (ServerConf, ServerConfError, ServerStartError, load_server_conf,
-                         start_server)
+                                start_server, thrift_settings)
+from jobs.servers.tls import TRUSTSTORE_PASSWORD, TlsError, TlsFiles, create_self_signed, tls_files
 from jobs.servers.users import USERS_ENV, UsersError, add_user, remove_user
 from tests.os_users import REFUSED_SQL, ProbeUser, probe_user
 from tests.sockets import descendants, listening_addresses
@@ -215,11 +221,10 @@ def stop_group(proc: subprocess.Popen[bytes]) -> None:
             proc.wait(STOP_TIMEOUT)
 
 
-@pytest.fixture(scope="module")
-def server(request: pytest.FixtureRequest, settings: Settings, bi_table: BiTable,
-           tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    """``python -m jobs serve --port 0`` over the test warehouse, until the module ends."""
-    logs = tmp_path_factory.mktemp("serve")
+def start_child(settings: Settings, logs: Path, flags: list[str],
+                wait_for: Callable[[], object] | None = None) -> Server:
+    """``python -m jobs serve --port 0 <flags>`` over the test warehouse with the module's
+    user, once it prints its ready line (``wait_for`` runs while its JVM starts)."""
     out, err = logs / "serve.out", logs / "serve.err"
     users = logs / "server" / "users"
     env = {**child_env(settings), USERS_ENV: str(users)}
@@ -228,11 +233,12 @@ def server(request: pytest.FixtureRequest, settings: Settings, bi_table: BiTable
         add_user(settings, USER, PASSWORD)
     with out.open("wb") as stdout, err.open("wb") as stderr:
         # A session of its own: a Ctrl-C on pytest is not also a stop request to the server.
-        proc = subprocess.Popen([sys.executable, "-m", "jobs", "serve", "--port", "0"], cwd=ROOT,
-                                env=env, stdout=stdout, stderr=stderr, start_new_session=True)
+        proc = subprocess.Popen([sys.executable, "-m", "jobs", "serve", "--port", "0", *flags],
+                                cwd=ROOT, env=env, stdout=stdout, stderr=stderr,
+                                start_new_session=True)
     try:
-        # The in-process answers are computed while the server's JVM starts.
-        request.getfixturevalue("expected")
+        if wait_for is not None:
+            wait_for()
         deadline = time.monotonic() + START_TIMEOUT
         while not (ready := READY.search(out.read_text())):
             assert proc.poll() is None, f"serve exited with {proc.returncode}:\n" \
@@ -240,9 +246,23 @@ def server(request: pytest.FixtureRequest, settings: Settings, bi_table: BiTable
             assert time.monotonic() < deadline, f"serve not ready:\n{err.read_text()[-3000:]}"
             time.sleep(0.5)
         assert ready.group(1) == "127.0.0.1"
-        yield Server(proc, int(ready.group(2)), ready.group(3), out, err, users)
-    finally:
+    except BaseException:
         stop_group(proc)
+        raise
+    return Server(proc, int(ready.group(2)), ready.group(3), out, err, users)
+
+
+@pytest.fixture(scope="module")
+def server(request: pytest.FixtureRequest, settings: Settings, bi_table: BiTable,
+           tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """``python -m jobs serve --port 0`` over the test warehouse, until the module ends."""
+    # The in-process answers are computed while the server's JVM starts.
+    child = start_child(settings, tmp_path_factory.mktemp("serve"), [],
+                        lambda: request.getfixturevalue("expected"))
+    try:
+        yield child
+    finally:
+        stop_group(child.proc)
 
 
 def beeline(server: Server, statements: list[str], home: Path) -> subprocess.CompletedProcess:
@@ -536,6 +556,85 @@ def test_sigterm_stops_cleanly_and_frees_the_port(server: Server) -> None:
         again.bind(("127.0.0.1", server.port))
 
 
+# ---- TLS (a server of its own, after the module's has stopped) ------------------------------
+
+
+@pytest.fixture(scope="module")
+def tls_server(settings: Settings, bi_table: BiTable,
+               tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, TlsFiles]]:
+    """``python -m jobs serve --tls`` with a self-signed set made by ``python -m jobs tls``
+    (its tests come after the module's server has stopped: one server JVM at a time)."""
+    env = child_env(settings)
+    made = subprocess.run([sys.executable, "-m", "jobs", "tls", "init", "--name", "127.0.0.1",
+                           "--name", "localhost", "--replace"], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=CLIENT_TIMEOUT, check=False)
+    assert made.returncode == 0, made.stderr
+    files = tls_files(settings)
+    child = start_child(settings, tmp_path_factory.mktemp("serve-tls"), ["--tls"])
+    try:
+        yield child, files
+    finally:
+        stop_group(child.proc)
+
+
+def test_tls_server_speaks_tls_only(tls_server: tuple[Server, TlsFiles], bi_table: BiTable,
+                                    expected: dict[str, Result], tmp_path: Path) -> None:
+    # Issue 21, optional TLS: with the truststore beeline gets the in-process rows; a
+    # client without TLS is refused; a Python client verifies the certificate (cert.pem, the
+    # address in the certificate); the keystore's password is not in the session.
+    server, files = tls_server
+    assert server.url.endswith(";ssl=true") and str(files.truststore) in server.out.read_text()
+    trusted = dataclasses.replace(server, url=f"{server.url};sslTrustStore={files.truststore};"
+                                              f"trustStorePassword={TRUSTSTORE_PASSWORD}")
+    proc = beeline(trusted, [bi_table.queries()["matches"]], tmp_path)
+    assert proc.returncode == 0, f"{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
+    assert split_results(proc.stdout, {"matches": expected["matches"].columns})["matches"] == \
+        expected["matches"].rows
+    # The session holds the keystore's password (Hive copies its settings into every
+    # connection's); Spark redacts it wherever SQL could show it, and a client cannot turn
+    # the redaction off.
+    probes = beeline_script(trusted, [
+        "SET spark.redaction.regex=nothing", "SET spark.sql.redaction.options.regex=nothing",
+        "SET spark.sql.redaction.string.regex=nothing", "SET hive.server2.keystore.password",
+        "SET", "SET -v", "SELECT '${hive.server2.keystore.password}' AS leaked"], tmp_path)
+    assert "*********(redacted)" in probes.stdout, probes.stdout[-3000:]
+    secret = files.password_file.read_text().strip()
+    assert secret not in probes.stdout + probes.stderr
+    plain = dataclasses.replace(server, url=server.url.removesuffix(";ssl=true"))
+    refused = beeline(plain, ["SELECT 1"], tmp_path)
+    assert refused.returncode != 0 and "Could not open client transport" in refused.stdout + \
+        refused.stderr, refused.stderr[-2000:]
+    context = ssl.create_default_context(cafile=str(files.cert))
+    with socket.create_connection(("127.0.0.1", server.port), timeout=30) as raw:
+        with context.wrap_socket(raw, server_hostname="127.0.0.1") as tls:
+            assert tls.version() in ("TLSv1.2", "TLSv1.3")
+    with pytest.raises(ssl.SSLCertVerificationError):
+        with socket.create_connection(("127.0.0.1", server.port), timeout=30) as raw:
+            ssl.create_default_context().wrap_socket(raw, server_hostname="127.0.0.1")
+
+
+def test_tls_without_a_keystore_is_a_typed_error_before_any_jvm(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    settings = load_settings(overrides={"data_dir": str(tmp_path)})
+    with pytest.raises(TlsError, match=r"CEP-JOB-065: TLS is on and the keystore .*server\.p12 "
+                                       r"is missing: make a self-signed one with `python -m jobs "
+                                       r"tls init --name HOST`"):
+        thrift_settings(settings, ServerConf("127.0.0.1", 0, tls=True))
+    create_self_signed(settings, ["localhost"])
+    files = tls_files(settings)
+    assert {p.name: oct(p.stat().st_mode & 0o777) for p in files.folder.iterdir()} == {
+        "server.p12": "0o600", "server.p12.password": "0o600", "key.pem": "0o600",
+        "cert.pem": "0o644", "truststore.p12": "0o644"}
+    with pytest.raises(TlsError, match="exists; pass --replace"):
+        create_self_signed(settings, ["localhost"])
+    os.chmod(files.password_file, 0o644)
+    with pytest.raises(TlsError, match=r"may be read by other users \(mode 644\); chmod 600"):
+        thrift_settings(settings, ServerConf("127.0.0.1", 0, tls=True))
+    for bad in (["a b"], [], ["x/y"]):
+        with pytest.raises(TlsError, match="CEP-JOB-065: tls init"):
+            create_self_signed(settings, bad, replace=True)
+
+
 # ---- settings: typed errors, no JVM --------------------------------------------------------
 
 
@@ -567,7 +666,8 @@ def test_defaults_file_and_flags(tmp_path: Path) -> None:
                                  "70000"),
     ('[server]\nhost = "127.0.0.1; rm -rf /"\n', "server.host: expected an IP address or a "
                                                  "host name"),
-    ('[server]\nhosts = "127.0.0.1"\n', "unknown key server.hosts; expected host, port"),
+    ('[server]\nhosts = "127.0.0.1"\n', "unknown key server.hosts; expected host, port, tls"),
+    ('[server]\ntls = "yes"\n', "server.tls: expected true or false, found 'yes'"),
     ('[serve]\nhost = "127.0.0.1"\n', "unknown section [serve]; expected [server]"),
     ('[server\n', "cannot read"),
 ])
