@@ -138,6 +138,10 @@ def _parser() -> argparse.ArgumentParser:
     # Strings, not type=int: a bad value is a typed CEP-JOB-070 error like a bad conf value.
     connect.add_argument("--host", help="address to bind (default 127.0.0.1: loopback only)")
     connect.add_argument("--port", help="port (default 15002; 0: any free port, printed)")
+    connect.add_argument("--tls", action="store_true", default=None,
+                         help="clients connect with TLS (cert.pem and key.pem of "
+                              "<data_dir>/server/tls, python -m jobs tls init); also "
+                              "[connect] tls = true")
     sql = sub.add_parser("sql", help="run one SQL statement against the warehouse and show it")
     sql.add_argument("statement")
     sql.add_argument("--rows", type=int, default=50)
@@ -202,7 +206,8 @@ def _run(args: argparse.Namespace, overrides: dict[str, str], spark: "SparkSessi
         if args.command == "connect-server":
             from jobs.servers.connect_server import load_connect_conf, serve
 
-            return serve(settings, load_connect_conf(settings, host=args.host, port=args.port))
+            return serve(settings, load_connect_conf(settings, host=args.host, port=args.port,
+                                                     tls=args.tls))
         if args.command == "serve":
             from jobs.servers.server import load_server_conf, serve
 

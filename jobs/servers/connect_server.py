@@ -7,8 +7,10 @@ client gets its own session on this JVM: it shares the catalog (the registered t
 the SQL settings of ``conf/spark.toml``, but registers the CEP functions itself with
 ``sql_ext.register_all(spark)`` (functions are per session; docs/connect.md).
 
-Where it listens comes from ``conf/connect.toml`` ``[connect]`` (``host``, ``port``), then the
-``--host``/``--port`` flags; loopback (``127.0.0.1``) and port 15002 by default. The command
+Where it listens comes from ``conf/connect.toml`` ``[connect]`` (``host``, ``port``, ``tls``),
+then the ``--host``/``--port``/``--tls`` flags; loopback (``127.0.0.1``), port 15002 and no TLS
+by default. With TLS the service binds a free loopback port and the TLS front of
+:mod:`jobs.servers.tls_proxy` listens at ``host:port`` (Spark 4.2's service has no TLS). The command
 prints one line with the ``sc://host:port`` URL, serves until SIGTERM or SIGINT (Ctrl-C), then
 stops the service and the session and exits 0.
 
@@ -48,6 +50,8 @@ from cep.errors import CepError, ConfigError
 from delta_tables.settings import Settings
 from jobs.servers import listener
 from jobs.servers.lockdown import lockdown_conf, verify
+from jobs.servers.tls import pem_pair, tls_files
+from jobs.servers.tls_proxy import TlsProxy, server_context
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -92,10 +96,13 @@ class ConnectConf:
     Attributes:
         host: The address the gRPC service binds to (an IP address or a host name).
         port: The TCP port; 0 lets the system choose a free one (printed at start).
+        tls: Whether clients connect with TLS: the service then binds a free loopback port
+            and a TLS front (:mod:`jobs.servers.tls_proxy`) listens at ``host:port``.
     """
 
     host: str
     port: int
+    tls: bool = False
 
     @property
     def url(self) -> str:
@@ -125,7 +132,8 @@ def check_port(value: Any, where: str) -> int:
 
 
 def load_connect_conf(
-    settings: Settings, *, host: str | None = None, port: str | int | None = None
+    settings: Settings, *, host: str | None = None, port: str | int | None = None,
+    tls: bool | None = None
 ) -> ConnectConf:
     """``[connect]`` of ``<conf_dir>/connect.toml``, then the flags that were given.
 
@@ -134,14 +142,15 @@ def load_connect_conf(
             means the defaults, ``127.0.0.1`` and 15002).
         host: ``--host``, when given: wins over the file.
         port: ``--port``, when given: wins over the file.
+        tls: ``--tls`` (True), when given: wins over the file.
 
     Raises:
-        ConnectConfError: unreadable file, unknown section or key, bad host or port.
+        ConnectConfError: unreadable file, unknown section or key, bad host, port or ``tls``.
     """
-    found_host, found_port, _ = listener.load_address(
+    found_host, found_port, switches = listener.load_address(
         settings, CONF_FILE, "connect", (DEFAULT_HOST, DEFAULT_PORT), ConnectConfError,
-        host=host, port=port)
-    return ConnectConf(found_host, found_port)
+        host=host, port=port, switches={"tls": tls})
+    return ConnectConf(found_host, found_port, switches["tls"])
 
 
 def binding_conf(conf: ConnectConf, token: str) -> dict[str, str]:
@@ -179,19 +188,22 @@ def issue_token(settings: Settings) -> str:
     return token
 
 
-def client_url(host: str, port: int, token: str) -> str:
+def client_url(host: str, port: int, token: str, tls: bool = False) -> str:
     """The URL a pyspark client connects with: the token as a bearer credential.
 
     pyspark sends a token without TLS only to the host name ``localhost`` (gRPC's local
-    credentials), so a loopback server is addressed by that name.
+    credentials), so a loopback server is addressed by that name (which ``tls init --name
+    localhost`` puts in the certificate, for TLS on loopback).
 
     Example:
         >>> client_url("127.0.0.1", 15002, "t0k")
         'sc://localhost:15002/;token=t0k'
+        >>> client_url("10.0.0.5", 15002, "t0k", tls=True)
+        'sc://10.0.0.5:15002/;use_ssl=true;token=t0k'
     """
     where = f"localhost:{port}" if ConnectConf(host, port).is_loopback else \
         connect_url(host, port)[len("sc://"):]
-    return f"sc://{where}/;token={token}"
+    return f"sc://{where}/;use_ssl=true;token={token}" if tls else f"sc://{where}/;token={token}"
 
 
 @dataclass
@@ -211,6 +223,7 @@ class ConnectServer:
     tables: tuple[str, ...]
     token: str = ""
     token_path: Path | None = None
+    proxy: TlsProxy | None = None
     stopped: bool = False
 
     @property
@@ -221,7 +234,7 @@ class ConnectServer:
     @property
     def client_url(self) -> str:
         """The connection string a pyspark client uses, token included (:func:`client_url`)."""
-        return client_url(self.host, self.port, self.token)
+        return client_url(self.host, self.port, self.token, self.proxy is not None)
 
     def jvm_exit_code(self) -> int | None:
         """The JVM's exit code once it has exited; None while it runs (or when unknown)."""
@@ -243,6 +256,8 @@ class ConnectServer:
         if self.stopped:
             return
         self.stopped = True
+        if self.proxy is not None:
+            self.proxy.stop()
         if self.jvm_exit_code() is not None:
             return
         try:
@@ -280,23 +295,29 @@ def start_server(settings: Settings, conf: ConnectConf) -> ConnectServer:
     Raises:
         ConnectServerError: the port is taken, the address cannot be bound, or a Spark session
             with other settings already runs in this process.
+        TlsError: TLS is on and the key or certificate is missing (or the key is readable by
+            other users).
         LockdownUnavailable: the JVM shim is missing or does not restrict the sessions.
         DeltaJarsUnavailable: the Delta jars cannot be loaded.
     """
     _probe_port(conf)
+    pem = pem_pair(tls_files(settings)) if conf.tls else None  # missing files fail here
     listener.refuse_running_session(ConnectServerError, "connect-server")
     locked = lockdown_conf(settings)
     from delta_tables.catalog import discover_tables
     from jobs.session import build_session
 
     token = issue_token(settings)
-    with_binding = dataclasses.replace(
-        settings, spark_extra={**settings.spark_extra, **locked, **binding_conf(conf, token)})
+    # With TLS the service itself listens on a free loopback port behind the TLS front.
+    service_conf = ConnectConf("127.0.0.1", 0) if conf.tls else conf
+    with_binding = dataclasses.replace(settings, spark_extra={
+        **settings.spark_extra, **locked, **binding_conf(service_conf, token)})
     spark = build_session(with_binding)
     # build_session returns a session that already runs in this process unchanged; its JVM
     # would then listen wherever that session's settings say, not at ``conf``.
     live = spark.sparkContext.getConf()
-    if (live.get(BINDING_ADDRESS), live.get(BINDING_PORT)) != (conf.host, str(conf.port)):
+    if (live.get(BINDING_ADDRESS), live.get(BINDING_PORT)) != (service_conf.host,
+                                                                 str(service_conf.port)):
         raise ConnectServerError(
             "a Spark session with other Connect settings already runs in this process; start "
             "the server in a process of its own (python -m jobs connect-server)")
@@ -313,11 +334,20 @@ def start_server(settings: Settings, conf: ConnectConf) -> ConnectServer:
         spark.stop()
         first = next((ln for ln in str(exc).splitlines() if ln.strip()), repr(exc))
         raise ConnectServerError(
-            f"the Spark Connect service did not start on {conf.host}:{conf.port}: {first}"
-        ) from None
+            f"the Spark Connect service did not start on {service_conf.host}:"
+            f"{service_conf.port}: {first}") from None
+    proxy = None
+    if pem is not None:
+        proxy = TlsProxy(conf.host, conf.port, port, server_context(*pem))
+        try:
+            port = proxy.start()
+        except OSError as exc:
+            ConnectServer(spark, "127.0.0.1", port, ()).stop()
+            raise ConnectServerError(f"the TLS front did not start on {conf.host}:{conf.port}: "
+                                     f"{exc}") from None
     registered = tuple(t.name for t in discover_tables(settings)
                        if spark.catalog.tableExists(t.name))
-    return ConnectServer(spark, conf.host, port, registered, token, token_file(settings))
+    return ConnectServer(spark, conf.host, port, registered, token, token_file(settings), proxy)
 
 
 def serve(settings: Settings, conf: ConnectConf, *, out: TextIO | None = None) -> int:
@@ -328,12 +358,16 @@ def serve(settings: Settings, conf: ConnectConf, *, out: TextIO | None = None) -
     Raises:
         ConnectConfError, ConnectServerError: see :func:`start_server`.
     """
-    where = ("loopback only" if conf.is_loopback
-             else "reachable from other hosts; clients there need TLS in front of it")
+    if conf.tls:
+        where = (f"TLS: clients trust {tls_files(settings).cert}; "
+                 + ("loopback only" if conf.is_loopback else "reachable from other hosts"))
+    else:
+        where = ("loopback only" if conf.is_loopback
+                 else "reachable from other hosts; clients there need TLS (--tls)")
     return listener.run_until_signal(
         lambda: start_server(settings, conf),
         lambda server: (f"Spark Connect server at {server.url} ({where}; clients connect with "
-                        f"{client_url(server.host, server.port, '<token>')}, the token in "
+                        f"{client_url(server.host, server.port, '<token>', conf.tls)}, the token in "
                         f"{server.token_path}, readable by this user only; {len(server.tables)} "
                         f"Delta tables of {settings.warehouse_dir}; stop with Ctrl-C or "
                         "SIGTERM)"),

@@ -1,4 +1,4 @@
-"""TLS for the SQL server: where its key and certificate live, and a self-signed set to start.
+"""TLS for both servers: where the key and certificate live, and a self-signed set to start.
 
 ``python -m jobs serve --tls`` (or ``tls = true`` in ``conf/server.toml``) makes HiveServer2's
 binary Thrift listener speak TLS, with the PKCS#12 keystore ``<data_dir>/server/tls/server.p12``
@@ -8,7 +8,9 @@ init --name HOST`` makes a self-signed set there (``openssl``, which Debian ship
 password file under the same names instead (docs/bi.md, "TLS").
 
 The folder is mode 0700; the key, the keystore and its password file 0600: another local user
-cannot read them. Clients need the certificate only: ``cert.pem`` (PEM, for Python and ODBC
+cannot read them. ``python -m jobs connect-server --tls`` uses the same set, in PEM (``cert.pem``,
+``key.pem``), for the TLS front of :mod:`jobs.servers.tls_proxy`. Clients need the certificate
+only: ``cert.pem`` (PEM, for Python and ODBC
 clients) and ``truststore.p12`` (PKCS#12 without a key, for beeline and JDBC; its password,
 :data:`TRUSTSTORE_PASSWORD`, protects nothing secret and is printed with the URL).
 
@@ -44,7 +46,7 @@ if TYPE_CHECKING:
     from delta_tables.settings import Settings
 
 __all__ = ["DAYS", "TRUSTSTORE_PASSWORD", "TlsError", "TlsFiles", "create_self_signed",
-           "keystore_password", "thrift_tls_settings", "tls_files"]
+           "keystore_password", "pem_pair", "thrift_tls_settings", "tls_files"]
 
 DAYS = 825
 """Validity of a self-signed certificate: the longest that common clients accept."""
@@ -101,23 +103,41 @@ def tls_files(settings: "Settings") -> TlsFiles:
     return TlsFiles(settings.data_dir / "server" / "tls")
 
 
+def _check_secret(path: Path, what: str) -> None:
+    """``path`` exists and no other user may read it."""
+    if not path.is_file():
+        raise TlsError(f"TLS is on and the {what} {path} is missing: make a self-signed one "
+                       "with `python -m jobs tls init --name HOST`, or see docs/bi.md")
+    if path.stat().st_mode & 0o077:
+        raise TlsError(f"the {what} {path} may be read by other users (mode "
+                       f"{path.stat().st_mode & 0o777:o}); chmod 600 it")
+
+
 def keystore_password(files: TlsFiles) -> str:
     """The keystore's password, after checking that the keystore and its password are there.
 
     Raises:
         TlsError: a missing or empty file, or one that other users may read.
     """
-    how = "make a self-signed one with `python -m jobs tls init --name HOST`, or see docs/bi.md"
-    for path, what in ((files.keystore, "keystore"), (files.password_file, "keystore password")):
-        if not path.is_file():
-            raise TlsError(f"TLS is on and the {what} {path} is missing: {how}")
-        if path.stat().st_mode & 0o077:
-            raise TlsError(f"the {what} {path} may be read by other users (mode "
-                           f"{path.stat().st_mode & 0o777:o}); chmod 600 it")
+    _check_secret(files.keystore, "keystore")
+    _check_secret(files.password_file, "keystore password")
     lines = files.password_file.read_text(encoding="utf-8").splitlines()
     if not lines or not lines[0]:
         raise TlsError(f"the keystore password file {files.password_file} is empty")
     return lines[0]
+
+
+def pem_pair(files: TlsFiles) -> tuple[Path, Path]:
+    """``(cert, key)`` in PEM for the Connect server's TLS front, after checking them.
+
+    Raises:
+        TlsError: a missing file, or a key that other users may read.
+    """
+    _check_secret(files.key, "private key")
+    if not files.cert.is_file():
+        raise TlsError(f"TLS is on and the certificate {files.cert} is missing: make a "
+                       "self-signed set with `python -m jobs tls init --name HOST`")
+    return files.cert, files.key
 
 
 def thrift_tls_settings(files: TlsFiles) -> dict[str, str]:

@@ -11,10 +11,11 @@ SQL in the classic in-process session. A second client in a fresh interpreter ta
 docs/connect.md shows (``SparkSession.builder.remote(url).getOrCreate()``, which puts the
 process in Connect mode). A malformed pattern must fail with its CEP code in the client's
 exception text; a taken port and bad settings are typed errors; SIGTERM stops the server with
-exit 0 and frees the port. Issue 21: a local OS user other than the server's cannot read the
-token; a client with it gets ``CEP-SQL-090`` for every statement that reaches past the
-warehouse (``/etc/shadow``, ``reflect``, ``java_method('java.lang.System', 'exit', 0)``...),
-and the server still answers afterwards.
+exit 0 and frees the port. A TLS front (``connect-server --tls``'s proxy) in front of the
+server carries the docs' client with ``use_ssl=true``. Issue 21: a local OS user other than
+the server's cannot read the token; a client with it gets ``CEP-SQL-090`` for every statement
+that reaches past the warehouse (``/etc/shadow``, ``reflect``,
+``java_method('java.lang.System', 'exit', 0)``...), and the server still answers afterwards.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import queue
 import re
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import threading
@@ -41,7 +43,9 @@ import pytest
 from delta_tables.catalog import register_table
 from delta_tables.settings import Settings, TableConf
 from jobs.servers.connect_server import (ConnectConf, ConnectConfError, ConnectServerError,
-                                 load_connect_conf, start_server)
+                                         client_url, load_connect_conf, start_server)
+from jobs.servers.tls import TlsError, create_self_signed, pem_pair
+from jobs.servers.tls_proxy import TlsProxy, server_context
 from tests.os_users import REFUSED_SQL, probe_user
 from tests.sockets import descendants, listening_addresses
 
@@ -349,6 +353,39 @@ def test_client_in_connect_mode_process(server: Server) -> None:
     assert got and got == server.expected["as_text"]
 
 
+def test_a_tls_front_carries_connect_clients(server: Server, settings: Settings,
+                                            tmp_path: Path) -> None:
+    # Issue 21, optional TLS: Spark 4.2's Connect service speaks no TLS, so connect-server
+    # --tls puts jobs.servers.tls_proxy in front of it. Here that front, with a set made by
+    # tls init, forwards to the module's server: the docs' client with use_ssl=true and the
+    # certificate as its trust root gets the classic rows; without the root the handshake fails.
+    files = create_self_signed(dataclasses.replace(settings, data_dir=tmp_path), ["localhost"])
+    proxy = TlsProxy("127.0.0.1", 0, server.port, server_context(*pem_pair(files)))
+    port = proxy.start()
+    try:
+        url = client_url("127.0.0.1", port, server.url.split("token=")[1], tls=True)
+        assert url.startswith(f"sc://localhost:{port}/;use_ssl=true;token=")
+        trusting = {**server.env, "GRPC_DEFAULT_SSL_ROOTS_FILE_PATH": str(files.cert)}
+        proc = subprocess.run([sys.executable, "-c", CLIENT, url, AS_TEXT], cwd=ROOT,
+                              env=trusting, capture_output=True, text=True,
+                              timeout=START_TIMEOUT)
+        assert proc.returncode == 0, proc.stderr[-4000:]
+        got = sorted_rows([list(row.values())
+                           for row in json.loads(proc.stdout.strip().splitlines()[-1])["rows"]])
+        assert got and got == server.expected["as_text"]
+        # Without the certificate as a root the handshake fails (pyspark's client would
+        # retry UNAVAILABLE for minutes before saying so).
+        with socket.create_connection(("127.0.0.1", port), timeout=30) as raw:
+            with pytest.raises(ssl.SSLCertVerificationError):
+                ssl.create_default_context().wrap_socket(raw, server_hostname="localhost")
+    finally:
+        proxy.stop()
+    with pytest.raises(TlsError, match=r"CEP-JOB-065: TLS is on and the private key .*key\.pem "
+                                       r"is missing"):
+        start_server(dataclasses.replace(settings, data_dir=tmp_path / "none"),
+                     ConnectConf("127.0.0.1", 0, tls=True))
+
+
 def test_a_taken_port_is_a_typed_error(server: Server) -> None:
     proc = subprocess.run([sys.executable, "-m", "jobs", "connect-server", "--port",
                            str(server.port)], cwd=ROOT, env=server.env, capture_output=True,
@@ -374,6 +411,7 @@ def test_server_in_a_process_with_another_session_is_refused(spark: Any,
     ("[connect]\nport = true\n", {}, "connect.port: expected a port number"),
     ("[connect]\nhost = 'not a host'\n", {}, "connect.host: expected an IP address or a host"),
     ("[connect]\nhots = '127.0.0.1'\n", {}, "unknown key connect.hots"),
+    ("[connect]\ntls = 1\n", {}, "connect.tls: expected true or false, found 1"),
     ("[server]\nport = 1\n", {}, "unknown section [server]"),
     ("[connect\n", {}, "cannot read"),
     ("", {"port": "-1"}, "--port: expected a port number"),
@@ -397,6 +435,7 @@ def test_connect_settings_defaults_file_and_flags(settings: Settings, tmp_path: 
     conf = load_connect_conf(local, host="::1", port="0")
     assert (conf.url, conf.is_loopback) == ("sc://[::1]:0", True)
     assert not load_connect_conf(local, host="0.0.0.0").is_loopback
+    assert not load_connect_conf(local).tls and load_connect_conf(local, tls=True).tls
     assert load_connect_conf(settings).port == 15002  # the project's conf/connect.toml
 
 
