@@ -26,8 +26,6 @@ import argparse
 import time
 from typing import Any
 
-import numpy as np
-
 from benchmarks import bench_sketch_query as b
 
 REPEATS = 3
@@ -43,7 +41,6 @@ def selected_table(streams: Any, trees: Any) -> Any:
 def run(n: int) -> list[dict[str, Any]]:
     """Every question and mode of the ``cases`` shape at ``n`` events."""
     from cep.match import compile_query
-    from cep.sketch.stored import stream_bounds
     from udfs.approx_match_seq import (check_arguments, compiled_query, forest_answer,
                                        node_columns, output_table, stream_answers)
 
@@ -63,7 +60,7 @@ def run(n: int) -> list[dict[str, Any]]:
 
             def both(answer: Any) -> Any:
                 cols = node_columns(table)
-                bounds = stream_bounds(cols["keys"])
+                bounds = cols["bounds"]
                 found = answer(cols, bounds)
                 return output_table(plan, cols, bounds, found)
 

@@ -227,8 +227,8 @@ def compiled_query(pattern: str, policy: str | None) -> Any:
 def node_columns(table: Any) -> dict[str, Any]:
     """The selected ``__<name>`` columns as numpy, sorted by stream, NULLs refused where a tree
     needs a value; ``stream`` stays an Arrow column (the output keeps its type), ``keys`` are
-    its values, ``binding``, ``stream_bytes`` (one per stream) and ``stream_rows`` what each
-    row's blob tag covers."""
+    its values and ``bounds`` their runs (:func:`cep.sketch.stored.stream_bounds`), ``binding``,
+    ``stream_bytes`` (one per stream) and ``stream_rows`` what each row's blob tag covers."""
     import numpy as np
     import pyarrow.compute as pc
 
@@ -276,6 +276,7 @@ def node_columns(table: Any) -> dict[str, Any]:
     # each row, and its stream's bytes, encoded once per stream.
     out["binding"] = binding_fields(out, valid)
     bounds = stream_bounds(keys)
+    out["bounds"] = bounds
     out["stream_bytes"] = [stream_bytes(key) for key in keys[bounds[:-1]]]
     out["stream_rows"] = np.repeat(np.arange(len(bounds) - 1), np.diff(bounds))
     return out
@@ -309,10 +310,9 @@ def stream_trees(cols: dict[str, Any]) -> Iterator[tuple[int, int, Any, Any]]:
     import numpy as np
 
     from cep.sketch import CorruptSketchError
-    from cep.sketch.stored import config_of_rows, decode_bits_matrix, stored_tree, stream_bounds
+    from cep.sketch.stored import config_of_rows, decode_bits_matrix, stored_tree
 
-    keys = cols["keys"]
-    bounds = stream_bounds(keys)
+    keys, bounds = cols["keys"], cols["bounds"]
     seed_starts = np.concatenate(([0], np.cumsum(cols["seed_lengths"]))).astype(np.int64)
     for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
         key = keys[lo]
@@ -364,13 +364,9 @@ def answer_table(plan: SketchCallPlan, table: Any) -> Any:
         SketchRowsError: NULLs where a tree needs a value, mixed configurations.
         CorruptSketchError: a damaged blob or rows that are not one tree (naming the stream).
     """
-    import numpy as np
-
-    from cep.sketch.stored import stream_bounds
-
     cols = node_columns(table)
     query = compiled_query(plan.pattern, plan.policy)
-    bounds = stream_bounds(cols["keys"])
+    bounds = cols["bounds"]
     found = forest_answer(plan, query, cols, bounds)
     if found is None:
         found = stream_answers(plan, query, cols)

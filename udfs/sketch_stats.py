@@ -75,10 +75,8 @@ def stats_table(stream_name: str, table: Any) -> Any:
     import numpy as np
     import pyarrow as pa
 
-    from cep.sketch.stored import stream_bounds
-
     cols = node_columns(table)
-    bounds = stream_bounds(cols["keys"])
+    bounds = cols["bounds"]
     offsets = cols["bits_offsets"].astype(np.int64)
     stored = offsets[1:] - offsets[:-1]  # bytes of each row's blob
     forest = partition_forest(cols, bounds)

@@ -384,7 +384,6 @@ def test_a_task_answers_streams_of_two_configurations_as_each_alone(mode: str) -
 def test_sketch_stats_of_all_streams_at_once_equal_one_at_a_time() -> None:
     import numpy as np
 
-    from cep.sketch.stored import stream_bounds
     from udfs.approx_match_seq import node_columns, partition_forest, selected_columns
     from udfs.sketch_stats import forest_stats, stream_stats
 
@@ -395,7 +394,7 @@ def test_sketch_stats_of_all_streams_at_once_equal_one_at_a_time() -> None:
         names = [rng.choice("ABCDEFGHIJ") for _ in range(n)]
         tables.append(tree_to_arrow(f"c{s:02d}", SketchTree.build(names, list(range(n)), CONFIG)))
     cols = node_columns(selected_columns(pa.concat_tables(tables)))
-    bounds = stream_bounds(cols["keys"])
+    bounds = cols["bounds"]
     stored = np.diff(cols["bits_offsets"].astype(np.int64))
     forest = partition_forest(cols, bounds)
     assert forest is not None
