@@ -66,6 +66,8 @@ class CallPlan:
         mask_aliases: the alias of ``__m0``, ``__m1``, ...
         filtered: ``__cep_keep`` is selected: only rows where it is true matter.
         positioned: ``__pos`` is selected: a key is cut into runs where rows were dropped.
+        renames: ``(internal name, selected name)`` of the columns selected under their own
+            names (see :class:`Selection`).
     """
 
     pattern: str
@@ -77,6 +79,7 @@ class CallPlan:
     max_matches: int | None = None
     filtered: bool = False
     positioned: bool = False
+    renames: tuple[tuple[str, str], ...] = ()
 
 
 def _ts_kind(data_type: Any, name: str) -> tuple[str, str]:
@@ -98,11 +101,49 @@ def _ts_kind(data_type: Any, name: str) -> tuple[str, str]:
 OPTIONS = ("policy", "ts_col", "type_col", "id_col", "max_matches")
 
 
+class Selection:
+    """The columns ``analyze`` asks Spark for, each under the name the task reads it by.
+
+    With ``raw`` (a call whose selection holds window functions), a plain column of the table
+    is selected under its own name and renamed in the task (:attr:`renames`): Spark computes
+    a selection's aliases below the window's shuffle, next to the columns the window itself
+    needs, so ``id AS __id`` would cross the shuffle beside ``id`` (measured in BENCHMARKS.md,
+    "Strict contiguity"). Names that start with ``__`` are always aliased, so a table column
+    never takes an internal name.
+
+    Example:
+        >>> s = Selection(raw=True)
+        >>> s.add("__id", "`id`", "id"); s.add("__a0", "`id`", "id"); s.add("__m0", "x > 1")
+        >>> [(c.name, c.alias) for c in s.columns], s.renames
+        ([('`id`', ''), ('x > 1', '__m0')], (('__id', 'id'), ('__a0', 'id')))
+    """
+
+    def __init__(self, raw: bool) -> None:
+        self.raw = raw
+        self.columns: list[Any] = []
+        self.renames: tuple[tuple[str, str], ...] = ()
+        self._raw_names: set[str] = set()
+
+    def add(self, internal: str, sql: str, column: str | None = None) -> None:
+        """Select ``sql`` for the task's column ``internal`` (``column``: the table column
+        ``sql`` names, when it is a plain column)."""
+        from pyspark.sql.udtf import SelectedColumn
+
+        if (self.raw and column is not None and sql == quote(column)
+                and not column.startswith("__")):
+            if column.lower() not in self._raw_names:
+                self._raw_names.add(column.lower())
+                self.columns.append(SelectedColumn(sql))
+            self.renames += ((internal, column),)
+            return
+        self.columns.append(SelectedColumn(sql, alias=internal))
+
+
+
 def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
     """The analysis of one call (see the module docstring)."""
     from pyspark.sql.types import (ArrayType, IntegerType, IntegralType, LongType, StringType,
                                    StructField, StructType)
-    from pyspark.sql.udtf import SelectedColumn
 
     from cep.lang import parse_pattern
     from cep.lang.ast import events as pattern_events
@@ -142,16 +183,10 @@ def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
     attributes = tuple(a for a in compiled.attributes
                        if a.lower() not in {ts_f.name.lower(), id_f.name.lower()})
 
-    select = [SelectedColumn(f"CAST({quote(id_f.name)} AS BIGINT)", alias="__id"),
-              SelectedColumn(ts_sql, alias="__ts"),
-              SelectedColumn(f"CAST({quote(type_f.name)} AS STRING)", alias="__type")]
-    for i, attr in enumerate(attributes):
-        select.append(SelectedColumn(quote(schema_names[attr.lower()]), alias=f"__a{i}"))
     classes = {e.alias: e.cls for e in pattern_events(parse_pattern(text).pattern)}
     # Class tests as the engine reads them: a DEFINE with a join variable ($x) contributes only
     # its variable-free conjuncts; the conjuncts with $x are checked by the engine on matches.
     defines = {cls: pred.condition for cls, pred in compiled.defines.items()}
-    mask_aliases: list[str] = []
     masks: dict[str, str] = {}
     for alias, conditions in compiled.pushdown.items():
         try:
@@ -163,18 +198,35 @@ def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
             continue  # the engine evaluates this alias itself
         expr = " AND ".join(f"({p})" for p in parts)
         masks[alias] = f"coalesce({expr}, false)"
-        select.append(SelectedColumn(masks[alias], alias=f"__m{len(mask_aliases)}"))
-        mask_aliases.append(alias)
-    id_sql = f"CAST({quote(id_f.name)} AS BIGINT)"
+    id_sql = (quote(id_f.name) if isinstance(id_f.dataType, LongType)
+              else f"CAST({quote(id_f.name)} AS BIGINT)")
     order = f"ORDER BY {ts_sql}, {id_sql}"
     window = f"OVER (PARTITION BY {quote(key_f.name)} {order})" if key_f else f"OVER ({order})"
     keep, positioned = keep_condition(compiled, masks, window)
+
+    selection = Selection(raw=positioned)
+    selection.add("__id", id_sql, id_f.name)
+    selection.add("__ts", ts_sql, ts_f.name)
+    type_sql = (quote(type_f.name) if isinstance(type_f.dataType, StringType)
+                else f"CAST({quote(type_f.name)} AS STRING)")
+    selection.add("__type", type_sql, type_f.name)
+    for i, attr in enumerate(attributes):
+        name = schema_names[attr.lower()]
+        selection.add(f"__a{i}", quote(name), name)
+    mask_aliases: list[str] = []
+    for alias, mask in masks.items():
+        # Under a window a mask is read as `lead(mask, 0)`: the window's own input then, so
+        # Spark does not carry it through the shuffle a second time (BENCHMARKS.md).
+        selection.add(f"__m{len(mask_aliases)}", f"lead({mask}, 0) {window}" if positioned
+                      else mask)
+        mask_aliases.append(alias)
     if keep is not None:
-        select.append(SelectedColumn(keep, alias=KEEP))
+        selection.add(KEEP, keep)
     if positioned:
-        select.append(SelectedColumn(f"row_number() {window}", alias=POS))
+        selection.add(POS, f"row_number() {window}")
     if key_f is not None:
-        select.append(SelectedColumn(quote(key_f.name), alias="__key"))
+        selection.add("__key", quote(key_f.name), key_f.name)
+    select = selection.columns
 
     out = [StructField(key_f.name, key_f.dataType)] if key_f is not None else []
     ts_type = LongType() if ts_kind == "number" else ts_f.dataType
@@ -184,7 +236,7 @@ def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
             StructField("n_events", IntegerType())]
     key = key_f.name if key_f is not None else None
     plan = CallPlan(text, chosen_policy, ts_kind, key, attributes, tuple(mask_aliases), limit,
-                    keep is not None, positioned)
+                    keep is not None, positioned, selection.renames)
     if positioned and key is not None:
         # The window already brings each key's rows into one task, sorted: asking Spark for a
         # partitioning too would shuffle every row twice (Spark cannot see that the two agree)
@@ -352,6 +404,10 @@ def event_stream(plan: CallPlan, table: Any) -> tuple[Any, Any, Any]:
 
     from cep.match.stream import EventStream
 
+    if plan.renames:
+        columns = {name: table.column(name) for name in table.column_names}
+        columns.update((internal, table.column(name)) for internal, name in plan.renames)
+        table = pa.table(columns)
     if plan.filtered:  # rows no alias can bind (the JVM shim has dropped them already, if loaded)
         table = table.filter(table.column(KEEP))
     if table.column("__id").null_count or table.column("__ts").null_count:
