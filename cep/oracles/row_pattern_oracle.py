@@ -1,0 +1,135 @@
+"""Brute-force oracle of row pattern matching: the standard's definition, enumerated.
+
+For each candidate starting row in turn, every way the pattern can map rows to variables is
+enumerated by backtracking over the pattern tree, in the standard's preference order
+(alternation left to right, greedy quantifiers more first, reluctant fewer first, PERMUTE in
+lexicographic order of the item orders); the first mapping found is the match. Exponential,
+for small inputs only; :mod:`cep.recognize.matcher` must agree with it everywhere.
+
+It shares the matcher's one convention (docs/match-recognize.md, "Empty iterations"): an
+iteration of an unbounded quantifier that maps no row ends that path.
+
+Example:
+    >>> from cep.recognize.parser import parse_row_pattern
+    >>> rows = [{"A"}, {"A"}, {"A", "B"}, {"B"}]
+    >>> oracle_row_matches(parse_row_pattern("A+? B"), rows)
+    [(0, ('A', 'A', 'B'), (False, False, False))]
+"""
+
+from __future__ import annotations
+
+from itertools import permutations
+from typing import Iterator
+
+from cep.recognize.ast import (Alternation, Anchor, Concatenation, Empty, Exclusion, Node,
+                               Permute, Quantified, Variable)
+
+__all__ = ["oracle_row_matches"]
+
+_Path = tuple[tuple[str, bool], ...]
+
+
+def oracle_row_matches(pattern: Node, rows: list[set[str]], skip: str = "past_last",
+                       skip_to: frozenset[str] = frozenset()
+                       ) -> list[tuple[int, tuple[str, ...], tuple[bool, ...]]]:
+    """``(start, labels, excluded)`` of every match, in order.
+
+    Args:
+        pattern: the parsed row pattern.
+        rows: per row, the variables it satisfies (a variable never named in DEFINE should be
+            in every row's set).
+        skip: ``past_last``, ``next_row``, ``first`` or ``last``.
+        skip_to: for ``first``/``last``: the variables (a SUBSET's members) to skip to.
+
+    Raises:
+        ValueError: the skip target is missing from a match or would loop (the matcher raises
+            its typed errors there).
+    """
+    n = len(rows)
+    out = []
+    pos = 0
+    while pos < n:
+        found = None
+        for start in range(pos, n):
+            for end, path in _walk(pattern, rows, start, (), False):
+                found = (start, path)
+                break
+            if found:
+                break
+        if found is None:
+            break
+        start, path = found
+        labels = tuple(v for v, _ in path)
+        out.append((start, labels, tuple(e for _, e in path)))
+        if not path:
+            pos = start + 1
+        elif skip == "past_last":
+            pos = start + len(path)
+        elif skip == "next_row":
+            pos = start + 1
+        else:
+            hits = [start + i for i, v in enumerate(labels) if v in skip_to]
+            if not hits:
+                raise ValueError("skip target matched no row")
+            pos = hits[0] if skip == "first" else hits[-1]
+            if pos == start:
+                raise ValueError("skip would loop")
+    return out
+
+
+def _walk(node: Node, rows: list[set[str]], i: int, path: _Path, excluded: bool
+          ) -> Iterator[tuple[int, _Path]]:
+    """Every ``(next row, path)`` after matching ``node`` from row ``i``, preferred first."""
+    if isinstance(node, Variable):
+        if i < len(rows) and node.name in rows[i]:
+            yield i + 1, path + ((node.name, excluded),)
+    elif isinstance(node, Empty):
+        yield i, path
+    elif isinstance(node, Anchor):
+        if (i == 0) if node.start else (i == len(rows)):
+            yield i, path
+    elif isinstance(node, Exclusion):
+        yield from _walk(node.item, rows, i, path, True)
+    elif isinstance(node, Concatenation):
+        yield from _sequence(node.items, rows, i, path, excluded)
+    elif isinstance(node, Alternation):
+        for item in node.items:
+            yield from _walk(item, rows, i, path, excluded)
+    elif isinstance(node, Permute):
+        for order in permutations(node.items):
+            yield from _sequence(order, rows, i, path, excluded)
+    else:
+        assert isinstance(node, Quantified)
+        yield from _repeat(node, rows, i, path, excluded, 0)
+
+
+def _sequence(items: tuple[Node, ...], rows: list[set[str]], i: int, path: _Path,
+              excluded: bool) -> Iterator[tuple[int, _Path]]:
+    if not items:
+        yield i, path
+        return
+    for j, p in _walk(items[0], rows, i, path, excluded):
+        yield from _sequence(items[1:], rows, j, p, excluded)
+
+
+def _repeat(node: Quantified, rows: list[set[str]], i: int, path: _Path, excluded: bool,
+            count: int) -> Iterator[tuple[int, _Path]]:
+    can_stop = count >= node.low
+    can_go = node.high is None or count < node.high
+
+    def more() -> Iterator[tuple[int, _Path]]:
+        if not can_go:
+            return
+        for j, p in _walk(node.item, rows, i, path, excluded):
+            if node.high is None and count >= node.low and j == i:
+                continue  # an empty iteration of the unbounded part ends the path
+            yield from _repeat(node, rows, j, p, excluded, count + 1)
+
+    if node.greedy:
+        yield from more()
+        if can_stop:
+            yield i, path
+    else:
+        if can_stop:
+            yield i, path
+        yield from more()

@@ -1,0 +1,1 @@
+"""MATCH_RECOGNIZE (SQL:2016 row pattern recognition): parser, compiler and matcher."""

@@ -1,0 +1,194 @@
+"""The matcher: runs a compiled row pattern over one partition's rows, Pike VM style.
+
+Input is one boolean per row and primary variable (``accepts[i, v]``: row ``i`` satisfies
+variable ``v``'s DEFINE condition; a variable without DEFINE is always true), computed before
+the matcher runs, vectorised. The matcher advances all alive threads together, one row at a
+time, in preference order; two threads at the same instruction after the same row have the
+same future, so the less preferred one is dropped (the standard's preference makes the first
+one win). Work per row is bounded by the program's size: no exponential backtracking, and
+``A+ B+`` over 10^5 rows of one value is one pass (trinodb/trino#18036 backtracks).
+
+Which match is found follows SQL:2016: the earliest starting row that has a match, and for
+that row the match first in preference order; after it, ``AFTER MATCH SKIP`` says where the
+next search starts. One convention the standard leaves to implementations: an iteration of an
+unbounded quantifier that matches no row ends the path (docs/match-recognize.md, "Empty
+iterations"); the oracle :mod:`cep.oracles.row_pattern_oracle` follows the same rule.
+
+Example:
+    >>> import numpy as np
+    >>> from cep.recognize.parser import parse_row_pattern
+    >>> from cep.recognize.program import compile_pattern
+    >>> prog = compile_pattern(parse_row_pattern("A+ B"))
+    >>> accepts = np.array([[1, 0], [1, 0], [1, 1], [0, 1], [1, 0]], dtype=bool)
+    >>> [(m.start, m.labels) for m in find_matches(prog, accepts)]
+    [(0, (0, 0, 0, 1))]
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from cep.recognize.errors import (E_SKIP_LOOPS, E_SKIP_TARGET_EMPTY, E_TOO_MUCH_OUTPUT,
+                                  RowPatternLimitError, RowPatternSemanticError)
+from cep.recognize.program import (ANCHOR_END, ANCHOR_START, CONSUME, JMP, MATCH, SPLIT,
+                                   Program)
+
+__all__ = ["MAX_MATCHES", "Match", "Skip", "find_matches"]
+
+MAX_MATCHES = 10_000_000
+"""Most matches one partition may produce (CEP-MR-005 beyond)."""
+
+
+@dataclass(frozen=True)
+class Skip:
+    """Where the search resumes after a match (``AFTER MATCH SKIP``).
+
+    Attributes:
+        mode: ``past_last`` (the default), ``next_row``, ``first`` or ``last``.
+        targets: for ``first``/``last``: the primary variables' indexes (a SUBSET's union).
+        name: the variable or SUBSET name as written, for messages.
+        span: where the clause is in the statement, for messages.
+    """
+
+    mode: str = "past_last"
+    targets: frozenset[int] = frozenset()
+    name: str = ""
+    span: tuple[int, int] = (0, 0)
+
+
+@dataclass(frozen=True)
+class Match:
+    """One match: ``start`` row, then one label and exclusion flag per matched row.
+
+    The matched rows are ``start, start + 1, ..., start + len(labels) - 1``; an empty match
+    has no labels and starts at the row where it was found.
+    """
+
+    number: int
+    start: int
+    labels: tuple[int, ...]
+    excluded: tuple[bool, ...]
+
+    @property
+    def end(self) -> int:
+        """The row after the last matched row."""
+        return self.start + len(self.labels)
+
+
+def find_matches(program: Program, accepts: Any, skip: Skip = Skip(), *, text: str = "",
+                 max_matches: int = MAX_MATCHES) -> list[Match]:
+    """Every match of ``program`` in one partition, in order, numbered from 1.
+
+    Args:
+        program: the compiled pattern.
+        accepts: ``n x V`` booleans (numpy or nested sequences): row ``i`` may be variable ``v``.
+        skip: ``AFTER MATCH SKIP``.
+        text: the statement, for the position of skip errors.
+        max_matches: CEP-MR-005 when one partition has more matches.
+
+    Raises:
+        RowPatternSemanticError: CEP-MR-203 when the skip would restart at the match's first
+            row, CEP-MR-204 when its variable matched no row (the standard's errors).
+    """
+    rows = [tuple(bool(x) for x in row) for row in accepts]
+    n = len(rows)
+    out: list[Match] = []
+    pos = 0
+    while pos < n:
+        found = _search(program, rows, pos)
+        if found is None:
+            break
+        start, end, history = found
+        labels: list[int] = []
+        excluded: list[bool] = []
+        while history is not None:
+            _, var, excl, history = history
+            labels.append(var)
+            excluded.append(excl)
+        labels.reverse()
+        excluded.reverse()
+        if len(out) >= max_matches:
+            raise RowPatternLimitError(E_TOO_MUCH_OUTPUT, f"a partition has more than "
+                                       f"{max_matches:,} matches", text, 0, 0)
+        match = Match(len(out) + 1, start, tuple(labels), tuple(excluded))
+        out.append(match)
+        pos = _next_start(match, skip, text)
+    return out
+
+
+def _next_start(match: Match, skip: Skip, text: str) -> int:
+    if match.end == match.start:  # an empty match: the search moves on by one row
+        return match.start + 1
+    if skip.mode == "past_last":
+        return match.end
+    if skip.mode == "next_row":
+        return match.start + 1
+    hits = [match.start + i for i, v in enumerate(match.labels) if v in skip.targets]
+    if not hits:
+        raise RowPatternSemanticError(
+            E_SKIP_TARGET_EMPTY, f"AFTER MATCH SKIP TO {skip.name}: match {match.number} maps "
+            f"no row to {skip.name}", text, *skip.span)
+    target = hits[0] if skip.mode == "first" else hits[-1]
+    if target == match.start:
+        raise RowPatternSemanticError(
+            E_SKIP_LOOPS, f"AFTER MATCH SKIP TO {skip.name} would start the next match at the "
+            f"first row of match {match.number} again (an endless loop)", text, *skip.span)
+    return target
+
+
+def _search(program: Program, rows: list[tuple[bool, ...]], pos: int
+            ) -> tuple[int, int, Any] | None:
+    """The leftmost, then most preferred match starting at or after ``pos``.
+
+    A thread is ``(pc, history, start)``; ``history`` is a linked list
+    ``(row, variable, excluded, previous)`` shared between threads, so advancing costs O(1).
+    """
+    ops, arg1, arg2 = program.ops, program.arg1, program.arg2
+    n = len(rows)
+
+    def add(threads: list, seen: set, pc: int, history: Any, start: int, at: int) -> None:
+        # The epsilon closure, depth first in preference order; `seen` spans the whole step.
+        stack = [pc]
+        while stack:
+            pc = stack.pop()
+            if pc in seen:
+                continue
+            seen.add(pc)
+            op = ops[pc]
+            if op == JMP:
+                stack.append(arg1[pc])
+            elif op == SPLIT:
+                stack.append(arg2[pc])
+                stack.append(arg1[pc])
+            elif op == ANCHOR_START:
+                if at == 0:
+                    stack.append(pc + 1)
+            elif op == ANCHOR_END:
+                if at == n:
+                    stack.append(pc + 1)
+            else:
+                threads.append((pc, history, start))
+
+    threads: list = []
+    add(threads, set(), 0, None, pos, pos)
+    matched = None
+    i = pos
+    while threads:
+        following: list = []
+        seen: set = set()
+        row = rows[i] if i < n else None
+        for pc, history, start in threads:
+            if ops[pc] == MATCH:
+                matched = (start, i, history)
+                break  # every thread after this one is less preferred
+            if row is not None and row[arg1[pc]]:
+                add(following, seen, pc + 1, (i, arg1[pc], bool(arg2[pc]), history), start,
+                    i + 1)
+        if matched is None and i + 1 < n:
+            add(following, seen, 0, None, i + 1, i + 1)  # a later start: least preferred
+        if row is None:
+            break
+        threads = following
+        i += 1
+    return matched
