@@ -8,7 +8,7 @@ imports neither pyspark nor ``udfs`` when it is imported.
 
 Example:
     >>> [f.name for f in FUNCTIONS if f.status == "available"]
-    ['cep_functions', 'match_seq', 'approx_match_seq', 'sketch_stats', 'cet_trends', 'match_prob', 'predict_match']
+    ['cep_functions', 'match_seq', 'approx_match_seq', 'sketch_stats', 'cet_trends', 'match_prob', 'predict_match', 'cep_match_recognize']
     >>> function("predict_match").adapter
     'udfs.predict_match:predict_match_udtf'
 """
@@ -103,6 +103,15 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
         "available", "udfs.predict_match:predict_match_udtf",
         "Probability that a subscription matches within the next n events (P-ToPSS Markov "
         "prediction), per key and instance or per event."),
+    FunctionSpec(
+        "cep_match_recognize",
+        "cep_match_recognize(plan STRING, events TABLE): written by the MATCH_RECOGNIZE "
+        "rewriter, not by hand",
+        "the input's columns, __mr_match BIGINT, __mr_seq INT, __mr_label STRING, "
+        "__mr_kind INT, __mr_excluded BOOLEAN[, __mr_rest STRUCT]",
+        "available", "udfs.match_recognize:match_recognize_udtf",
+        "The matcher behind SELECT ... FROM t MATCH_RECOGNIZE (...): write the clause "
+        "(docs/match-recognize.md), Spark SQL calls this."),
 )
 
 

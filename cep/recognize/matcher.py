@@ -34,7 +34,7 @@ from cep.recognize.errors import (E_SKIP_LOOPS, E_SKIP_TARGET_EMPTY, E_TOO_MUCH_
 from cep.recognize.program import (ANCHOR_END, ANCHOR_START, CONSUME, JMP, MATCH, SPLIT,
                                    Program)
 
-__all__ = ["MAX_MATCHES", "Match", "Skip", "find_matches"]
+__all__ = ["MAX_MATCHES", "Match", "Skip", "find_matches", "row_masks"]
 
 MAX_MATCHES = 10_000_000
 """Most matches one partition may produce (CEP-MR-005 beyond)."""
@@ -91,7 +91,7 @@ def find_matches(program: Program, accepts: Any, skip: Skip = Skip(), *, text: s
         RowPatternSemanticError: CEP-MR-203 when the skip would restart at the match's first
             row, CEP-MR-204 when its variable matched no row (the standard's errors).
     """
-    rows = [tuple(bool(x) for x in row) for row in accepts]
+    rows = row_masks(accepts)
     n = len(rows)
     out: list[Match] = []
     pos = 0
@@ -117,6 +117,24 @@ def find_matches(program: Program, accepts: Any, skip: Skip = Skip(), *, text: s
     return out
 
 
+def row_masks(accepts: Any) -> list[int]:
+    """One integer per row whose bit ``v`` says whether the row may be variable ``v``.
+
+    Example:
+        >>> row_masks([[True, False], [True, True]])
+        [1, 3]
+    """
+    import numpy as np
+
+    matrix = np.asarray(accepts, dtype=bool)
+    if matrix.ndim != 2:
+        matrix = matrix.reshape(len(matrix), -1)
+    if matrix.shape[1] <= 62:
+        weights = np.left_shift(np.int64(1), np.arange(matrix.shape[1], dtype=np.int64))
+        return (matrix.astype(np.int64) @ weights).tolist()
+    return [sum(1 << v for v in np.flatnonzero(row).tolist()) for row in matrix]
+
+
 def _next_start(match: Match, skip: Skip, text: str) -> int:
     if match.end == match.start:  # an empty match: the search moves on by one row
         return match.start + 1
@@ -137,7 +155,7 @@ def _next_start(match: Match, skip: Skip, text: str) -> int:
     return target
 
 
-def _search(program: Program, rows: list[tuple[bool, ...]], pos: int
+def _search(program: Program, rows: list[int], pos: int
             ) -> tuple[int, int, Any] | None:
     """The leftmost, then most preferred match starting at or after ``pos``.
 
@@ -182,7 +200,7 @@ def _search(program: Program, rows: list[tuple[bool, ...]], pos: int
             if ops[pc] == MATCH:
                 matched = (start, i, history)
                 break  # every thread after this one is less preferred
-            if row is not None and row[arg1[pc]]:
+            if row is not None and row >> arg1[pc] & 1:
                 add(following, seen, pc + 1, (i, arg1[pc], bool(arg2[pc]), history), start,
                     i + 1)
         if matched is None and i + 1 < n:

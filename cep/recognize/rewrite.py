@@ -1,0 +1,247 @@
+"""Statement rewriter: every ``<source> MATCH_RECOGNIZE (...)`` becomes a plain Spark SQL subquery.
+
+The generated subquery (docs/match-recognize.md, "How it runs"):
+
+1. reads the source with a tiebreak column ``__mr_tie = xxhash64(*)`` and, over the window
+   ``PARTITION BY <partition> ORDER BY <order>, __mr_tie``, one boolean column per DEFINE
+   (``__mr_d<i>``), the ``lag``/``lead`` columns MEASURES navigate to (``__mr_nav<k>``) and
+   the row's position in its partition (``__mr_rn``);
+2. hands those rows to the table function ``cep_match_recognize`` (Arrow batches, the
+   matcher of :mod:`cep.recognize.matcher`), which returns the matched rows labelled with
+   ``__mr_match``, ``__mr_seq``, ``__mr_label``, ``__mr_kind`` and ``__mr_excluded``;
+3. computes MEASURES from those rows in Spark (:mod:`cep.recognize.expressions`): grouped by
+   match for ONE ROW PER MATCH, as windows over the match for ALL ROWS PER MATCH.
+
+The statement is otherwise untouched, so the result is usable as a table anywhere: joins,
+CTEs, aggregates over it, ``VERSION AS OF`` sources.
+
+Example:
+    >>> sql = rewrite_statement(
+    ...     "SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY k ORDER BY ts "
+    ...     "MEASURES COUNT(*) AS n PATTERN (A B+) DEFINE B AS x > PREV(x)) AS m")
+    >>> sql.startswith("SELECT * FROM (SELECT `k`, COUNT(CASE WHEN __mr_kind = 0 THEN 1 END) AS `n`")
+    True
+    >>> contains_clause(sql)  # the original text travels on only inside a string literal
+    False
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from cep.recognize.ast import variables as pattern_variables
+from cep.recognize.clause import KEYWORD, Clause, read_clause, tokens_of
+from cep.recognize.errors import (E_BAD_SUBSET, E_CLAUSE, E_UNKNOWN_VARIABLE, E_UNMATCHED_EXCLUSION,
+                                  E_UNSUPPORTED, RowPatternSemanticError, RowPatternSyntaxError)
+from cep.recognize.expressions import WINDOW, Translator
+from cep.recognize.parser import parse_row_pattern
+from cep.recognize.program import CONSUME, compile_pattern
+
+__all__ = ["FUNCTION", "contains_clause", "rewrite_statement"]
+
+FUNCTION = "cep_match_recognize"
+"""The table function the rewritten statement calls (sql_ext/registry.py)."""
+MAX_CLAUSES = 64
+
+
+def contains_clause(sql: str) -> bool:
+    """Whether ``sql`` has a MATCH_RECOGNIZE keyword outside strings and comments."""
+    if KEYWORD.lower() not in sql.lower():
+        return False
+    return any(_is_keyword(t) for t in tokens_of(sql))
+
+
+def _is_keyword(tok: Any) -> bool:
+    return tok.token_type.name == "VAR" and tok.text.upper() == KEYWORD
+
+
+def rewrite_statement(sql: str) -> str:
+    """``sql`` with every MATCH_RECOGNIZE clause replaced by its subquery.
+
+    Every clause is checked against the original text first, so errors point at what the
+    analyst wrote; then the clauses are replaced one at a time, the first in the text first
+    (a clause inside another's source subquery is replaced before the outer one copies it).
+
+    Raises:
+        RowPatternError: CEP-MR-... with line, column and caret in ``sql``.
+    """
+    tokens = tokens_of(sql)
+    if not tokens and sql.strip():
+        raise RowPatternSyntaxError(E_CLAUSE, "the statement does not tokenize as Spark SQL",
+                                    sql, 0, 1)
+    for at, tok in enumerate(tokens):
+        if _is_keyword(tok):
+            _generate(sql, tokens, at)  # checks; the result is discarded
+    for _ in range(MAX_CLAUSES):
+        tokens = tokens_of(sql)
+        found = [k for k, t in enumerate(tokens) if _is_keyword(t)]
+        if not found:
+            return sql
+        at = found[0]
+        start, end, text = _generate(sql, tokens, at)
+        sql = sql[:start] + text + sql[end:]
+    raise RowPatternSyntaxError(E_CLAUSE, f"more than {MAX_CLAUSES} MATCH_RECOGNIZE clauses in "
+                                "one statement", sql, 0, 1)
+
+
+def _source_start(sql: str, tokens: list[Any], at: int) -> int:
+    """The token index where the clause's input starts: a bracketed subquery, or a table name
+    with an optional ``VERSION AS OF n`` / ``TIMESTAMP AS OF '...'``."""
+    j = at - 1
+    if j < 0:
+        raise RowPatternSyntaxError(E_CLAUSE, "MATCH_RECOGNIZE needs a table or a bracketed "
+                                    "subquery before it", sql, tokens[at].start,
+                                    tokens[at].end + 1)
+    if tokens[j].text == ")":
+        depth = 0
+        while j >= 0:
+            if tokens[j].text == ")":
+                depth += 1
+            elif tokens[j].text == "(":
+                depth -= 1
+                if depth == 0:
+                    return j
+            j -= 1
+        raise RowPatternSyntaxError(E_CLAUSE, "unbalanced brackets before MATCH_RECOGNIZE", sql,
+                                    tokens[at].start, tokens[at].end + 1)
+    words = [t.text.upper() for t in tokens[max(0, j - 3):j]]
+    if len(words) == 3 and words[1:] == ["AS", "OF"] and words[0] in ("VERSION", "TIMESTAMP"):
+        j -= 4
+    elif j >= 2 and tokens[j - 1].text.upper() == "AS" and tokens[j - 2].text.upper() in (
+            "VERSION", "TIMESTAMP"):
+        j -= 3
+    while j >= 2 and tokens[j - 1].text == ".":
+        j -= 2
+    if j < 0 or tokens[j].token_type.name not in ("VAR", "IDENTIFIER"):
+        raise RowPatternSyntaxError(E_CLAUSE, "MATCH_RECOGNIZE needs a table name or a "
+                                    "bracketed subquery right before it", sql,
+                                    tokens[at].start, tokens[at].end + 1)
+    return j
+
+
+def _quote(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _column_name(item: Any, sql: str, role: str) -> str:
+    """The column an item names (a plain or quoted identifier); CEP-MR-205 otherwise."""
+    import sqlglot
+    from sqlglot import exp
+    from sqlglot.errors import SqlglotError
+
+    try:
+        node = sqlglot.parse_one(item.text, read="spark")
+    except SqlglotError:
+        node = None
+    if not isinstance(node, exp.Column) or node.table:
+        raise RowPatternSemanticError(E_UNSUPPORTED, f"{role} must name a column of the "
+                                      "input here", sql, *item.span)
+    return node.name
+
+
+def _generate(sql: str, tokens: list[Any], at: int) -> tuple[int, int, str]:
+    """``(start, end, text)``: the span of source + clause + alias and its replacement."""
+    clause = read_clause(sql, tokens, at)
+    first = _source_start(sql, tokens, at)
+    source = sql[tokens[first].start:tokens[at].start].strip()
+    node = parse_row_pattern(sql, *clause.pattern)
+    program = compile_pattern(node, sql)
+    primaries = tuple(pattern_variables(node))
+    subsets = _subsets(clause, primaries, sql)
+    _check_names(clause, primaries, subsets, sql)
+    partition = tuple(_column_name(p, sql, "PARTITION BY") for p in clause.partition)
+    order_sql = ", ".join(
+        o.text + (" DESC" if o.descending else " ASC") +
+        ("" if o.nulls_first is None else (" NULLS FIRST" if o.nulls_first else " NULLS LAST"))
+        for o in clause.order)
+    window = (("PARTITION BY " + ", ".join(_quote(p) for p in partition) + " ") if partition
+              else "") + "ORDER BY " + (order_sql + ", " if order_sql else "") + "__mr_tie"
+    translator = Translator(window, primaries, subsets, tuple(_quote(p) for p in partition))
+    defined = {}
+    for variable, item in clause.defines:
+        defined[variable] = translator.define(variable, item, sql)
+    measures = [(m.name, translator.measure(m, clause.rows, sql)) for m in clause.measures]
+    if clause.unmatched and any(op == CONSUME and excluded
+                                for op, excluded in zip(program.ops, program.arg2)):
+        raise RowPatternSemanticError(E_UNMATCHED_EXCLUSION, "WITH UNMATCHED ROWS cannot be "
+                                      "combined with a pattern exclusion {- ... -}", sql,
+                                      *clause.pattern)
+    skip_targets: tuple[str, ...] = ()
+    if clause.skip_to is not None:
+        name, span = clause.skip_to
+        skip_targets = subsets.get(name, (name,))
+    order_columns = ()
+    if clause.rows == "all":
+        order_columns = tuple(_column_name(o, sql, "ORDER BY of ALL ROWS PER MATCH")
+                              for o in clause.order)
+    plan = {
+        "statement": sql, "pattern": list(clause.pattern),
+        "defines": [[v, f"__mr_d{i}"] for i, v in enumerate(defined)],
+        "rows": clause.rows, "empty": clause.empty, "unmatched": clause.unmatched,
+        "skip": clause.skip, "skip_to": list(skip_targets),
+        "skip_name": clause.skip_to[0] if clause.skip_to else "",
+        "skip_span": list(clause.skip_to[1]) if clause.skip_to else [0, 0],
+        "front": [*partition, *order_columns] if clause.rows == "all" else [],
+        "within": list(clause.within[:2]) if clause.within else None,
+    }
+    selected = ", ".join(
+        [f"{expr} AS __mr_d{i}" for i, expr in enumerate(defined.values())] +
+        [f"{expr} AS {column}" for column, expr in translator.navigations] +
+        [f"ROW_NUMBER() OVER {WINDOW} AS __mr_rn"])
+    plan_literal = "'" + json.dumps(plan).replace("\\", "\\\\").replace("'", "\\'") + "'"
+    events = (f"SELECT *, {selected} FROM (SELECT *, XXHASH64(*) AS __mr_tie FROM {source}) "
+              f"WINDOW {WINDOW} AS ({window})")
+    call = f"{FUNCTION}(plan => {plan_literal}, events => TABLE({events}))"
+    keys = [_quote(p) for p in partition]
+    if clause.rows == "one":
+        outputs = keys + [f"{m} AS {_quote(name)}" for name, m in measures]
+        body = (f"SELECT {', '.join(outputs)} FROM {call} GROUP BY "
+                f"{', '.join(keys + ['__mr_match'])}")
+    else:
+        inner = ", ".join(["*"] + [f"CASE WHEN __mr_kind = 2 THEN NULL ELSE ({m}) END AS "
+                                   f"__mr_m{i}" for i, (_, m) in enumerate(measures)])
+        outputs = keys + [_quote(c) for c in order_columns] + [
+            f"__mr_m{i} AS {_quote(name)}" for i, (name, _) in enumerate(measures)] + [
+            "__mr_rest.*"]
+        body = (f"SELECT {', '.join(outputs)} FROM (SELECT {inner} FROM {call}) "
+                f"WHERE NOT __mr_excluded")
+    alias = f" AS {_quote(clause.alias)}" if clause.alias else ""
+    start = tokens[first].start
+    return start, clause.span[1], f"({body}){alias}"
+
+
+def _subsets(clause: Clause, primaries: tuple[str, ...], sql: str) -> dict[str, tuple[str, ...]]:
+    out: dict[str, tuple[str, ...]] = {}
+    for name, members, span in clause.subsets:
+        if name in primaries or name in out:
+            raise RowPatternSemanticError(E_BAD_SUBSET, f"SUBSET {name} is already a pattern "
+                                          "variable or SUBSET", sql, *span)
+        for m in members:
+            if m not in primaries:
+                raise RowPatternSemanticError(E_UNKNOWN_VARIABLE, f"SUBSET {name}: {m} is not "
+                                              "a variable of the PATTERN", sql, *span)
+        out[name] = members
+    return out
+
+
+def _check_names(clause: Clause, primaries: tuple[str, ...],
+                 subsets: dict[str, tuple[str, ...]], sql: str) -> None:
+    seen = set()
+    for variable, item in clause.defines:
+        if variable not in primaries:
+            raise RowPatternSemanticError(E_UNKNOWN_VARIABLE, f"DEFINE {variable}: not a "
+                                          f"variable of the PATTERN ({', '.join(primaries)})",
+                                          sql, *item.span)
+        if variable in seen:
+            raise RowPatternSemanticError(E_UNKNOWN_VARIABLE, f"{variable} is defined twice",
+                                          sql, *item.span)
+        seen.add(variable)
+    if clause.skip_to is not None:
+        name, span = clause.skip_to
+        if name not in primaries and name not in subsets:
+            raise RowPatternSemanticError(E_UNKNOWN_VARIABLE, f"AFTER MATCH SKIP TO {name}: not "
+                                          "a variable of the PATTERN or a SUBSET", sql, *span)
+    if clause.within is not None:
+        raise RowPatternSemanticError(E_UNSUPPORTED, "WITHIN is not supported yet", sql,
+                                      *clause.within[2])
