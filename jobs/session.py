@@ -197,6 +197,10 @@ def build_session(
     spark.sparkContext.setLogLevel("ERROR")
     _check_delta_loaded(spark, settings)
 
+    from sql_ext.recognize_hook import install_rewriter
+
+    install_rewriter(spark)  # MATCH_RECOGNIZE in every statement this JVM parses
+
     from delta_tables.catalog import register_tables
 
     if register is True:

@@ -9,8 +9,9 @@ import org.apache.spark.sql.catalyst.parser.ParserInterface;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 
 /**
- * Puts {@link LockdownRule}'s check in front of analysis, for the statements that act while
- * they are analysed.
+ * The session's parser: statements that mention MATCH_RECOGNIZE are rewritten by Python first
+ * ({@link StatementRewrites}), and {@link LockdownRule}'s check runs in front of analysis, for
+ * the statements that act while they are analysed.
  *
  * <p>Some commands do their work inside the analyser (Delta's {@code RESTORE} is analysed into
  * the finished command's empty result), so the check rule, which sees analysed plans, comes too
@@ -20,16 +21,30 @@ import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
  */
 public final class LockdownParser {
 
+    /** The parser's methods that take a whole statement (Spark 4.2: spark.sql calls the last). */
+    private static final java.util.Set<String> STATEMENT_METHODS =
+        java.util.Set.of("parsePlan", "parseQuery", "parsePlanWithParameters");
+
     private LockdownParser() {
     }
 
     /** The parser to use in place of ``parent``: the same answers, parsed plans checked. */
     public static ParserInterface wrap(ParserInterface parent) {
         InvocationHandler handler = (Object proxy, Method method, Object[] args) -> {
+            boolean statement = args != null && args.length >= 1 && args[0] instanceof String
+                && STATEMENT_METHODS.contains(method.getName());
+            if (statement) {
+                args = args.clone();
+                args[0] = StatementRewrites.apply((String) args[0]);
+            }
             Object result;
             try {
                 result = method.invoke(parent, args);
             } catch (InvocationTargetException failed) {
+                if (statement && !StatementRewrites.installed()
+                        && StatementRewrites.mentions((String) args[0])) {
+                    throw StatementRewrites.missing((String) args[0]);
+                }
                 throw failed.getCause();
             }
             if (result instanceof LogicalPlan) {
