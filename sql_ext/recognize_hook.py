@@ -12,8 +12,8 @@ server of ``python -m jobs connect-server``. The one session builder installs it
 Example (without a JVM: the callback's own behaviour):
     >>> Rewriter().rewrite("SELECT 1")
     'SELECT 1'
-    >>> Rewriter().rewrite("SELECT * FROM t MATCH_RECOGNIZE (PATTERN (A{}) )")[:40]
-    '\\x00CEP-MR-105: line 1, column 44: a quant'
+    >>> Rewriter().rewrite("SELECT * FROM t MATCH_RECOGNIZE (PATTERN (A{}) )")[:32]
+    '\\x00CEP-MR-105: line 1, column 44:'
 """
 
 from __future__ import annotations
