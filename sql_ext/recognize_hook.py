@@ -12,7 +12,7 @@ server of ``python -m jobs connect-server``. The one session builder installs it
 Example (without a JVM: the callback's own behaviour):
     >>> Rewriter().rewrite("SELECT 1")
     'SELECT 1'
-    >>> Rewriter().rewrite("SELECT * FROM t MATCH_RECOGNIZE (PATTERN (A{}) )")[:32]
+    >>> Rewriter().rewrite("SELECT * FROM t MATCH_RECOGNIZE (PATTERN (A{}) )")[:31]
     '\\x00CEP-MR-105: line 1, column 44:'
 """
 
