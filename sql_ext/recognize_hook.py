@@ -47,13 +47,11 @@ class Rewriter:
 
 def install_rewriter(spark: Any) -> bool:
     """Install the rewriter in ``spark``'s JVM; False when the JVM has no shim to call it."""
-    from py4j.java_gateway import JavaClass
-
     from pyspark.java_gateway import ensure_callback_server_started
 
     context = spark.sparkContext
     holder = context._jvm.cep.sql.StatementRewrites
-    if not isinstance(holder, JavaClass):
+    if type(holder).__name__ != "JavaClass":  # a JavaPackage: the shim's jar is not loaded
         return False
     ensure_callback_server_started(context._gateway)
     holder.install(Rewriter())

@@ -61,6 +61,8 @@ def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
         if f.name in ANNOTATIONS or f.name == "__mr_rest":
             raise err(f"the input has a column {f.name!r}; names starting with __mr_ are "
                       "reserved for MATCH_RECOGNIZE")
+    # Every column nullable (the input's NOT NULL flags dropped): Arrow checks the flag.
+    passed = [StructField(f.name, f.dataType, True) for f in passed]
     out = list(passed) + [StructField("__mr_match", LongType()),
                           StructField("__mr_seq", IntegerType()),
                           StructField("__mr_label", StringType()),
@@ -102,8 +104,11 @@ def answer_table(plan: dict[str, Any], table: Any) -> Any:
 
     from cep.recognize.matcher import Skip, find_matches
 
-    statement = plan["statement"]
-    program = _compiled(statement, *plan["pattern"])
+    # The clause's text placed where it stood in the statement, so errors name its line/column.
+    lines, columns = plan["origin"]
+    shift = lines + columns
+    statement = "\n" * lines + " " * columns + plan["clause"]
+    program = _compiled(statement, *(shift + k for k in plan["pattern"]))
     n = table.num_rows
     defined = dict(plan["defines"])
     accepts = np.ones((n, len(program.variables)), dtype=bool)
@@ -113,7 +118,7 @@ def answer_table(plan: dict[str, Any], table: Any) -> Any:
             accepts[:, v] = column.fill_null(False).to_numpy(zero_copy_only=False)
     index = {name: i for i, name in enumerate(program.variables)}
     skip = Skip(plan["skip"], frozenset(index[t] for t in plan["skip_to"] if t in index),
-                plan["skip_name"], tuple(plan["skip_span"]))
+                plan["skip_name"], tuple(shift + k for k in plan["skip_span"]))
     rn = table.column("__mr_rn").to_numpy()
     starts = np.flatnonzero(rn == 1).tolist() + [n]
     rows: list[np.ndarray] = []
@@ -173,7 +178,19 @@ def answer_table(plan: dict[str, Any], table: Any) -> Any:
         columns["__mr_rest"] = pa.StructArray.from_arrays(
             [out.column(c).combine_chunks() for c in rest], names=rest) if rest else \
             pa.array([{}] * len(take), type=pa.struct([]))
-    return pa.table(columns)
+    result = pa.table(columns)
+    # analyze declares every output column (and every field of __mr_rest) nullable; Arrow
+    # refuses to write a batch whose schema differs from the declared one in that flag.
+    return result.cast(pa.schema([_nullable(f) for f in result.schema]))
+
+
+def _nullable(field: Any) -> Any:
+    import pyarrow as pa
+
+    kind = field.type
+    if field.name == "__mr_rest":
+        kind = pa.struct([kind.field(i).with_nullable(True) for i in range(kind.num_fields)])
+    return pa.field(field.name, kind, nullable=True)
 
 
 def match_recognize_udtf() -> Any:

@@ -106,8 +106,8 @@ def _name(tok: Any) -> str:
     """A variable or column name as SQL folds it: quoted names as written, others upper-cased."""
     from sqlglot.tokens import TokenType
 
-    if tok.token_type == TokenType.IDENTIFIER:
-        return tok.text
+    if tok.token_type in (TokenType.IDENTIFIER, TokenType.STRING):
+        return tok.text  # "name" (the standard's quoting; a string to Spark) or `name`
     return tok.text.upper()
 
 
@@ -168,6 +168,19 @@ class _Reader:
         raise RowPatternSyntaxError(E_UNCLOSED, "this bracket is never closed", self.sql,
                                     self.toks[open_index].start, self.toks[open_index].end + 1)
 
+    def stops_at(self, j: int, stops: tuple[str, ...]) -> bool:
+        """Whether ``tokens[j]`` starts the next part of the clause: a word of ``stops``, and
+        for the words that can also name a measure (AFTER, ONE, ALL) the word after it too."""
+        words = _word(self.toks[j]).split()
+        if not words or words[0] not in stops:
+            return False
+        follow = {"AFTER": "MATCH", "ONE": "ROW", "ALL": "ROWS"}.get(words[0])
+        if follow is None:
+            return True
+        nxt = words[1:2] or (_word(self.toks[j + 1]).split()[:1] if j + 1 < len(self.toks)
+                             else [])
+        return nxt == [follow]
+
     def items(self, end: int, stops: tuple[str, ...], named: bool = False,
               ordered: bool = False) -> list[Item]:
         """Comma-separated expressions up to a word of ``stops`` (at bracket depth 0)."""
@@ -182,8 +195,7 @@ class _Reader:
                     depth += 1
                 elif text in (")", "]", "}"):
                     depth -= 1
-                elif depth == 0 and (text == "," or _word(self.toks[j]).split()[:1]
-                                     in ([s] for s in stops)):
+                elif depth == 0 and (text == "," or self.stops_at(j, stops)):
                     break
                 j += 1
             last = j - 1
@@ -213,7 +225,7 @@ class _Reader:
             return out
 
 
-_AFTER_MEASURES = ("ONE", "ALL", "AFTER", "PATTERN")
+_AFTER_MEASURES = ("ONE", "ALL", "AFTER", "PATTERN", "SUBSET", "DEFINE")
 
 
 def read_clause(sql: str, tokens: list[Any], at: int) -> Clause:

@@ -70,19 +70,31 @@ def rewrite_statement(sql: str) -> str:
     if not tokens and sql.strip():
         raise RowPatternSyntaxError(E_CLAUSE, "the statement does not tokenize as Spark SQL",
                                     sql, 0, 1)
+    origins = []
     for at, tok in enumerate(tokens):
         if _is_keyword(tok):
-            _generate(sql, tokens, at)  # checks; the result is discarded
-    for _ in range(MAX_CLAUSES):
+            origin = _origin(sql, tok.start)
+            _generate(sql, tokens, at, origin)  # checks; the result is discarded
+            origins.append(origin)
+    # Each round replaces the first clause left: the k-th round meets the k-th clause of the
+    # original text (a replacement holds the clause only inside a string literal).
+    for origin in origins[:MAX_CLAUSES]:
         tokens = tokens_of(sql)
-        found = [k for k, t in enumerate(tokens) if _is_keyword(t)]
-        if not found:
-            return sql
-        at = found[0]
-        start, end, text = _generate(sql, tokens, at)
+        at = next(k for k, t in enumerate(tokens) if _is_keyword(t))
+        start, end, text = _generate(sql, tokens, at, origin)
         sql = sql[:start] + text + sql[end:]
+    if len(origins) <= MAX_CLAUSES:
+        return sql
     raise RowPatternSyntaxError(E_CLAUSE, f"more than {MAX_CLAUSES} MATCH_RECOGNIZE clauses in "
                                 "one statement", sql, 0, 1)
+
+
+def _origin(sql: str, offset: int) -> tuple[int, int]:
+    """``(lines before, columns before)`` of ``offset`` in ``sql``: where a clause's own text
+    starts, so errors raised later from that text alone still name the statement's line and
+    column."""
+    before = sql[:offset]
+    return before.count("\n"), offset - (before.rfind("\n") + 1)
 
 
 def _source_start(sql: str, tokens: list[Any], at: int) -> int:
@@ -140,7 +152,8 @@ def _column_name(item: Any, sql: str, role: str) -> str:
     return node.name
 
 
-def _generate(sql: str, tokens: list[Any], at: int) -> tuple[int, int, str]:
+def _generate(sql: str, tokens: list[Any], at: int, origin: tuple[int, int]
+              ) -> tuple[int, int, str]:
     """``(start, end, text)``: the span of source + clause + alias and its replacement."""
     clause = read_clause(sql, tokens, at)
     first = _source_start(sql, tokens, at)
@@ -175,13 +188,16 @@ def _generate(sql: str, tokens: list[Any], at: int) -> tuple[int, int, str]:
     if clause.rows == "all":
         order_columns = tuple(_column_name(o, sql, "ORDER BY of ALL ROWS PER MATCH")
                               for o in clause.order)
+    base = clause.span[0]
     plan = {
-        "statement": sql, "pattern": list(clause.pattern),
+        "clause": sql[base:clause.span[1]], "origin": list(origin),
+        "pattern": [clause.pattern[0] - base, clause.pattern[1] - base],
         "defines": [[v, f"__mr_d{i}"] for i, v in enumerate(defined)],
         "rows": clause.rows, "empty": clause.empty, "unmatched": clause.unmatched,
         "skip": clause.skip, "skip_to": list(skip_targets),
         "skip_name": clause.skip_to[0] if clause.skip_to else "",
-        "skip_span": list(clause.skip_to[1]) if clause.skip_to else [0, 0],
+        "skip_span": [clause.skip_to[1][0] - base, clause.skip_to[1][1] - base]
+        if clause.skip_to else [0, 0],
         "front": [*partition, *order_columns] if clause.rows == "all" else [],
         "within": list(clause.within[:2]) if clause.within else None,
     }

@@ -1,0 +1,284 @@
+"""Conformance cases of MATCH_RECOGNIZE: input rows, a statement, the rows the standard gives.
+
+Each expected answer follows from the semantics as Trino's and Oracle's documentation state
+them (docs/match-recognize.md cites the rule behind each case): greedy and reluctant
+quantifiers, alternation and PERMUTE preferring the left / listed order, anchors per
+partition, exclusions, empty matches and their numbering, unmatched rows, every skip mode,
+RUNNING/FINAL, logical and physical navigation, aggregates and SUBSETs.
+
+Input rows have the columns ``p STRING, ts INT, v STRING, x INT``. ``stream("k1: a1 b5 |
+k2: c2")`` writes them compactly: per partition ``p``, one token per row, the letter is ``v``,
+the number ``x`` (``?`` for NULL), and ``ts`` counts 1, 2, ... within the partition. A case's
+statement reads ``input``; expected rows are compared as a multiset, in the output's column
+order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+Row = tuple[Any, ...]
+
+
+def stream(text: str) -> list[Row]:
+    """The rows written as ``"k1: a1 b5 | k2: c?"`` (a single partition may omit ``k1:``)."""
+    rows = []
+    for part in text.split("|"):
+        key, _, body = part.rpartition(":")
+        key = key.strip() or "p"
+        for ts, token in enumerate(body.split(), start=1):
+            x = None if token[1:] == "?" else int(token[1:])
+            rows.append((key, ts, token[0], x))
+    return rows
+
+
+@dataclass(frozen=True)
+class Case:
+    """One conformance case (``error``: the CEP code the statement must fail with)."""
+
+    name: str
+    rows: list[Row]
+    sql: str
+    expected: list[Row] | None = None
+    error: str | None = None
+
+
+ABC = "DEFINE A AS v = 'a', B AS v = 'b', C AS v = 'c'"
+PO = "PARTITION BY p ORDER BY ts"
+
+
+def _mr(body: str, select: str = "*") -> str:
+    if ABC in body:  # define only the letters the PATTERN uses (DEFINE of others is an error)
+        pattern = body[body.find("PATTERN") + 7:body.index(ABC)] if "PATTERN" in body else "A"
+        used = [f"{v} AS v = '{v.lower()}'" for v in "ABC" if v in pattern]
+        body = body.replace(ABC, ("DEFINE " + ", ".join(used)) if used else "")
+    return f"SELECT {select} FROM input MATCH_RECOGNIZE ({body})"
+
+
+CASES: list[Case] = [
+    # --- ONE ROW PER MATCH, numbering, partitions -------------------------------------------
+    Case("one_row_per_match", stream("a1 b2 b3 c4 a5 b6 c7"),
+         _mr(f"{PO} MEASURES FIRST(A.ts) AS s, LAST(C.ts) AS e, COUNT(*) AS n, "
+             f"MATCH_NUMBER() AS m PATTERN (A B+ C) {ABC}"),
+         [("p", 1, 4, 4, 1), ("p", 5, 7, 3, 2)]),
+    Case("numbering_per_partition", stream("k1: a1 b2 c3 a4 b5 c6 | k2: a1 b2 c3"),
+         _mr(f"{PO} MEASURES MATCH_NUMBER() AS m, FIRST(A.ts) AS s PATTERN (A B C) {ABC}"),
+         [("k1", 1, 1), ("k1", 2, 4), ("k2", 1, 1)]),
+    Case("no_partition_by", [("k1", 1, "a", 1), ("k1", 2, "b", 2), ("k2", 3, "a", 3),
+                             ("k2", 4, "b", 4)],
+         _mr(f"ORDER BY ts MEASURES MATCH_NUMBER() AS m, LAST(B.ts) AS e PATTERN (A B) {ABC}"),
+         [(1, 2), (2, 4)]),
+    Case("one_row_is_default", stream("a1 b2"),
+         _mr(f"{PO} MEASURES COUNT(*) AS n PATTERN (A B) {ABC}"), [("p", 2)]),
+    # --- quantifiers: greedy, reluctant, bounds ---------------------------------------------
+    Case("greedy_star", stream("a1 b2 b3 b4"),
+         _mr(f"{PO} MEASURES COUNT(B.*) AS nb PATTERN (A B*) {ABC}"), [("p", 3)]),
+    Case("reluctant_star", stream("a1 b2 b3 b4"),
+         _mr(f"{PO} MEASURES COUNT(B.*) AS nb PATTERN (A B*?) {ABC}"), [("p", 0)]),
+    Case("reluctant_star_needs_more", stream("a1 b2 b3 c4"),
+         _mr(f"{PO} MEASURES COUNT(B.*) AS nb PATTERN (A B*? C) {ABC}"), [("p", 2)]),
+    Case("greedy_plus_leaves_one", stream("a1 a2 a3 a4"),
+         _mr(f"{PO} MEASURES COUNT(A.*) AS na, COUNT(B.*) AS nb PATTERN (A+ B) "
+             "DEFINE A AS x > 0, B AS x > 0"), [("p", 3, 1)]),
+    Case("reluctant_plus", stream("a1 a2 a3 a4"),
+         _mr(f"{PO} MEASURES COUNT(A.*) AS na PATTERN (A+? B) DEFINE A AS x > 0, B AS x > 0"),
+         [("p", 1), ("p", 1)]),
+    Case("exactly_two", stream("a1 a2 a3 a4 a5"),
+         _mr(f"{PO} MEASURES FIRST(A.ts) AS s, COUNT(*) AS n PATTERN (A{{2}}) {ABC}"),
+         [("p", 1, 2), ("p", 3, 2)]),
+    Case("two_or_more", stream("a1 a2 a3 a4 a5"),
+         _mr(f"{PO} MEASURES FIRST(A.ts) AS s, COUNT(*) AS n PATTERN (A{{2,}}) {ABC}"),
+         [("p", 1, 5)]),
+    Case("at_most_two", stream("a1 a2 a3 a4 a5"),
+         _mr(f"{PO} MEASURES FIRST(A.ts) AS s, COUNT(*) AS n PATTERN (A{{,2}}) {ABC}"),
+         [("p", 1, 2), ("p", 3, 2), ("p", 5, 1)]),
+    Case("two_to_three", stream("a1 a2 a3 a4 a5"),
+         _mr(f"{PO} MEASURES FIRST(A.ts) AS s, COUNT(*) AS n PATTERN (A{{2,3}}) {ABC}"),
+         [("p", 1, 3), ("p", 4, 2)]),
+    Case("two_to_three_reluctant", stream("a1 a2 a3 a4"),
+         _mr(f"{PO} MEASURES FIRST(A.ts) AS s, COUNT(*) AS n PATTERN (A{{2,3}}?) {ABC}"),
+         [("p", 1, 2), ("p", 3, 2)]),
+    Case("optional_greedy", stream("a1 b2"),
+         _mr(f"{PO} MEASURES FIRST(ts) AS s, CLASSIFIER() AS c PATTERN (A? B) "
+             "DEFINE A AS v = 'a', B AS x > 0"), [("p", 1, "B")]),
+    Case("optional_reluctant", stream("a1 b2"),
+         _mr(f"{PO} MEASURES FIRST(ts) AS s, CLASSIFIER() AS c PATTERN (A?? B) "
+             "DEFINE A AS v = 'a', B AS x > 0"), [("p", 1, "B"), ("p", 2, "B")]),
+    Case("undefined_variable_is_true", stream("a1 z2 z3 b4"),
+         _mr(f"{PO} MEASURES COUNT(X.*) AS nx PATTERN (A X* B) DEFINE A AS v = 'a', "
+             "B AS v = 'b'"), [("p", 2)]),
+    # --- alternation, PERMUTE, grouping -----------------------------------------------------
+    Case("alternation_prefers_left", stream("b1 c2"),
+         _mr(f"{PO} MEASURES COUNT(*) AS n PATTERN (B | B C) {ABC}"), [("p", 1)]),
+    Case("alternation_left_is_longer", stream("b1 c2"),
+         _mr(f"{PO} MEASURES COUNT(*) AS n PATTERN (B C | B) {ABC}"), [("p", 2)]),
+    Case("permute_listed_order_first", stream("a1 a2"),
+         _mr(f"{PO} MEASURES FIRST(A.ts) AS a PATTERN (PERMUTE(A, B)) "
+             "DEFINE A AS x > 0, B AS x > 0"), [("p", 1)]),
+    Case("permute_other_order", stream("a1 a2"),
+         _mr(f"{PO} MEASURES FIRST(A.ts) AS a PATTERN (PERMUTE(B, A)) "
+             "DEFINE A AS x > 0, B AS x > 0"), [("p", 2)]),
+    Case("permute_finds_any_order", stream("b1 a2 c3"),
+         _mr(f"{PO} MEASURES CLASSIFIER() AS c, FIRST(B.ts) AS b PATTERN (PERMUTE(A, B) C) "
+             f"{ABC}"), [("p", "C", 1)]),
+    Case("grouped_repetition", stream("a1 b2 a3 b4 c5"),
+         _mr(f"{PO} MEASURES COUNT(A.*) AS na, LAST(C.ts) AS e PATTERN ((A B)+ C) {ABC}"),
+         [("p", 2, 5)]),
+    # --- anchors ------------------------------------------------------------------------------
+    Case("anchor_start", stream("a1 a2 a3"),
+         _mr(f"{PO} MEASURES FIRST(A.ts) AS s PATTERN (^ A) {ABC}"), [("p", 1)]),
+    Case("anchor_end", stream("a1 a2 a3"),
+         _mr(f"{PO} MEASURES FIRST(A.ts) AS s PATTERN (A $) {ABC}"), [("p", 3)]),
+    Case("anchors_both", stream("a1 a2 a3"),
+         _mr(f"{PO} MEASURES FIRST(A.ts) AS s PATTERN (^ A $) {ABC}"), []),
+    Case("anchor_per_partition", stream("k1: a1 a2 | k2: a1"),
+         _mr(f"{PO} MEASURES FIRST(A.ts) AS s PATTERN (^ A) {ABC}"), [("k1", 1), ("k2", 1)]),
+    # --- empty matches, output modes --------------------------------------------------------
+    Case("empty_matches_one_row", stream("b1 a2 a3 b4"),
+         _mr(f"{PO} MEASURES COUNT(*) AS n, CLASSIFIER() AS c, MATCH_NUMBER() AS m "
+             f"PATTERN (A*) {ABC}"),
+         [("p", 0, None, 1), ("p", 2, "A", 2), ("p", 0, None, 3)]),
+    Case("empty_pattern", stream("a1 a2"),
+         _mr(f"{PO} MEASURES COUNT(*) AS n, MATCH_NUMBER() AS m PATTERN (()) {ABC}"),
+         [("p", 0, 1), ("p", 0, 2)]),
+    Case("all_rows_show_empty", stream("b1 a2 a3 b4"),
+         _mr(f"{PO} MEASURES COUNT(*) AS n, MATCH_NUMBER() AS m, CLASSIFIER() AS c "
+             f"ALL ROWS PER MATCH PATTERN (A*) {ABC}"),
+         [("p", 1, 0, 1, None, "b", 1), ("p", 2, 1, 2, "A", "a", 2),
+          ("p", 3, 2, 2, "A", "a", 3), ("p", 4, 0, 3, None, "b", 4)]),
+    Case("all_rows_show_empty_explicit", stream("b1 a2"),
+         _mr(f"{PO} MEASURES MATCH_NUMBER() AS m ALL ROWS PER MATCH SHOW EMPTY MATCHES "
+             f"PATTERN (A*) {ABC}"), [("p", 1, 1, "b", 1), ("p", 2, 2, "a", 2)]),
+    Case("all_rows_omit_empty", stream("b1 a2 a3 b4"),
+         _mr(f"{PO} MEASURES MATCH_NUMBER() AS m ALL ROWS PER MATCH OMIT EMPTY MATCHES "
+             f"PATTERN (A*) {ABC}"), [("p", 2, 2, "a", 2), ("p", 3, 2, "a", 3)]),
+    Case("all_rows_with_unmatched", stream("c1 a2 b3 c4"),
+         _mr(f"{PO} MEASURES MATCH_NUMBER() AS m ALL ROWS PER MATCH WITH UNMATCHED ROWS "
+             f"PATTERN (A B) {ABC}"),
+         [("p", 1, None, "c", 1), ("p", 2, 1, "a", 2), ("p", 3, 1, "b", 3),
+          ("p", 4, None, "c", 4)]),
+    Case("exclusion_hides_rows", stream("a1 b2 c3"),
+         _mr(f"{PO} MEASURES COUNT(*) AS n, CLASSIFIER() AS c ALL ROWS PER MATCH "
+             f"PATTERN (A {{- B -}} C) {ABC}"),
+         [("p", 1, 1, "A", "a", 1), ("p", 3, 3, "C", "c", 3)]),
+    Case("exclusion_counts_in_one_row", stream("a1 b2 c3"),
+         _mr(f"{PO} MEASURES COUNT(*) AS n, COUNT(B.*) AS nb PATTERN (A {{- B -}} C) {ABC}"),
+         [("p", 3, 1)]),
+    Case("all_rows_classifier", stream("a1 b2 c3"),
+         _mr(f"{PO} MEASURES CLASSIFIER() AS c ALL ROWS PER MATCH PATTERN (A B C) {ABC}"),
+         [("p", 1, "A", "a", 1), ("p", 2, "B", "b", 2), ("p", 3, "C", "c", 3)]),
+    # --- AFTER MATCH SKIP ------------------------------------------------------------------
+    Case("skip_past_last_row", stream("a1 a2 a3"),
+         _mr(f"{PO} MEASURES FIRST(A.ts) AS s AFTER MATCH SKIP PAST LAST ROW "
+             f"PATTERN (A A) {ABC}"), [("p", 1)]),
+    Case("skip_to_next_row", stream("a1 a2 a3"),
+         _mr(f"{PO} MEASURES FIRST(A.ts) AS s AFTER MATCH SKIP TO NEXT ROW "
+             f"PATTERN (A A) {ABC}"), [("p", 1), ("p", 2)]),
+    Case("skip_to_first", stream("a1 b2 b3 a4 b5"),
+         _mr(f"{PO} MEASURES FIRST(A.ts) AS s, COUNT(*) AS n AFTER MATCH SKIP TO FIRST B "
+             "PATTERN (A B+) DEFINE A AS x > 0, B AS v = 'b'"),
+         [("p", 1, 3), ("p", 2, 2), ("p", 4, 2)]),
+    Case("skip_to_last", stream("a1 b2 b3 a4 b5"),
+         _mr(f"{PO} MEASURES FIRST(A.ts) AS s, COUNT(*) AS n AFTER MATCH SKIP TO LAST B "
+             "PATTERN (A B+) DEFINE A AS x > 0, B AS v = 'b'"), [("p", 1, 3), ("p", 4, 2)]),
+    Case("skip_to_variable_is_last", stream("a1 b2 b3 a4 b5"),
+         _mr(f"{PO} MEASURES FIRST(A.ts) AS s, COUNT(*) AS n AFTER MATCH SKIP TO B "
+             "PATTERN (A B+) DEFINE A AS x > 0, B AS v = 'b'"), [("p", 1, 3), ("p", 4, 2)]),
+    Case("skip_to_subset", stream("a1 b2 c3 a4 b5 c6"),
+         _mr(f"{PO} MEASURES FIRST(A.ts) AS s AFTER MATCH SKIP TO FIRST U "
+             "PATTERN (A B C) SUBSET U = (B, C) DEFINE A AS x > 0, B AS x > 0, C AS x > 0"),
+         [("p", 1), ("p", 2), ("p", 3), ("p", 4)]),
+    Case("skip_to_first_row_loops", stream("a1 b2"),
+         _mr(f"{PO} MEASURES COUNT(*) AS n AFTER MATCH SKIP TO A PATTERN (A B) {ABC}"),
+         error="CEP-MR-203"),
+    Case("skip_to_unmatched_variable", stream("a1 c2"),
+         _mr(f"{PO} MEASURES COUNT(*) AS n AFTER MATCH SKIP TO B PATTERN (A B? C) {ABC}"),
+         error="CEP-MR-204"),
+    # --- navigation and aggregates ----------------------------------------------------------
+    Case("running_and_final", stream("a1 b5 b7"),
+         _mr(f"{PO} MEASURES LAST(B.x) AS run_b, FINAL LAST(B.x) AS fin_b, "
+             "RUNNING COUNT(*) AS rn, FINAL COUNT(*) AS fn ALL ROWS PER MATCH "
+             f"PATTERN (A B+) {ABC}"),
+         [("p", 1, None, 7, 1, 3, "a", 1), ("p", 2, 5, 7, 2, 3, "b", 5),
+          ("p", 3, 7, 7, 3, 3, "b", 7)]),
+    Case("logical_offsets", stream("a1 b5 b7 b9 b11"),
+         _mr(f"{PO} MEASURES FIRST(B.x, 1) AS fb1, LAST(B.x, 1) AS lb1, LAST(B.x, 5) AS nope, "
+             f"FIRST(x) AS f PATTERN (A B+) {ABC}"), [("p", 7, 9, None, 1)]),
+    Case("column_means_last_row", stream("a1 b5 b7"),
+         _mr(f"{PO} MEASURES B.x AS bx, x AS lx, A.x AS ax PATTERN (A B+) {ABC}"),
+         [("p", 7, 7, 1)]),
+    Case("prev_with_offset_in_define", stream("a1 a3 a2 a5 a4 a9"),
+         _mr(f"{PO} MEASURES FIRST(B.ts) AS t PATTERN (B) DEFINE B AS x > PREV(x, 2)"),
+         [("p", 3), ("p", 4), ("p", 5), ("p", 6)]),
+    Case("next_in_define", stream("a1 a3 a2 a5 a4 a9"),
+         _mr(f"{PO} MEASURES FIRST(A.ts) AS t, COUNT(*) AS n PATTERN (A+) "
+             "DEFINE A AS x < NEXT(x)"), [("p", 1, 1), ("p", 3, 1), ("p", 5, 1)]),
+    Case("prev_next_reach_outside_match", stream("a1 b3 a2 b5"),
+         _mr(f"{PO} MEASURES PREV(FIRST(A.x)) AS before, NEXT(LAST(B.x)) AS after "
+             f"PATTERN (A B) {ABC}"), [("p", None, 2), ("p", 3, None)]),
+    Case("prev_of_qualified_column", stream("a1 b3 b2 c7"),
+         _mr(f"{PO} MEASURES PREV(B.x, 1) AS pb PATTERN (A B+ C) {ABC}"), [("p", 3)]),
+    Case("aggregates", stream("a2 b3 b5 c4"),
+         _mr(f"{PO} MEASURES SUM(B.x) AS sb, AVG(B.x) AS ab, MIN(x) AS mn, MAX(x) AS mx, "
+             "COUNT(B.x) AS cb, SUM(U.x) AS su PATTERN (A B+ C) SUBSET U = (A, C) "
+             f"{ABC}"), [("p", 8, 4.0, 2, 5, 2, 6)]),
+    Case("subset_navigation", stream("a1 b2 c3"),
+         _mr(f"{PO} MEASURES LAST(U.ts) AS lu, FIRST(U.ts) AS fu PATTERN (A B C) "
+             f"SUBSET U = (A, B) {ABC}"), [("p", 2, 1)]),
+    Case("measure_arithmetic", stream("a10 b7 b4 c8"),
+         _mr(f"{PO} MEASURES FIRST(A.x) - LAST(B.x) AS fall, LAST(C.x) - LAST(B.x) AS rise "
+             f"PATTERN (A B+ C) {ABC}"), [("p", 6, 4)]),
+    Case("v_shape", stream("a10 a8 a6 a7 a9 a5"),
+         _mr(f"{PO} MEASURES FIRST(A.x) AS start_x, LAST(B.x) AS bottom, LAST(C.x) AS top "
+             "PATTERN (A B+ C+) DEFINE B AS x < PREV(x), C AS x > PREV(x)"),
+         [("p", 10, 6, 9)]),
+    # --- NULLs and order --------------------------------------------------------------------
+    Case("null_in_define_is_false", stream("a1 a? a3"),
+         _mr(f"{PO} MEASURES COUNT(*) AS n PATTERN (A+) DEFINE A AS x > 0"),
+         [("p", 1), ("p", 1)]),
+    Case("null_order_first_by_default", [("p", None, "a", 1), ("p", 1, "b", 2)],
+         _mr(f"{PO} MEASURES FIRST(A.x) AS ax PATTERN (A B) {ABC}"), [("p", 1)]),
+    Case("nulls_last", [("p", None, "a", 1), ("p", 1, "b", 2)],
+         _mr(f"PARTITION BY p ORDER BY ts NULLS LAST MEASURES FIRST(A.x) AS ax "
+             f"PATTERN (A B) {ABC}"), []),
+    Case("descending_order", stream("a1 b2"),
+         _mr(f"PARTITION BY p ORDER BY ts DESC MEASURES FIRST(B.ts) AS b PATTERN (B A) {ABC}"),
+         [("p", 2)]),
+    # --- the result is a table --------------------------------------------------------------
+    Case("aggregate_over_matches", stream("a1 b2 a3 b4 a5"),
+         _mr(f"{PO} MEASURES COUNT(*) AS n PATTERN (A B) {ABC}", "count(*) AS matches"),
+         [(2,)]),
+    Case("join_and_cte", stream("a1 b2 a3 b4"),
+         "WITH m AS (" + _mr(f"{PO} MEASURES FIRST(A.ts) AS s PATTERN (A B) {ABC}") +
+         " AS r) SELECT m.s, i.v FROM m JOIN input i ON i.p = m.p AND i.ts = m.s + 1",
+         [(1, "b"), (3, "b")]),
+    Case("two_clauses_in_one_statement", stream("a1 b2"),
+         _mr(f"{PO} MEASURES COUNT(*) AS n PATTERN (A B) {ABC}") + " UNION ALL " +
+         _mr(f"{PO} MEASURES COUNT(*) AS n PATTERN (A) {ABC}"), [("p", 2), ("p", 1)]),
+    Case("clause_over_a_clause", stream("a1 b2 a3 b4 a5 c6"),
+         "SELECT * FROM (" + _mr(f"{PO} MEASURES FIRST(A.ts) AS ts, 'a' AS v "
+                                 f"PATTERN (A B) {ABC}") +
+         ") MATCH_RECOGNIZE (PARTITION BY p ORDER BY ts MEASURES COUNT(*) AS n "
+         "PATTERN (A+) DEFINE A AS v = 'a')", [("p", 2)]),
+    # --- errors with a position, before anything runs -----------------------------------------
+    Case("error_double_quantifier", stream("a1"),
+         _mr(f"{PO} PATTERN (A{{2}}{{3}}) {ABC}"), error="CEP-MR-106"),
+    Case("error_unknown_define", stream("a1"),
+         _mr(f"{PO} PATTERN (A) DEFINE Z AS x > 0"), error="CEP-MR-201"),
+    Case("error_unknown_variable_in_measure", stream("a1"),
+         _mr(f"{PO} MEASURES LAST(Z.x) AS z PATTERN (A) {ABC}"), error="CEP-MR-201"),
+    Case("error_exclusion_with_unmatched", stream("a1"),
+         _mr(f"{PO} ALL ROWS PER MATCH WITH UNMATCHED ROWS PATTERN (A {{- B -}}) {ABC}"),
+         error="CEP-MR-206"),
+    Case("error_huge_automaton", stream("a1"),
+         _mr(f"{PO} PATTERN ((A{{1000}}){{1000}}) {ABC}"), error="CEP-MR-003"),
+    Case("error_missing_pattern", stream("a1"),
+         _mr(f"{PO} MEASURES COUNT(*) AS n {ABC}"), error="CEP-MR-107"),
+    Case("error_measure_without_name", stream("a1"),
+         _mr(f"{PO} MEASURES COUNT(*) PATTERN (A) {ABC}"), error="CEP-MR-107"),
+    Case("error_subset_clash", stream("a1"),
+         _mr(f"{PO} PATTERN (A B) SUBSET A = (B) {ABC}"), error="CEP-MR-202"),
+    Case("error_define_reads_other_variable", stream("a1"),
+         _mr(f"{PO} PATTERN (A B) DEFINE A AS x > 0, B AS x > A.x"), error="CEP-MR-205"),
+]
