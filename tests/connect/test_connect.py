@@ -78,9 +78,15 @@ SELECT key, match_id, CAST(start_ts AS STRING) AS start_ts, CAST(end_ts AS STRIN
 FROM match_seq(pattern => 'PATTERN a; b+; c WITHIN 30 MINUTES', key_col => 'key',
                events => TABLE({TABLE}))
 """
+RECOGNIZE = f"""
+SELECT * FROM {TABLE} MATCH_RECOGNIZE (
+  PARTITION BY key ORDER BY ts, id
+  MEASURES MATCH_NUMBER() AS m, FIRST(A.id) AS first_id, COUNT(B.*) AS bs, LAST(C.price) AS c_price
+  PATTERN (A B+ C) DEFINE A AS type = 'a', B AS type = 'b', C AS type = 'c')
+"""
 FUNCTIONS_SQL = "SELECT name, signature, status FROM cep_functions()"
 QUERIES = {"functions": FUNCTIONS_SQL, "now": NOW, "as_of_0": AS_OF_0, "positional": MATCH_SEQ_POSITIONAL,
-           "trends": CET_TRENDS, "as_text": AS_TEXT}
+           "trends": CET_TRENDS, "as_text": AS_TEXT, "recognize": RECOGNIZE}
 """Every query a client runs, by name; the classic session's answers are the expected ones."""
 # The client of docs/connect.md, in a fresh interpreter: URL and SQL in, rows out as JSON.
 CLIENT = """
@@ -320,7 +326,7 @@ def test_time_travel_over_connect_equals_classic(server: Server, remote: Any,
     assert sorted(r.version for r in history) == [0, 1]
 
 
-@pytest.mark.parametrize("name", ["positional", "trends"])
+@pytest.mark.parametrize("name", ["positional", "trends", "recognize"])
 def test_more_cep_functions_over_connect_equal_classic(server: Server, remote: Any,
                                                        registered: list[str], name: str) -> None:
     # match_seq in its positional form with a named option; cet_trends, another function.
@@ -338,6 +344,15 @@ def test_malformed_pattern_reaches_the_client_with_its_code(remote: Any,
     text = str(caught.value)
     assert "CEP-PAT-106: line 1, column 12:" in text, text[:2000]
     assert "PATTERN a; ;" in text  # the caret snippet comes along
+
+
+def test_match_recognize_error_reaches_the_client_with_its_position(
+        remote: Any, registered: list[str]) -> None:
+    bad = f"SELECT * FROM {TABLE} MATCH_RECOGNIZE (ORDER BY ts PATTERN (A{{3,2}}))"
+    with pytest.raises(Exception) as caught:
+        remote.sql(bad).collect()
+    text = str(caught.value)
+    assert "CEP-MR-105: line 1, column " in text and "PARSE_SYNTAX_ERROR" not in text, text[:2000]
 
 
 def test_client_in_connect_mode_process(server: Server) -> None:
