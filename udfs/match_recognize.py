@@ -26,7 +26,7 @@ from cep.errors import CepError
 from udfs.shell import PlannedResult, TableFunction, bind_call, string_arg, table_fields, \
     table_function
 
-INTERNAL = ("__mr_tie", "__mr_rn")
+INTERNAL = ("__mr_tie", "__mr_rn", "__mr_pk")
 ANNOTATIONS = ("__mr_match", "__mr_seq", "__mr_label", "__mr_kind", "__mr_excluded")
 
 
@@ -80,6 +80,57 @@ def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
     return PlannedResult(schema=StructType(out), plan=text)
 
 
+def _flatten(matches: list[Any], offset: Any) -> tuple[Any, ...]:
+    """``(starts, lengths, labels, excluded, empty)`` arrays of ``matches`` (starts mapped
+    by ``offset``, a function of the matcher's positions)."""
+    import numpy as np
+
+    starts = offset(np.fromiter((m.start for m in matches), dtype=np.int64, count=len(matches)))
+    lengths = np.fromiter((len(m.labels) for m in matches), dtype=np.int64, count=len(matches))
+    labels = np.fromiter((v for m in matches for v in m.labels), dtype=np.int64,
+                         count=int(lengths.sum()))
+    excluded = np.fromiter((e for m in matches for e in m.excluded), dtype=bool,
+                           count=int(lengths.sum()))
+    return starts, lengths, labels, excluded, lengths == 0
+
+
+def _one_pass(program: Any, masks: list[int], breaks: Any, skip: Any, text: str
+              ) -> tuple[Any, ...]:
+    """Every partition of the task in one matcher call: a row that accepts nothing is put
+    before each partition start and gap, so no match crosses one (used when the pattern has
+    no anchor and cannot match empty, so such a row never starts or ends a match)."""
+    import numpy as np
+
+    from cep.recognize.matcher import match_masks
+
+    before = np.cumsum(breaks) - 1  # sentinels placed before each row (none before row 0)
+    before[0] = 0
+    position = np.arange(len(masks)) + np.maximum(before, 0)
+    extended = [0] * (len(masks) + int(max(before[-1], 0)) if len(masks) else 0)
+    for row, at in zip(masks, position.tolist()):
+        extended[at] = row
+    matches = match_masks(program, extended, skip, text=text, max_matches=1 << 62)
+    return _flatten(matches, lambda ext: np.searchsorted(position, ext))
+
+
+def _per_partition(program: Any, masks: list[int], firsts: Any, skip: Any, text: str
+                   ) -> tuple[Any, ...]:
+    """One matcher call per partition (anchors and empty matches need the real bounds)."""
+    import numpy as np
+
+    from cep.recognize.matcher import match_masks
+
+    parts = []
+    bounds = firsts.tolist() + [len(masks)]
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        parts.append(_flatten(match_masks(program, masks[lo:hi], skip, text=text),
+                              lambda starts, lo=lo: starts + lo))
+    if not parts:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, empty, np.zeros(0, dtype=bool), np.zeros(0, dtype=bool)
+    return tuple(np.concatenate([p[k] for p in parts]) for k in range(5))
+
+
 @lru_cache(maxsize=64)
 def _compiled(statement: str, start: int, end: int) -> Any:
     from cep.recognize.parser import parse_row_pattern
@@ -102,7 +153,8 @@ def answer_table(plan: dict[str, Any], table: Any) -> Any:
     import numpy as np
     import pyarrow as pa
 
-    from cep.recognize.matcher import Skip, find_matches
+    from cep.recognize.errors import E_TOO_MUCH_OUTPUT, RowPatternLimitError
+    from cep.recognize.matcher import MAX_MATCHES, Skip, row_masks
 
     # The clause's text placed where it stood in the statement, so errors name its line/column.
     lines, columns = plan["origin"]
@@ -120,58 +172,63 @@ def answer_table(plan: dict[str, Any], table: Any) -> Any:
     skip = Skip(plan["skip"], frozenset(index[t] for t in plan["skip_to"] if t in index),
                 plan["skip_name"], tuple(shift + k for k in plan["skip_span"]))
     rn = table.column("__mr_rn").to_numpy()
-    starts = np.flatnonzero(rn == 1).tolist() + [n]
-    rows: list[np.ndarray] = []
-    numbers: list[np.ndarray] = []
-    seqs: list[np.ndarray] = []
-    labels: list[np.ndarray] = []
-    kinds: list[np.ndarray] = []
-    excluded: list[np.ndarray] = []
-    names = np.array(program.variables, dtype=object)
-    show_empty = plan["rows"] == "one" or plan["empty"] == "show" or plan["unmatched"]
-    for lo, hi in zip(starts[:-1], starts[1:]):
-        covered = np.zeros(hi - lo, dtype=bool) if plan["unmatched"] else None
-        for m in find_matches(program, accepts[lo:hi], skip, text=statement):
-            if m.labels:
-                k = len(m.labels)
-                rows.append(np.arange(lo + m.start, lo + m.end))
-                numbers.append(np.full(k, m.number))
-                seqs.append(np.arange(1, k + 1))
-                labels.append(names[list(m.labels)])
-                kinds.append(np.zeros(k, dtype=np.int32))
-                excluded.append(np.array(m.excluded, dtype=bool))
-                if covered is not None:
-                    covered[m.start:m.end] = True
-            elif show_empty:
-                rows.append(np.array([lo + m.start]))
-                numbers.append(np.array([m.number]))
-                seqs.append(np.array([-1]))
-                labels.append(np.array([None], dtype=object))
-                kinds.append(np.array([1], dtype=np.int32))
-                excluded.append(np.array([False]))
-                if covered is not None:
-                    covered[m.start] = True
-        if covered is not None and not covered.all():
-            free = np.flatnonzero(~covered)
-            rows.append(lo + free)
-            numbers.append(np.full(len(free), -1))
-            seqs.append(np.full(len(free), -1))
-            labels.append(np.full(len(free), None, dtype=object))
-            kinds.append(np.full(len(free), 2, dtype=np.int32))
-            excluded.append(np.zeros(len(free), dtype=bool))
-    take = np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64)
-    kind = np.concatenate(kinds) if kinds else np.zeros(0, dtype=np.int32)
-    number = np.concatenate(numbers) if numbers else np.zeros(0, dtype=np.int64)
-    seq = np.concatenate(seqs) if seqs else np.zeros(0, dtype=np.int64)
+    # A partition starts where the position does not grow; rows Spark dropped (no variable
+    # accepts them) leave a gap in it, which no match may cross.
+    new_partition = np.ones(n, dtype=bool)
+    new_partition[1:] = rn[1:] <= rn[:-1]
+    if "__mr_pk" in table.column_names:
+        key = table.column("__mr_pk").to_numpy()
+        new_partition[1:] |= key[1:] != key[:-1]
+    gap = np.zeros(n, dtype=bool)
+    gap[1:] = ~new_partition[1:] & (rn[1:] != rn[:-1] + 1)
+    partition = np.cumsum(new_partition) - 1
+    masks = row_masks(accepts)
+    if plan["anchored"] or plan["nullable"]:
+        found = _per_partition(program, masks, np.flatnonzero(new_partition), skip, statement)
+    else:
+        found = _one_pass(program, masks, new_partition | gap, skip, statement)
+    starts, lengths, labels, excluded, empty = found
+    # MATCH_NUMBER counts within a partition, empty matches included.
+    owner = partition[starts]
+    if len(owner) > MAX_MATCHES and np.bincount(owner).max() > MAX_MATCHES:
+        raise RowPatternLimitError(E_TOO_MUCH_OUTPUT, f"a partition has more than "
+                                   f"{MAX_MATCHES:,} matches", statement, 0, 0)
+    first_of = np.searchsorted(owner, owner, side="left")
+    number = np.arange(len(starts)) - first_of + 1
+    keep = (~empty) | (plan["rows"] == "one") | (plan["empty"] == "show") | plan["unmatched"]
+    starts, lengths, number, empty = starts[keep], lengths[keep], number[keep], empty[keep]
+    span = np.where(empty, 1, lengths)
+    total = int(span.sum())
+    offsets = np.repeat(np.cumsum(span) - span, span)
+    take = np.repeat(starts, span) + (np.arange(total) - offsets)
+    kind = np.repeat(np.where(empty, 1, 0).astype(np.int32), span)
+    seq = (np.arange(total) - offsets + 1).astype(np.int32)
+    match_no = np.repeat(number, span)
+    names = np.array(list(program.variables) + [None], dtype=object)
+    label_index = np.full(total, len(program.variables), dtype=np.int64)
+    # Only empty matches are ever left out, and they label no row: the flat labels all stay.
+    label_index[kind == 0] = labels
+    flags = np.zeros(total, dtype=bool)
+    flags[kind == 0] = excluded
+    if plan["unmatched"]:
+        covered = np.zeros(n, dtype=bool)
+        covered[take] = True
+        free = np.flatnonzero(~covered)
+        take = np.concatenate([take, free])
+        kind = np.concatenate([kind, np.full(len(free), 2, dtype=np.int32)])
+        seq = np.concatenate([seq, np.zeros(len(free), dtype=np.int32)])
+        match_no = np.concatenate([match_no, np.zeros(len(free), dtype=np.int64)])
+        label_index = np.concatenate([label_index,
+                                      np.full(len(free), len(program.variables))])
+        flags = np.concatenate([flags, np.zeros(len(free), dtype=bool)])
     passed = [c for c in table.column_names if not _internal(c)]
     out = table.select(passed).take(pa.array(take, type=pa.int64()))
     columns = {c: out.column(c) for c in passed}
-    columns["__mr_match"] = pa.array(number, type=pa.int64(), mask=kind == 2)
+    columns["__mr_match"] = pa.array(match_no, type=pa.int64(), mask=kind == 2)
     columns["__mr_seq"] = pa.array(seq, type=pa.int32(), mask=kind != 0)
-    columns["__mr_label"] = pa.array(np.concatenate(labels) if labels else [], type=pa.string())
+    columns["__mr_label"] = pa.array(names[label_index], type=pa.string())
     columns["__mr_kind"] = pa.array(kind, type=pa.int32())
-    columns["__mr_excluded"] = pa.array(np.concatenate(excluded) if excluded else [],
-                                        type=pa.bool_())
+    columns["__mr_excluded"] = pa.array(flags, type=pa.bool_())
     if plan["rows"] == "all":
         front = {c.lower() for c in plan["front"]}
         rest = [c for c in passed if c.lower() not in front and not c.startswith("__mr_nav")]

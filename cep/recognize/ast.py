@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 __all__ = ["Alternation", "Anchor", "Concatenation", "Empty", "Exclusion", "Node", "Permute",
-           "Quantified", "Variable", "show", "variables"]
+           "Quantified", "Variable", "can_be_empty", "has_anchor", "show", "variables"]
 
 
 @dataclass(frozen=True)
@@ -107,6 +107,33 @@ def variables(node: Node) -> list[str]:
 
     walk(node)
     return list(seen)
+
+
+def can_be_empty(node: Node) -> bool:
+    """Whether ``node`` can match without consuming a row (``A*``, ``()``, ``^``).
+
+    Example:
+        >>> from cep.recognize.parser import parse_row_pattern
+        >>> [can_be_empty(parse_row_pattern(t)) for t in ("A B*", "A* | B", "(A? B?){2}")]
+        [False, True, True]
+    """
+    if isinstance(node, Variable):
+        return False
+    if isinstance(node, (Empty, Anchor)):
+        return True
+    if isinstance(node, Alternation):
+        return any(can_be_empty(i) for i in node.items)
+    if isinstance(node, (Concatenation, Permute)):
+        return all(can_be_empty(i) for i in node.items)
+    if isinstance(node, Quantified):
+        return node.low == 0 or can_be_empty(node.item)
+    assert isinstance(node, Exclusion)
+    return can_be_empty(node.item)
+
+
+def has_anchor(node: Node) -> bool:
+    """Whether ``node`` contains ``^`` or ``$``."""
+    return isinstance(node, Anchor) or any(has_anchor(c) for c in _children(node))
 
 
 def _children(node: Node) -> tuple[Node, ...]:

@@ -34,7 +34,7 @@ from cep.recognize.errors import (E_SKIP_LOOPS, E_SKIP_TARGET_EMPTY, E_TOO_MUCH_
 from cep.recognize.program import (ANCHOR_END, ANCHOR_START, CONSUME, JMP, MATCH, SPLIT,
                                    Program)
 
-__all__ = ["MAX_MATCHES", "Match", "Skip", "find_matches", "row_masks"]
+__all__ = ["MAX_MATCHES", "Match", "Skip", "find_matches", "match_masks", "row_masks"]
 
 MAX_MATCHES = 10_000_000
 """Most matches one partition may produce (CEP-MR-005 beyond)."""
@@ -91,7 +91,12 @@ def find_matches(program: Program, accepts: Any, skip: Skip = Skip(), *, text: s
         RowPatternSemanticError: CEP-MR-203 when the skip would restart at the match's first
             row, CEP-MR-204 when its variable matched no row (the standard's errors).
     """
-    rows = row_masks(accepts)
+    return match_masks(program, row_masks(accepts), skip, text=text, max_matches=max_matches)
+
+
+def match_masks(program: Program, rows: list[int], skip: Skip = Skip(), *, text: str = "",
+                max_matches: int = MAX_MATCHES) -> list[Match]:
+    """:func:`find_matches` over rows given as :func:`row_masks` integers."""
     n = len(rows)
     out: list[Match] = []
     pos = 0

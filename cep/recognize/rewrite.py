@@ -30,6 +30,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from cep.recognize.ast import can_be_empty, has_anchor
 from cep.recognize.ast import variables as pattern_variables
 from cep.recognize.clause import KEYWORD, Clause, read_clause, tokens_of
 from cep.recognize.errors import (E_BAD_SUBSET, E_CLAUSE, E_UNKNOWN_VARIABLE, E_UNMATCHED_EXCLUSION,
@@ -199,6 +200,7 @@ def _generate(sql: str, tokens: list[Any], at: int, origin: tuple[int, int]
         "skip_span": [clause.skip_to[1][0] - base, clause.skip_to[1][1] - base]
         if clause.skip_to else [0, 0],
         "front": [*partition, *order_columns] if clause.rows == "all" else [],
+        "anchored": has_anchor(node), "nullable": can_be_empty(node),
         "within": list(clause.within[:2]) if clause.within else None,
     }
     selected = ", ".join(
@@ -206,8 +208,23 @@ def _generate(sql: str, tokens: list[Any], at: int, origin: tuple[int, int]
         [f"{expr} AS {column}" for column, expr in translator.navigations] +
         [f"ROW_NUMBER() OVER {WINDOW} AS __mr_rn"])
     plan_literal = "'" + json.dumps(plan).replace("\\", "\\\\").replace("'", "\\'") + "'"
-    events = (f"SELECT *, {selected} FROM (SELECT *, XXHASH64(*) AS __mr_tie FROM {source}) "
-              f"WINDOW {WINDOW} AS ({window})")
+    columns = "*"
+    if clause.rows == "one":
+        # Only what the measures and the output read crosses into Python.
+        columns = ", ".join([_quote(c) for c in _read_columns(partition, measures)] + [])
+    events = (f"SELECT {columns + ', ' if columns else ''}{selected} FROM (SELECT *, "
+              f"XXHASH64(*) AS __mr_tie FROM {source}) WINDOW {WINDOW} AS ({window})")
+    if (not plan["nullable"] and not plan["anchored"] and not clause.unmatched
+            and set(primaries) <= set(defined)):
+        # A row no variable accepts is in no match (matches are runs of rows, none empty):
+        # Spark drops it, the matcher sees the gap in __mr_rn and lets no match cross it. A
+        # partition's first rows may be dropped too, so a hash of the partition's key tells
+        # where partitions change (with __mr_rn not growing).
+        if partition:
+            events = events.replace(" FROM (SELECT *, XXHASH64(*)", ", XXHASH64(" + ", ".join(
+                _quote(p) for p in partition) + ") AS __mr_pk FROM (SELECT *, XXHASH64(*)", 1)
+        events = (f"SELECT * FROM ({events}) WHERE " +
+                  " OR ".join(f"__mr_d{i}" for i in range(len(defined))))
     call = f"{FUNCTION}(plan => {plan_literal}, events => TABLE({events}))"
     keys = [_quote(p) for p in partition]
     if clause.rows == "one":
@@ -225,6 +242,20 @@ def _generate(sql: str, tokens: list[Any], at: int, origin: tuple[int, int]
     alias = f" AS {_quote(clause.alias)}" if clause.alias else ""
     start = tokens[first].start
     return start, clause.span[1], f"({body}){alias}"
+
+
+def _read_columns(partition: tuple[str, ...], measures: list[tuple[str, str]]) -> list[str]:
+    """The input columns ONE ROW PER MATCH needs: the partition's and those the measures read."""
+    import sqlglot
+    from sqlglot import exp
+
+    names = {p.lower(): p for p in partition}
+    for _, sql in measures:
+        for column in sqlglot.parse_one(sql, read="spark").find_all(exp.Column):
+            name = column.name
+            if name and not name.startswith("__mr_") and name.lower() not in names:
+                names[name.lower()] = name
+    return list(names.values())
 
 
 def _subsets(clause: Clause, primaries: tuple[str, ...], sql: str) -> dict[str, tuple[str, ...]]:

@@ -1,0 +1,114 @@
+"""End-to-end benchmark of MATCH_RECOGNIZE in Spark SQL against what an analyst would write.
+
+For each size N (the synthetic stream of ``bench_match_sql``: 1,000 keys, 50 Zipf types,
+written to Delta once) it times in ONE run, on the same cached data, results to Spark's
+``noop`` sink:
+
+* ``abc_next``: ``PATTERN (A B C)`` (types T00, T00, T01) with AFTER MATCH SKIP TO NEXT ROW,
+  against the hand-written ``lead()`` query and against ``match_seq`` under strict
+  contiguity (all three find every run of the three types; the counts are printed);
+* ``v_shape``: ``PATTERN (A B+ C+)`` with B falling and C rising ``v0`` (PREV), no plain-SQL
+  baseline an analyst would write (gaps and islands over two run kinds);
+* ``flat``: ``A+ B+`` over 10^5 rows of one key that satisfy both variables, the shape on
+  which a backtracking matcher explodes (trinodb/trino#18036: 49 s for 5,000 rows).
+
+Run from the project root (not beside the test suite: two cores)::
+
+    python -m benchmarks.bench_match_recognize [--sizes 10000 100000 1000000]
+
+Example:
+    >>> sorted(QUERIES)
+    ['abc_next', 'v_shape']
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from benchmarks.common import count_and_time, ratio
+from cep.datasets.synthetic import SyntheticSpec
+
+ABC = """SELECT * FROM bench_events MATCH_RECOGNIZE (
+  PARTITION BY key ORDER BY ts, id
+  MEASURES FIRST(A.id) AS a_id, LAST(C.ts) AS c_ts
+  AFTER MATCH SKIP TO NEXT ROW
+  PATTERN (A B C) DEFINE A AS type = 'T00', B AS type = 'T00', C AS type = 'T01')"""
+ABC_SQL = """WITH e AS (SELECT key, id, type, lead(type, 1) OVER w AS t1, lead(type, 2) OVER w AS t2,
+                  lead(ts, 2) OVER w AS ts2
+           FROM bench_events WINDOW w AS (PARTITION BY key ORDER BY ts, id))
+SELECT key, id AS a_id, ts2 AS c_ts FROM e WHERE type = 'T00' AND t1 = 'T00' AND t2 = 'T01'"""
+ABC_MATCH_SEQ = ("SELECT * FROM match_seq(pattern => 'PATTERN a, b, c DEFINE a AS type = "
+                 "''T00'', b AS type = ''T00'', c AS type = ''T01''', "
+                 "policy => 'strict-contiguity', key_col => 'key', events => TABLE(bench_events))")
+V_SHAPE = """SELECT * FROM bench_events MATCH_RECOGNIZE (
+  PARTITION BY key ORDER BY ts, id
+  MEASURES FIRST(A.v0) AS start_v, LAST(B.v0) AS bottom_v, LAST(C.v0) AS top_v, COUNT(*) AS n
+  PATTERN (A B+ C+) DEFINE B AS v0 < PREV(v0), C AS v0 > PREV(v0))"""
+FLAT = """SELECT * FROM bench_flat MATCH_RECOGNIZE (
+  PARTITION BY p ORDER BY ts MEASURES COUNT(A.*) AS na, COUNT(B.*) AS nb
+  PATTERN (A+ B+) DEFINE A AS x = 1, B AS x = 1)"""
+
+QUERIES: dict[str, dict[str, Any]] = {
+    "abc_next": {"sql": ABC, "baselines": {"lead()": ABC_SQL, "match_seq": ABC_MATCH_SEQ}},
+    "v_shape": {"sql": V_SHAPE, "baselines": {}},
+}
+
+
+def run(sizes: list[int], flat_rows: int = 100_000) -> list[dict[str, Any]]:
+    """Measure every query at every size, then the flat run; one dict per line."""
+    from delta_tables.settings import load_settings
+    from jobs.loaders.generate import write_synthetic
+    from jobs.session import build_session
+    from sql_ext import register_all
+
+    settings = load_settings(overrides={"show_progress": False})
+    spark = build_session(settings)
+    register_all(spark)
+    rows: list[dict[str, Any]] = []
+    for n in sizes:
+        table = f"bench_events_{n}"
+        write_synthetic(spark, settings, SyntheticSpec(n_events=n, n_keys=1000, n_types=50,
+                                                       seed=2024), table, quiet=True)
+        frame = spark.table(table)
+        frame.cache().count()
+        frame.createOrReplaceTempView("bench_events")
+        for name, q in QUERIES.items():
+            matches, seconds = count_and_time(spark.sql(q["sql"]))
+            row: dict[str, Any] = {"events": n, "query": name, "matches": matches,
+                                   "ours_s": seconds}
+            for base, sql in q["baselines"].items():
+                row[base] = count_and_time(spark.sql(sql))
+            rows.append(row)
+            print(_line(row), flush=True)
+        frame.unpersist()
+    spark.range(flat_rows).selectExpr("'p' AS p", "id AS ts", "1 AS x") \
+        .createOrReplaceTempView("bench_flat")
+    matches, seconds = count_and_time(spark.sql(FLAT))
+    row = {"events": flat_rows, "query": "flat A+ B+", "matches": matches, "ours_s": seconds}
+    rows.append(row)
+    print(_line(row), flush=True)
+    return rows
+
+
+def _line(row: dict[str, Any]) -> str:
+    parts = [f"| {row['events']:,} | {row['query']} | {row['ours_s']:.2f} s ({row['matches']:,})"]
+    for base in ("lead()", "match_seq"):
+        if base in row:
+            count, seconds = row[base]
+            parts.append(f"{base} {seconds:.2f} s ({count:,}), {ratio(seconds, row['ours_s'])}")
+    return " | ".join(parts) + " |"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
+    parser.add_argument("--flat-rows", type=int, default=100_000)
+    args = parser.parse_args()
+    print("| events | query | MATCH_RECOGNIZE (matches) | baselines: time (matches), "
+          "baseline/ours |")
+    run(args.sizes, args.flat_rows)
+
+
+if __name__ == "__main__":
+    main()
