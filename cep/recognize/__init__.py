@@ -1,1 +1,26 @@
-"""MATCH_RECOGNIZE (SQL:2016 row pattern recognition): parser, compiler and matcher."""
+"""MATCH_RECOGNIZE (SQL:2016 row pattern recognition): one stage per module.
+
+``clause`` (the clause's tokens) -> ``parser`` (the row pattern, ``ast``) -> ``program`` (the
+compiled automaton) -> ``matcher`` (Pike VM over one partition); ``expressions`` translates
+DEFINE and MEASURES to Spark SQL and ``rewrite`` turns a statement into plain Spark SQL around
+``cep_match_recognize`` (docs/match-recognize.md). The compiler never imports the matcher.
+
+Example:
+    >>> import numpy as np
+    >>> program = compile_pattern(parse_row_pattern("A B+"))
+    >>> [m.labels for m in find_matches(program, np.array([[1, 0], [0, 1], [0, 1]], bool))]
+    [(0, 1, 1)]
+"""
+
+from __future__ import annotations
+
+from cep.recognize.errors import (RowPatternError, RowPatternLimitError, RowPatternSemanticError,
+                                  RowPatternSyntaxError)
+from cep.recognize.matcher import Match, Skip, find_matches
+from cep.recognize.parser import parse_row_pattern
+from cep.recognize.program import Program, compile_pattern
+from cep.recognize.rewrite import contains_clause, rewrite_statement
+
+__all__ = ["Match", "Program", "RowPatternError", "RowPatternLimitError",
+           "RowPatternSemanticError", "RowPatternSyntaxError", "Skip", "compile_pattern",
+           "contains_clause", "find_matches", "parse_row_pattern", "rewrite_statement"]
