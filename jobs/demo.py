@@ -68,6 +68,14 @@ MATCH_QUERIES: tuple[tuple[str, str], ...] = (
      "    WITHIN 30 DAYS',\n"
      "  key_col => 'case_id', events => TABLE(bpi2017_offers))\n"
      "GROUP BY 1 ORDER BY 1"),
+    ("MATCH_RECOGNIZE: offers created, sent, then accepted; how many days it took",
+     "SELECT count(*) AS offers, round(avg(days), 1) AS avg_days, max(days) AS max_days\n"
+     "FROM bpi2017_offers MATCH_RECOGNIZE (\n"
+     "  PARTITION BY case_id ORDER BY ts, id\n"
+     "  MEASURES datediff(LAST(A.ts), FIRST(C.ts)) AS days\n"
+     "  PATTERN (C X*? S+ X*? A)\n"
+     "  DEFINE C AS type = 'O_Create Offer', S AS type LIKE 'O_Sent%',\n"
+     "         A AS type = 'O_Accepted')"),
     ("match_seq Kleene: applications incomplete at least twice before pending",
      "SELECT n_events - 2 AS incomplete_rounds, count(*) AS applications FROM match_seq(\n"
      "  pattern => 'PATTERN created; incomplete{2,}; pending\n"

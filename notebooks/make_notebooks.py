@@ -111,6 +111,23 @@ print(f"{matches.num_rows:,} matches")
 matches.slice(0, 5).to_pandas()
 '''),
     ("md", '''
+## The same log in MATCH_RECOGNIZE
+
+SQL's own row pattern syntax works in the same session ([docs/match-recognize.md](../docs/match-recognize.md)):
+offers created, sent, then accepted with no cancellation after the sending, and the days that
+took (MATCH_RECOGNIZE has no `WITHIN`: this counts every such offer, however long it took).
+'''),
+    ("code", '''
+spark.sql(f"""
+    SELECT count(*) AS offers, round(avg(days), 1) AS avg_days
+    FROM (SELECT * FROM bpi2017_offers WHERE {SAMPLE}) MATCH_RECOGNIZE (
+      PARTITION BY case_id ORDER BY ts, id
+      MEASURES datediff(LAST(A.ts), FIRST(C.ts)) AS days
+      PATTERN (C X*? S N*? A)
+      DEFINE C AS type = 'O_Create Offer', S AS type LIKE 'O_Sent%',
+             N AS type <> 'O_Cancelled', A AS type = 'O_Accepted')""").toPandas()
+'''),
+    ("md", '''
 ## Timeline of matches
 
 One row per offer (the first 25 by their first match), one bar per match from its first to its
