@@ -26,7 +26,7 @@ from cep.errors import CepError
 from udfs.shell import PlannedResult, TableFunction, bind_call, string_arg, table_fields, \
     table_function
 
-INTERNAL = ("__mr_tie", "__mr_rn", "__mr_pk")
+INTERNAL = ("__mr_tie", "__mr_rn", "__mr_pk", "__mr_ts")
 ANNOTATIONS = ("__mr_match", "__mr_seq", "__mr_label", "__mr_kind", "__mr_excluded")
 
 
@@ -94,14 +94,40 @@ def _flatten(matches: list[Any], offset: Any) -> tuple[Any, ...]:
     return starts, lengths, labels, excluded, lengths == 0
 
 
-def _one_pass(program: Any, masks: list[int], breaks: Any, skip: Any, text: str
-              ) -> tuple[Any, ...]:
+def _times(plan: dict[str, Any], table: Any, text: str, shift: int) -> list[int | None]:
+    """The first ORDER BY item per row as WITHIN measures it: microseconds for TIMESTAMP and
+    DATE (``time`` spans), the value itself for integers (``UNITS``); None for NULL."""
+    import pyarrow as pa
+
+    from cep.recognize.errors import E_UNSUPPORTED, RowPatternSemanticError
+
+    column = table.column("__mr_ts")
+    kind = column.type
+    span = tuple(shift + k for k in plan["within_span"])
+    if plan["within"][1] == "units":
+        if not pa.types.is_integer(kind):
+            raise RowPatternSemanticError(E_UNSUPPORTED, f"WITHIN ... UNITS needs an integer "
+                                          f"first ORDER BY item, found {kind}", text, *span)
+        return column.to_pylist()
+    if pa.types.is_timestamp(kind):
+        micros = column.cast(pa.timestamp("us", tz=getattr(kind, "tz", None))).cast(pa.int64())
+        return micros.to_pylist()
+    if pa.types.is_date32(kind):
+        return [None if d is None else d * 86_400_000_000
+                for d in column.cast(pa.int32()).to_pylist()]
+    raise RowPatternSemanticError(E_UNSUPPORTED, f"WITHIN with a time unit needs a TIMESTAMP or "
+                                  f"DATE first ORDER BY item, found {kind} (write UNITS for "
+                                  "numbers)", text, *span)
+
+
+def _one_pass(program: Any, masks: list[int], breaks: Any, skip: Any, text: str,
+              times: list[int | None] | None = None, within: Any = None) -> tuple[Any, ...]:
     """Every partition of the task in one matcher call: a row that accepts nothing is put
     before each partition start and gap, so no match crosses one (used when the pattern has
     no anchor and cannot match empty, so such a row never starts or ends a match)."""
     import numpy as np
 
-    from cep.recognize.matcher import match_masks
+    from cep.recognize.matcher import Within, match_masks
 
     before = np.cumsum(breaks) - 1  # sentinels placed before each row (none before row 0)
     before[0] = 0
@@ -109,21 +135,31 @@ def _one_pass(program: Any, masks: list[int], breaks: Any, skip: Any, text: str
     extended = [0] * (len(masks) + int(max(before[-1], 0)) if len(masks) else 0)
     for row, at in zip(masks, position.tolist()):
         extended[at] = row
-    matches = match_masks(program, extended, skip, text=text, max_matches=1 << 62)
+    window = None
+    if times is not None:
+        at_times: list[int | None] = [None] * len(extended)
+        for t, at in zip(times, position.tolist()):
+            at_times[at] = t
+        window = Within(tuple(at_times), within[0])
+    matches = match_masks(program, extended, skip, text=text, max_matches=1 << 62,
+                          within=window)
     return _flatten(matches, lambda ext: np.searchsorted(position, ext))
 
 
-def _per_partition(program: Any, masks: list[int], firsts: Any, skip: Any, text: str
+def _per_partition(program: Any, masks: list[int], firsts: Any, skip: Any, text: str,
+                   times: list[int | None] | None = None, within: Any = None
                    ) -> tuple[Any, ...]:
     """One matcher call per partition (anchors and empty matches need the real bounds)."""
     import numpy as np
 
-    from cep.recognize.matcher import match_masks
+    from cep.recognize.matcher import Within, match_masks
 
     parts = []
     bounds = firsts.tolist() + [len(masks)]
     for lo, hi in zip(bounds[:-1], bounds[1:]):
-        parts.append(_flatten(match_masks(program, masks[lo:hi], skip, text=text),
+        window = None if times is None else Within(tuple(times[lo:hi]), within[0])
+        parts.append(_flatten(match_masks(program, masks[lo:hi], skip, text=text,
+                                          within=window),
                               lambda starts, lo=lo: starts + lo))
     if not parts:
         empty = np.zeros(0, dtype=np.int64)
@@ -183,10 +219,13 @@ def answer_table(plan: dict[str, Any], table: Any) -> Any:
     gap[1:] = ~new_partition[1:] & (rn[1:] != rn[:-1] + 1)
     partition = np.cumsum(new_partition) - 1
     masks = row_masks(accepts)
+    times = _times(plan, table, statement, shift) if plan["within"] else None
     if plan["anchored"] or plan["nullable"]:
-        found = _per_partition(program, masks, np.flatnonzero(new_partition), skip, statement)
+        found = _per_partition(program, masks, np.flatnonzero(new_partition), skip, statement,
+                               times, plan["within"])
     else:
-        found = _one_pass(program, masks, new_partition | gap, skip, statement)
+        found = _one_pass(program, masks, new_partition | gap, skip, statement, times,
+                          plan["within"])
     starts, lengths, labels, excluded, empty = found
     # MATCH_NUMBER counts within a partition, empty matches included.
     owner = partition[starts]

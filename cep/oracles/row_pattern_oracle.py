@@ -30,7 +30,8 @@ _Path = tuple[tuple[str, bool], ...]
 
 
 def oracle_row_matches(pattern: Node, rows: list[set[str]], skip: str = "past_last",
-                       skip_to: frozenset[str] = frozenset()
+                       skip_to: frozenset[str] = frozenset(),
+                       times: list[int | None] | None = None, span: int = 0
                        ) -> list[tuple[int, tuple[str, ...], tuple[bool, ...]]]:
     """``(start, labels, excluded)`` of every match, in order.
 
@@ -40,6 +41,8 @@ def oracle_row_matches(pattern: Node, rows: list[set[str]], skip: str = "past_la
             in every row's set).
         skip: ``past_last``, ``next_row``, ``first`` or ``last``.
         skip_to: for ``first``/``last``: the variables (a SUBSET's members) to skip to.
+        times, span: our WITHIN extension: a mapping is a match only if its last row's time
+            is less than ``span`` after its first's (no row with a None time).
 
     Raises:
         ValueError: the skip target is missing from a match or would loop (the matcher raises
@@ -52,6 +55,8 @@ def oracle_row_matches(pattern: Node, rows: list[set[str]], skip: str = "past_la
         found = None
         for start in range(pos, n):
             for end, path in _walk(pattern, rows, start, (), False):
+                if times is not None and path and not _within(times, start, end, span):
+                    continue
                 found = (start, path)
                 break
             if found:
@@ -75,6 +80,11 @@ def oracle_row_matches(pattern: Node, rows: list[set[str]], skip: str = "past_la
             if pos == start:
                 raise ValueError("skip would loop")
     return out
+
+
+def _within(times: list[int | None], start: int, end: int, span: int) -> bool:
+    window = times[start:end]
+    return None not in window and window[-1] - window[0] < span
 
 
 def _walk(node: Node, rows: list[set[str]], i: int, path: _Path, excluded: bool

@@ -289,10 +289,12 @@ def read_clause(sql: str, tokens: list[Any], at: int) -> Clause:
     r.i = p_close + 1
     within = None
     if r.words("WITHIN"):
+        first_tok = r.tok
+        r.words("INTERVAL")  # Flink writes WITHIN INTERVAL '10' MINUTE
         amount, unit = r.tok, tokens[r.i + 1] if r.i + 1 < close else None
-        if amount is None or not amount.text.isdigit() or unit is None:
+        if amount is None or not amount.text.strip().isdigit() or unit is None:
             raise r.fail("expected WITHIN <whole number> <unit>, e.g. WITHIN 30 MINUTES")
-        within = (int(amount.text), unit.text.upper(), (amount.start, unit.end + 1))
+        within = (int(amount.text), unit.text.upper(), (first_tok.start, unit.end + 1))
         r.i += 2
     subsets = []
     if r.words("SUBSET"):

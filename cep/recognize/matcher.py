@@ -29,12 +29,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from cep.recognize.errors import (E_SKIP_LOOPS, E_SKIP_TARGET_EMPTY, E_TOO_MUCH_OUTPUT,
-                                  RowPatternLimitError, RowPatternSemanticError)
+from cep.recognize.errors import (E_SKIP_LOOPS, E_SKIP_TARGET_EMPTY, E_TOO_MANY_THREADS,
+                                  E_TOO_MUCH_OUTPUT, RowPatternLimitError,
+                                  RowPatternSemanticError)
 from cep.recognize.program import (ANCHOR_END, ANCHOR_START, CONSUME, JMP, MATCH, SPLIT,
                                    Program)
 
-__all__ = ["MAX_MATCHES", "Match", "Skip", "find_matches", "match_masks", "row_masks"]
+__all__ = ["MAX_MATCHES", "MAX_THREADS", "Match", "Skip", "Within", "find_matches", "match_masks",
+           "row_masks"]
 
 MAX_MATCHES = 10_000_000
 """Most matches one partition may produce (CEP-MR-005 beyond)."""
@@ -58,6 +60,24 @@ class Skip:
 
 
 @dataclass(frozen=True)
+class Within:
+    """Our WITHIN extension: ``times[last] - times[first] < span`` for every match.
+
+    ``times`` holds one integer per row (microseconds, days or the ORDER BY value), ascending
+    within a partition, None for NULL. Threads that started at different rows then have
+    different futures, so the matcher keeps one per (instruction, first row), at most
+    :data:`MAX_THREADS` at once (CEP-MR-004).
+    """
+
+    times: tuple[int | None, ...]
+    span: int
+
+
+MAX_THREADS = 1_000_000
+"""Most alive threads at one row under WITHIN (CEP-MR-004 beyond)."""
+
+
+@dataclass(frozen=True)
 class Match:
     """One match: ``start`` row, then one label and exclusion flag per matched row.
 
@@ -77,7 +97,7 @@ class Match:
 
 
 def find_matches(program: Program, accepts: Any, skip: Skip = Skip(), *, text: str = "",
-                 max_matches: int = MAX_MATCHES) -> list[Match]:
+                 max_matches: int = MAX_MATCHES, within: Within | None = None) -> list[Match]:
     """Every match of ``program`` in one partition, in order, numbered from 1.
 
     Args:
@@ -86,22 +106,25 @@ def find_matches(program: Program, accepts: Any, skip: Skip = Skip(), *, text: s
         skip: ``AFTER MATCH SKIP``.
         text: the statement, for the position of skip errors.
         max_matches: CEP-MR-005 when one partition has more matches.
+        within: our WITHIN extension: a match's last row is less than ``span`` after its
+            first (``times``, one per row, None for NULL: such a row is in no match).
 
     Raises:
         RowPatternSemanticError: CEP-MR-203 when the skip would restart at the match's first
             row, CEP-MR-204 when its variable matched no row (the standard's errors).
     """
-    return match_masks(program, row_masks(accepts), skip, text=text, max_matches=max_matches)
+    return match_masks(program, row_masks(accepts), skip, text=text, max_matches=max_matches,
+                       within=within)
 
 
 def match_masks(program: Program, rows: list[int], skip: Skip = Skip(), *, text: str = "",
-                max_matches: int = MAX_MATCHES) -> list[Match]:
+                max_matches: int = MAX_MATCHES, within: Within | None = None) -> list[Match]:
     """:func:`find_matches` over rows given as :func:`row_masks` integers."""
     n = len(rows)
     out: list[Match] = []
     pos = 0
     while pos < n:
-        found = _search(program, rows, pos)
+        found = _search(program, rows, pos, within, text)
         if found is None:
             break
         start, end, history = found
@@ -160,24 +183,28 @@ def _next_start(match: Match, skip: Skip, text: str) -> int:
     return target
 
 
-def _search(program: Program, rows: list[int], pos: int
-            ) -> tuple[int, int, Any] | None:
+def _search(program: Program, rows: list[int], pos: int, within: Within | None = None,
+            text: str = "") -> tuple[int, int, Any] | None:
     """The leftmost, then most preferred match starting at or after ``pos``.
 
     A thread is ``(pc, history, start)``; ``history`` is a linked list
     ``(row, variable, excluded, previous)`` shared between threads, so advancing costs O(1).
+    Two threads at one instruction after one row have the same future, so the first (the
+    preferred) one is kept; under WITHIN only if they also started at the same row.
     """
     ops, arg1, arg2 = program.ops, program.arg1, program.arg2
     n = len(rows)
+    times = within.times if within is not None else None
 
     def add(threads: list, seen: set, pc: int, history: Any, start: int, at: int) -> None:
         # The epsilon closure, depth first in preference order; `seen` spans the whole step.
         stack = [pc]
         while stack:
             pc = stack.pop()
-            if pc in seen:
+            key = pc if times is None else (pc, start)
+            if key in seen:
                 continue
-            seen.add(pc)
+            seen.add(key)
             op = ops[pc]
             if op == JMP:
                 stack.append(arg1[pc])
@@ -201,17 +228,26 @@ def _search(program: Program, rows: list[int], pos: int
         following: list = []
         seen: set = set()
         row = rows[i] if i < n else None
+        if row is not None and times is not None:
+            now = times[i]
         for pc, history, start in threads:
             if ops[pc] == MATCH:
                 matched = (start, i, history)
                 break  # every thread after this one is less preferred
             if row is not None and row >> arg1[pc] & 1:
+                if times is not None and (now is None or times[start] is None
+                                          or now - times[start] >= within.span):
+                    continue
                 add(following, seen, pc + 1, (i, arg1[pc], bool(arg2[pc]), history), start,
                     i + 1)
         if matched is None and i + 1 < n:
             add(following, seen, 0, None, i + 1, i + 1)  # a later start: least preferred
         if row is None:
             break
+        if len(following) > MAX_THREADS:
+            raise RowPatternLimitError(E_TOO_MANY_THREADS, f"more than {MAX_THREADS:,} partial "
+                                       "matches are alive at one row; narrow WITHIN or the "
+                                       "pattern", text, 0, 0)
         threads = following
         i += 1
     return matched

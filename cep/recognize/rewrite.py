@@ -201,12 +201,15 @@ def _generate(sql: str, tokens: list[Any], at: int, origin: tuple[int, int]
         if clause.skip_to else [0, 0],
         "front": [*partition, *order_columns] if clause.rows == "all" else [],
         "anchored": has_anchor(node), "nullable": can_be_empty(node),
-        "within": list(clause.within[:2]) if clause.within else None,
+        "within": _within(clause, sql),
+        "within_span": [clause.within[2][0] - base, clause.within[2][1] - base]
+        if clause.within else [0, 0],
     }
     selected = ", ".join(
         [f"{expr} AS __mr_d{i}" for i, expr in enumerate(defined.values())] +
         [f"{expr} AS {column}" for column, expr in translator.navigations] +
-        [f"ROW_NUMBER() OVER {WINDOW} AS __mr_rn"])
+        [f"ROW_NUMBER() OVER {WINDOW} AS __mr_rn"] +
+        ([f"({clause.order[0].text}) AS __mr_ts"] if clause.within else []))
     plan_literal = "'" + json.dumps(plan).replace("\\", "\\\\").replace("'", "\\'") + "'"
     columns = "*"
     if clause.rows == "one":
@@ -242,6 +245,31 @@ def _generate(sql: str, tokens: list[Any], at: int, origin: tuple[int, int]
     alias = f" AS {_quote(clause.alias)}" if clause.alias else ""
     start = tokens[first].start
     return start, clause.span[1], f"({body}){alias}"
+
+
+_MICROS = {"MICROSECOND": 1, "MILLISECOND": 1_000, "SECOND": 1_000_000, "MINUTE": 60_000_000,
+           "HOUR": 3_600_000_000, "DAY": 86_400_000_000, "WEEK": 604_800_000_000}
+
+
+def _within(clause: Clause, sql: str) -> list[Any] | None:
+    """``[span, kind]`` of our WITHIN extension: microseconds (``time``) or the raw difference
+    of the first ORDER BY item (``units``)."""
+    if clause.within is None:
+        return None
+    amount, unit, span = clause.within
+    if not clause.order or clause.order[0].descending:
+        raise RowPatternSemanticError(E_UNSUPPORTED, "WITHIN measures the first ORDER BY item, "
+                                      "which must be there and ascending", sql, *span)
+    word = unit[:-1] if unit.endswith("S") else unit
+    if word == "UNIT":
+        return [amount, "units"]
+    if word not in _MICROS:
+        raise RowPatternSyntaxError(E_CLAUSE, f"unknown unit {unit!r} after WITHIN; expected "
+                                    "MICROSECONDS, MILLISECONDS, SECONDS, MINUTES, HOURS, DAYS, "
+                                    "WEEKS or UNITS", sql, *span)
+    if amount < 1:
+        raise RowPatternSyntaxError(E_CLAUSE, "WITHIN needs a positive span", sql, *span)
+    return [amount * _MICROS[word], "time"]
 
 
 def _read_columns(partition: tuple[str, ...], measures: list[tuple[str, str]]) -> list[str]:
@@ -289,6 +317,3 @@ def _check_names(clause: Clause, primaries: tuple[str, ...],
         if name not in primaries and name not in subsets:
             raise RowPatternSemanticError(E_UNKNOWN_VARIABLE, f"AFTER MATCH SKIP TO {name}: not "
                                           "a variable of the PATTERN or a SUBSET", sql, *span)
-    if clause.within is not None:
-        raise RowPatternSemanticError(E_UNSUPPORTED, "WITHIN is not supported yet", sql,
-                                      *clause.within[2])

@@ -241,6 +241,24 @@ CASES: list[Case] = [
          _mr(f"{PO} MEASURES FIRST(A.x) AS start_x, LAST(B.x) AS bottom, LAST(C.x) AS top "
              "PATTERN (A B+ C+) DEFINE B AS x < PREV(x), C AS x > PREV(x)"),
          [("p", 10, 6, 9)]),
+    # --- our WITHIN extension: last row less than the span after the first -----------------
+    Case("within_units", stream("a1 b2 b3 b4 c5"),
+         _mr(f"{PO} MEASURES COUNT(*) AS n PATTERN (A B+ C) WITHIN 5 UNITS {ABC}"), [("p", 5)]),
+    Case("within_units_too_short", stream("a1 b2 b3 b4 c5"),
+         _mr(f"{PO} MEASURES COUNT(*) AS n PATTERN (A B+ C) WITHIN 4 UNITS {ABC}"), []),
+    Case("within_stops_greedy", stream("a1 b2 b3 b4"),
+         _mr(f"{PO} MEASURES COUNT(*) AS n PATTERN (A B+) WITHIN 3 UNITS {ABC}"), [("p", 3)]),
+    Case("within_minutes", stream("a1 b2 b3 c4 a5 b9 c10"),
+         "SELECT * FROM (SELECT p, timestamp_seconds(x * 60) AS t, v, x FROM input) "
+         "MATCH_RECOGNIZE (PARTITION BY p ORDER BY t MEASURES FIRST(A.x) AS ax PATTERN (A B+ C) "
+         "WITHIN INTERVAL '4' MINUTES DEFINE A AS v = 'a', B AS v = 'b', C AS v = 'c')",
+         [("p", 1)]),
+    Case("within_needs_a_time_column", stream("a1 b2"),
+         _mr(f"{PO} MEASURES COUNT(*) AS n PATTERN (A B) WITHIN 3 MINUTES {ABC}"),
+         error="CEP-MR-205"),
+    Case("error_within_descending", stream("a1"),
+         _mr(f"PARTITION BY p ORDER BY ts DESC PATTERN (A) WITHIN 3 UNITS {ABC}"),
+         error="CEP-MR-205"),
     # --- NULLs and order --------------------------------------------------------------------
     Case("null_in_define_is_false", stream("a1 a? a3"),
          _mr(f"{PO} MEASURES COUNT(*) AS n PATTERN (A+) DEFINE A AS x > 0"),

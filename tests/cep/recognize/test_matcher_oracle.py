@@ -119,3 +119,39 @@ def test_one_pass_over_a_long_run() -> None:
     program = compile_pattern(parse_row_pattern("A+ B+"))
     matches = find_matches(program, np.ones((20_000, 2), dtype=bool))
     assert [(m.start, m.end, m.labels.count(0)) for m in matches] == [(0, 20_000, 19_999)]
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=patterns(), rows=st.lists(st.lists(st.booleans(), min_size=3, max_size=3),
+                                      max_size=9),
+       gaps=st.lists(st.integers(0, 3), min_size=9, max_size=9), nulls=st.integers(0, 2),
+       span=st.integers(1, 6),
+       skip=st.sampled_from([("past_last", None), ("next_row", None), ("last", "A")]))
+def test_within_equals_oracle(text: str, rows: list[list[bool]], gaps: list[int], nulls: int,
+                              span: int, skip) -> None:
+    """Our WITHIN extension: ascending times (ties allowed, NULLs first, as Spark sorts)."""
+    from cep.recognize.matcher import Within
+
+    node = parse_row_pattern(text)
+    program = compile_pattern(node)
+    times: list[int | None] = []
+    clock = 0
+    for k in range(len(rows)):
+        clock += gaps[k]
+        times.append(None if k < nulls else clock)
+    accepts = np.array([[row[VARS.index(v)] for v in program.variables] for row in rows],
+                       dtype=bool).reshape(len(rows), len(program.variables))
+    names = [{v for v, ok in zip(VARS, row) if ok} for row in rows]
+    mode, target = skip
+    index = {v: i for i, v in enumerate(program.variables)}
+    plan = Skip(mode, frozenset([index[target]] if target in index else []), target or "")
+    try:
+        expected = oracle_row_matches(node, names, mode, frozenset([target] if target else []),
+                                      times=times, span=span)
+    except ValueError:
+        with pytest.raises(RowPatternSemanticError):
+            find_matches(program, accepts, plan, within=Within(tuple(times), span))
+        return
+    found = [(m.start, tuple(program.variables[v] for v in m.labels), m.excluded)
+             for m in find_matches(program, accepts, plan, within=Within(tuple(times), span))]
+    assert found == expected, f"pattern {text!r}, times {times}, span {span}"
