@@ -24,14 +24,20 @@ from typing import Iterator
 from cep.recognize.ast import (Alternation, Anchor, Concatenation, Empty, Exclusion, Node,
                                Permute, Quantified, Variable)
 
-__all__ = ["oracle_row_matches"]
+__all__ = ["OracleBudgetExceeded", "oracle_row_matches"]
+
+
+class OracleBudgetExceeded(Exception):
+    """The enumeration took more steps than allowed (backtracking is exponential on some
+    patterns); a test then draws another example."""
 
 _Path = tuple[tuple[str, bool], ...]
 
 
 def oracle_row_matches(pattern: Node, rows: list[set[str]], skip: str = "past_last",
                        skip_to: frozenset[str] = frozenset(),
-                       times: list[int | None] | None = None, span: int = 0
+                       times: list[int | None] | None = None, span: int = 0,
+                       max_steps: int = 200_000
                        ) -> list[tuple[int, tuple[str, ...], tuple[bool, ...]]]:
     """``(start, labels, excluded)`` of every match, in order.
 
@@ -44,17 +50,21 @@ def oracle_row_matches(pattern: Node, rows: list[set[str]], skip: str = "past_la
         times, span: our WITHIN extension: a mapping is a match only if its last row's time
             is less than ``span`` after its first's (no row with a None time).
 
+        max_steps: how many pattern nodes the enumeration may visit in all.
+
     Raises:
         ValueError: the skip target is missing from a match or would loop (the matcher raises
             its typed errors there).
+        OracleBudgetExceeded: more than ``max_steps`` visits.
     """
+    budget = [max_steps]
     n = len(rows)
     out = []
     pos = 0
     while pos < n:
         found = None
         for start in range(pos, n):
-            for end, path in _walk(pattern, rows, start, (), False):
+            for end, path in _walk(pattern, rows, start, (), False, budget):
                 if times is not None and path and not _within(times, start, end, span):
                     continue
                 found = (start, path)
@@ -87,9 +97,12 @@ def _within(times: list[int | None], start: int, end: int, span: int) -> bool:
     return None not in window and window[-1] - window[0] < span
 
 
-def _walk(node: Node, rows: list[set[str]], i: int, path: _Path, excluded: bool
-          ) -> Iterator[tuple[int, _Path]]:
+def _walk(node: Node, rows: list[set[str]], i: int, path: _Path, excluded: bool,
+          budget: list[int]) -> Iterator[tuple[int, _Path]]:
     """Every ``(next row, path)`` after matching ``node`` from row ``i``, preferred first."""
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise OracleBudgetExceeded()
     if isinstance(node, Variable):
         if i < len(rows) and node.name in rows[i]:
             yield i + 1, path + ((node.name, excluded),)
@@ -99,41 +112,41 @@ def _walk(node: Node, rows: list[set[str]], i: int, path: _Path, excluded: bool
         if (i == 0) if node.start else (i == len(rows)):
             yield i, path
     elif isinstance(node, Exclusion):
-        yield from _walk(node.item, rows, i, path, True)
+        yield from _walk(node.item, rows, i, path, True, budget)
     elif isinstance(node, Concatenation):
-        yield from _sequence(node.items, rows, i, path, excluded)
+        yield from _sequence(node.items, rows, i, path, excluded, budget)
     elif isinstance(node, Alternation):
         for item in node.items:
-            yield from _walk(item, rows, i, path, excluded)
+            yield from _walk(item, rows, i, path, excluded, budget)
     elif isinstance(node, Permute):
         for order in permutations(node.items):
-            yield from _sequence(order, rows, i, path, excluded)
+            yield from _sequence(order, rows, i, path, excluded, budget)
     else:
         assert isinstance(node, Quantified)
-        yield from _repeat(node, rows, i, path, excluded, 0)
+        yield from _repeat(node, rows, i, path, excluded, 0, budget)
 
 
 def _sequence(items: tuple[Node, ...], rows: list[set[str]], i: int, path: _Path,
-              excluded: bool) -> Iterator[tuple[int, _Path]]:
+              excluded: bool, budget: list[int]) -> Iterator[tuple[int, _Path]]:
     if not items:
         yield i, path
         return
-    for j, p in _walk(items[0], rows, i, path, excluded):
-        yield from _sequence(items[1:], rows, j, p, excluded)
+    for j, p in _walk(items[0], rows, i, path, excluded, budget):
+        yield from _sequence(items[1:], rows, j, p, excluded, budget)
 
 
 def _repeat(node: Quantified, rows: list[set[str]], i: int, path: _Path, excluded: bool,
-            count: int) -> Iterator[tuple[int, _Path]]:
+            count: int, budget: list[int]) -> Iterator[tuple[int, _Path]]:
     can_stop = count >= node.low
     can_go = node.high is None or count < node.high
 
     def more() -> Iterator[tuple[int, _Path]]:
         if not can_go:
             return
-        for j, p in _walk(node.item, rows, i, path, excluded):
+        for j, p in _walk(node.item, rows, i, path, excluded, budget):
             if node.high is None and count >= node.low and j == i:
                 continue  # an empty iteration of the unbounded part ends the path
-            yield from _repeat(node, rows, j, p, excluded, count + 1)
+            yield from _repeat(node, rows, j, p, excluded, count + 1, budget)
 
     if node.greedy:
         yield from more()

@@ -32,8 +32,8 @@ from typing import Any
 from cep.recognize.errors import (E_SKIP_LOOPS, E_SKIP_TARGET_EMPTY, E_TOO_MANY_THREADS,
                                   E_TOO_MUCH_OUTPUT, RowPatternLimitError,
                                   RowPatternSemanticError)
-from cep.recognize.program import (ANCHOR_END, ANCHOR_START, CONSUME, JMP, MATCH, SPLIT,
-                                   Program)
+from cep.recognize.program import (ANCHOR_END, ANCHOR_START, CHECK, CONSUME, JMP, MARK, MATCH,
+                                   SPLIT, Program)
 
 __all__ = ["MAX_MATCHES", "MAX_THREADS", "Match", "Skip", "Within", "find_matches", "match_masks",
            "row_masks"]
@@ -198,25 +198,36 @@ def _search(program: Program, rows: list[int], pos: int, within: Within | None =
 
     def add(threads: list, seen: set, pc: int, history: Any, start: int, at: int) -> None:
         # The epsilon closure, depth first in preference order; `seen` spans the whole step.
-        stack = [pc]
+        # A control instruction is visited once per set of loops whose current iteration has
+        # consumed nothing (MARK sets a loop's bit, CHECK kills a path with it set); a CONSUME
+        # or MATCH once (after a row is consumed those bits no longer matter).
+        stack = [(pc, 0)]
         while stack:
-            pc = stack.pop()
-            key = pc if times is None else (pc, start)
+            pc, empty = stack.pop()
+            op = ops[pc]
+            if op == CONSUME or op == MATCH:
+                key = pc if times is None else (pc, start)
+            else:
+                key = (pc, empty) if times is None else (pc, empty, start)
             if key in seen:
                 continue
             seen.add(key)
-            op = ops[pc]
             if op == JMP:
-                stack.append(arg1[pc])
+                stack.append((arg1[pc], empty))
             elif op == SPLIT:
-                stack.append(arg2[pc])
-                stack.append(arg1[pc])
+                stack.append((arg2[pc], empty))
+                stack.append((arg1[pc], empty))
+            elif op == MARK:
+                stack.append((pc + 1, empty | 1 << arg1[pc]))
+            elif op == CHECK:
+                if not empty >> arg1[pc] & 1:
+                    stack.append((pc + 1, empty))
             elif op == ANCHOR_START:
                 if at == 0:
-                    stack.append(pc + 1)
+                    stack.append((pc + 1, empty))
             elif op == ANCHOR_END:
                 if at == n:
-                    stack.append(pc + 1)
+                    stack.append((pc + 1, empty))
             else:
                 threads.append((pc, history, start))
 

@@ -6,6 +6,12 @@ preferred): alternation prefers its left branch, a greedy quantifier one more it
 reluctant one fewer, ``PERMUTE`` the lexicographically first order of its items
 (docs/match-recognize.md, "Preference"). :mod:`cep.recognize.matcher` runs it.
 
+An unbounded loop's body is framed by ``MARK k`` (its iteration has consumed no row yet) and
+``CHECK k`` (a path that reaches the end of an iteration without consuming a row dies): this
+is the standard's rule against empty iterations looping (docs/match-recognize.md, "Empty
+iterations"), and unlike a check on instructions alone it keeps the preference order of
+nested loops such as ``(C*?)*``.
+
 Bounded repetition is unrolled (``A{2,4}`` is ``A A (A (A)?)?``); ``PERMUTE`` of k items
 compiles to a graph over the 2^k subsets of items already matched, so ``PERMUTE`` of 8
 variables costs 1,024 item copies rather than 40,320 orders. A program larger than
@@ -17,10 +23,12 @@ Example:
     >>> prog = compile_pattern(parse_row_pattern("A B*?"))
     >>> print(prog.listing())
     0 CONSUME A
-    1 SPLIT 4 2
-    2 CONSUME B
-    3 JMP 1
-    4 MATCH
+    1 SPLIT 6 2
+    2 MARK 0
+    3 CONSUME B
+    4 CHECK 0
+    5 JMP 1
+    6 MATCH
 """
 
 from __future__ import annotations
@@ -31,11 +39,11 @@ from cep.recognize.ast import (Alternation, Anchor, Concatenation, Empty, Exclus
                                Permute, Quantified, Variable, variables)
 from cep.recognize.errors import E_PROGRAM_TOO_LARGE, RowPatternLimitError
 
-__all__ = ["ANCHOR_END", "ANCHOR_START", "CONSUME", "JMP", "MATCH", "MAX_INSTRUCTIONS",
-           "Program", "SPLIT", "compile_pattern"]
+__all__ = ["ANCHOR_END", "ANCHOR_START", "CHECK", "CONSUME", "JMP", "MARK", "MATCH",
+           "MAX_INSTRUCTIONS", "Program", "SPLIT", "compile_pattern"]
 
-CONSUME, SPLIT, JMP, ANCHOR_START, ANCHOR_END, MATCH = range(6)
-_NAMES = ("CONSUME", "SPLIT", "JMP", "ANCHOR_START", "ANCHOR_END", "MATCH")
+CONSUME, SPLIT, JMP, ANCHOR_START, ANCHOR_END, MATCH, MARK, CHECK = range(8)
+_NAMES = ("CONSUME", "SPLIT", "JMP", "ANCHOR_START", "ANCHOR_END", "MATCH", "MARK", "CHECK")
 
 MAX_INSTRUCTIONS = 100_000
 """Largest program compiled; the matcher's work per row is bounded by its size."""
@@ -47,7 +55,8 @@ class Program:
 
     Attributes:
         ops: opcode per instruction.
-        arg1: ``CONSUME``: the variable's index; ``SPLIT``/``JMP``: the (preferred) target.
+        arg1: ``CONSUME``: the variable's index; ``SPLIT``/``JMP``: the (preferred) target;
+            ``MARK``/``CHECK``: the unbounded loop's index (see below).
         arg2: ``SPLIT``: the other target; ``CONSUME``: 1 when the row is excluded from
             ALL ROWS PER MATCH output (inside ``{- -}``), else 0.
         variables: the primary variables, indexed by ``CONSUME``'s ``arg1``.
@@ -68,6 +77,8 @@ class Program:
                 lines.append(f"{pc} SPLIT {a} {b}")
             elif op == JMP:
                 lines.append(f"{pc} JMP {a}")
+            elif op in (MARK, CHECK):
+                lines.append(f"{pc} {_NAMES[op]} {a}")
             else:
                 lines.append(f"{pc} {_NAMES[op]}")
         return "\n".join(lines)
@@ -93,12 +104,13 @@ def size_of(node: Node) -> int:
     assert isinstance(node, Quantified)
     body = size_of(node.item)
     copies = node.low + (1 if node.high is None else node.high - node.low)
-    return copies * (body + 2)
+    return copies * (body + 4)
 
 
 class _Emitter:
     def __init__(self, names: list[str]) -> None:
         self.index = {n: i for i, n in enumerate(names)}
+        self.loops = 0
         self.ops: list[int] = []
         self.arg1: list[int] = []
         self.arg2: list[int] = []
@@ -154,7 +166,11 @@ class _Emitter:
             self.node(n.item, excluded)
         if n.high is None:
             loop = self.emit(SPLIT)
+            k = self.loops
+            self.loops += 1
+            self.emit(MARK, k)
             self.node(n.item, excluded)
+            self.emit(CHECK, k)
             self.emit(JMP, loop)
             body, done = loop + 1, len(self.ops)
             self.patch(loop, *((body, done) if n.greedy else (done, body)))

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given, reject, settings
 from hypothesis import strategies as st
 
-from cep.oracles.row_pattern_oracle import oracle_row_matches
+from cep.oracles.row_pattern_oracle import OracleBudgetExceeded, oracle_row_matches
 from cep.recognize.errors import RowPatternSemanticError
 from cep.recognize.matcher import Skip, find_matches
 from cep.recognize.parser import parse_row_pattern
@@ -61,7 +61,8 @@ def _skip(mode: str, target: str | None) -> tuple[Skip, frozenset]:
     return Skip(mode, frozenset(index[t] for t in names), target or ""), names
 
 
-@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=500, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(text=patterns(), rows=st.lists(st.lists(st.booleans(), min_size=3, max_size=3),
                                       max_size=9),
        skip=st.sampled_from([("past_last", None), ("next_row", None), ("first", "B"),
@@ -78,6 +79,8 @@ def test_matcher_equals_oracle(text: str, rows: list[list[bool]], skip) -> None:
     plan = Skip(mode, frozenset([index[target]] if target in index else []), target or "")
     try:
         expected = oracle_row_matches(node, names, mode, frozenset([target] if target else []))
+    except OracleBudgetExceeded:
+        reject()  # backtracking is exponential on this one: draw another example
     except ValueError:
         with pytest.raises(RowPatternSemanticError):
             find_matches(program, accepts, plan)
@@ -121,7 +124,8 @@ def test_one_pass_over_a_long_run() -> None:
     assert [(m.start, m.end, m.labels.count(0)) for m in matches] == [(0, 20_000, 19_999)]
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=400, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(text=patterns(), rows=st.lists(st.lists(st.booleans(), min_size=3, max_size=3),
                                       max_size=9),
        gaps=st.lists(st.integers(0, 3), min_size=9, max_size=9), nulls=st.integers(0, 2),
@@ -148,6 +152,8 @@ def test_within_equals_oracle(text: str, rows: list[list[bool]], gaps: list[int]
     try:
         expected = oracle_row_matches(node, names, mode, frozenset([target] if target else []),
                                       times=times, span=span)
+    except OracleBudgetExceeded:
+        reject()
     except ValueError:
         with pytest.raises(RowPatternSemanticError):
             find_matches(program, accepts, plan, within=Within(tuple(times), span))
