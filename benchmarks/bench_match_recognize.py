@@ -26,8 +26,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from benchmarks.common import count_and_time, ratio
-from cep.datasets.synthetic import SyntheticSpec
+from benchmarks.common import cached_events, count_and_time, ratio
 
 ABC = """SELECT * FROM bench_events MATCH_RECOGNIZE (
   PARTITION BY key ORDER BY ts, id
@@ -58,7 +57,6 @@ QUERIES: dict[str, dict[str, Any]] = {
 def run(sizes: list[int], flat_rows: int = 100_000) -> list[dict[str, Any]]:
     """Measure every query at every size, then the flat run; one dict per line."""
     from delta_tables.settings import load_settings
-    from jobs.loaders.generate import write_synthetic
     from jobs.session import build_session
     from sql_ext import register_all
 
@@ -67,12 +65,7 @@ def run(sizes: list[int], flat_rows: int = 100_000) -> list[dict[str, Any]]:
     register_all(spark)
     rows: list[dict[str, Any]] = []
     for n in sizes:
-        table = f"bench_events_{n}"
-        write_synthetic(spark, settings, SyntheticSpec(n_events=n, n_keys=1000, n_types=50,
-                                                       seed=2024), table, quiet=True)
-        frame = spark.table(table)
-        frame.cache().count()
-        frame.createOrReplaceTempView("bench_events")
+        frame = cached_events(spark, settings, n)
         for name, q in QUERIES.items():
             matches, seconds = count_and_time(spark.sql(q["sql"]))
             row: dict[str, Any] = {"events": n, "query": name, "matches": matches,

@@ -37,7 +37,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from cep.datasets.synthetic import SyntheticSpec
+from benchmarks.common import cached_events
 
 ROOT = Path(__file__).resolve().parent.parent
 FLINK_PYTHON = ROOT / ".venv-flink" / "bin" / "python"
@@ -150,7 +150,6 @@ def _flink(query: str, csv_dir: Path) -> tuple[int | None, float | None, str]:
 def run(sizes: list[int], queries: list[str] | None = None) -> list[dict[str, Any]]:
     """Measure every query at every size; returns one dict per (size, query)."""
     from delta_tables.settings import load_settings
-    from jobs.loaders.generate import write_synthetic
     from jobs.session import build_session
     from sql_ext import register_all
     from sql_ext.quoting import sql_string
@@ -160,12 +159,7 @@ def run(sizes: list[int], queries: list[str] | None = None) -> list[dict[str, An
     register_all(spark)
     rows: list[dict[str, Any]] = []
     for n in sizes:
-        table = f"bench_events_{n}"
-        write_synthetic(spark, settings, SyntheticSpec(n_events=n, n_keys=1000, n_types=50,
-                                                       seed=2024), table, quiet=True)
-        frame = spark.table(table)
-        frame.cache().count()
-        frame.createOrReplaceTempView("bench_events")
+        frame = cached_events(spark, settings, n)
         csv_dir = settings.scratch_dir / f"bench_csv_{n}"
         if not csv_dir.exists():
             (frame.selectExpr("id", "CAST(key AS STRING) AS k", "type",

@@ -77,6 +77,21 @@ class NoopTable:
         return iter(())
 
 
+def cached_events(spark: object, settings: object, n: int) -> "DataFrame":
+    """The end-to-end benchmarks' synthetic stream of ``n`` events (1,000 keys, 50 Zipf types,
+    seed 2024) in Delta as ``bench_events_<n>``, cached and registered as ``bench_events``."""
+    from cep.datasets.synthetic import SyntheticSpec
+    from jobs.loaders.generate import write_synthetic
+
+    table = f"bench_events_{n}"
+    write_synthetic(spark, settings, SyntheticSpec(n_events=n, n_keys=1000, n_types=50,
+                                                   seed=2024), table, quiet=True)
+    frame = spark.table(table)
+    frame.cache().count()
+    frame.createOrReplaceTempView("bench_events")
+    return frame
+
+
 def register_noop(spark: object, name: str = "noop_arrow") -> str:
     """Register :class:`NoopTable` as the Arrow UDTF ``name`` (returns ``x INT``, no rows)."""
     from pyspark.sql.functions import arrow_udtf

@@ -168,6 +168,22 @@ class _Reader:
         raise RowPatternSyntaxError(E_UNCLOSED, "this bracket is never closed", self.sql,
                                     self.toks[open_index].start, self.toks[open_index].end + 1)
 
+    def scan(self, end: int, stop: Any) -> int:
+        """The first index from ``self.i`` (before ``end``) at bracket depth 0 where
+        ``stop(index)`` holds, or ``end``."""
+        depth = 0
+        j = self.i
+        while j < end:
+            text = self.toks[j].text
+            if text in ("(", "[", "{"):
+                depth += 1
+            elif text in (")", "]", "}"):
+                depth -= 1
+            elif depth == 0 and stop(j):
+                return j
+            j += 1
+        return end
+
     def stops_at(self, j: int, stops: tuple[str, ...]) -> bool:
         """Whether ``tokens[j]`` starts the next part of the clause: a word of ``stops``, and
         for the words that can also name a measure (AFTER, ONE, ALL) the word after it too."""
@@ -187,17 +203,7 @@ class _Reader:
         out = []
         while True:
             first = self.i
-            depth = 0
-            j = self.i
-            while j < end:
-                text = self.toks[j].text
-                if text in ("(", "[", "{"):
-                    depth += 1
-                elif text in (")", "]", "}"):
-                    depth -= 1
-                elif depth == 0 and (text == "," or self.stops_at(j, stops)):
-                    break
-                j += 1
+            j = self.scan(end, lambda k: self.toks[k].text == "," or self.stops_at(k, stops))
             last = j - 1
             name, descending, nulls_first = "", False, None
             if named:
@@ -344,17 +350,8 @@ def read_clause(sql: str, tokens: list[Any], at: int) -> Clause:
 def _one_item(r: _Reader, end: int) -> Item:
     """One DEFINE condition: up to the comma that starts the next ``var AS``, or the end."""
     first = r.i
-    depth = 0
-    j = r.i
-    while j < end:
-        text = r.toks[j].text
-        if text in ("(", "[", "{"):
-            depth += 1
-        elif text in (")", "]", "}"):
-            depth -= 1
-        elif depth == 0 and text == "," and j + 2 < end + 1 and _word(r.toks[j + 2]) == "AS":
-            break
-        j += 1
+    j = r.scan(end, lambda k: r.toks[k].text == "," and k + 2 <= end
+               and _word(r.toks[k + 2]) == "AS")
     if j == first:
         raise r.fail("expected a condition after AS")
     span = (r.toks[first].start, r.toks[j - 1].end + 1)

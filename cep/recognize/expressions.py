@@ -141,13 +141,8 @@ class Translator:
                     f"({node.sql(dialect='spark')}), which DEFINE does not support yet (only "
                     f"the current row and PREV/NEXT)", statement, *item.span)
             return exp.column(node.this.copy())
-        for key, value in list(node.args.items()):
-            if isinstance(value, exp.Expression):
-                node.set(key, self._define_node(value, variable, item, statement))
-            elif isinstance(value, list):
-                node.set(key, [self._define_node(v, variable, item, statement)
-                               if isinstance(v, exp.Expression) else v for v in value])
-        return node
+        return _map_children(node, lambda child: self._define_node(child, variable, item,
+                                                                   statement))
 
     # --- MEASURES ---------------------------------------------------------------------------
 
@@ -196,13 +191,8 @@ class Translator:
             target, value = self._scoped(node, item, statement)
             return self._logical("LAST", target, value.sql(dialect="spark"), 0,
                                  rows == "one", rows)
-        for key, value in list(node.args.items()):
-            if isinstance(value, exp.Expression):
-                node.set(key, self._measure_node(value, rows, item, statement))
-            elif isinstance(value, list):
-                node.set(key, [self._measure_node(v, rows, item, statement)
-                               if isinstance(v, exp.Expression) else v for v in value])
-        return node
+        return _map_children(node, lambda child: self._measure_node(child, rows, item,
+                                                                    statement))
 
     def _aggregate(self, node: Any, name: str, final: bool, rows: str, item: Item,
                    statement: str) -> Any:
@@ -252,8 +242,7 @@ class Translator:
         if target is None:
             return _MATCHED
         members = self.subsets.get(target, (target,))
-        labels = ", ".join("'" + m.replace("\\", "\\\\").replace("'", "\\'") + "'"
-                           for m in members)
+        labels = ", ".join(string_literal(m) for m in members)
         return f"__mr_label IN ({labels})" if len(members) > 1 else f"__mr_label = {labels}"
 
     def _scoped(self, node: Any, item: Item, statement: str) -> tuple[str | None, Any]:
@@ -298,6 +287,25 @@ class Translator:
             return int(arg.this)
         raise RowPatternSyntaxError(E_BAD_EXPRESSION, "a navigation offset must be a "
                                     "non-negative whole number", statement, *item.span)
+
+
+def string_literal(text: str) -> str:
+    """``text`` as a Spark SQL string literal (sqlglot escapes quotes and backslashes)."""
+    from sqlglot import exp
+
+    return exp.Literal.string(text).sql(dialect="spark")
+
+
+def _map_children(node: Any, rewrite: Any) -> Any:
+    """``node`` with ``rewrite`` applied to each child expression (in place)."""
+    from sqlglot import exp
+
+    for key, value in list(node.args.items()):
+        if isinstance(value, exp.Expression):
+            node.set(key, rewrite(value))
+        elif isinstance(value, list):
+            node.set(key, [rewrite(v) if isinstance(v, exp.Expression) else v for v in value])
+    return node
 
 
 def _parse(sql: str) -> Any:

@@ -35,7 +35,7 @@ from cep.recognize.ast import variables as pattern_variables
 from cep.recognize.clause import KEYWORD, Clause, read_clause, tokens_of
 from cep.recognize.errors import (E_BAD_SUBSET, E_CLAUSE, E_UNKNOWN_VARIABLE, E_UNMATCHED_EXCLUSION,
                                   E_UNSUPPORTED, RowPatternSemanticError, RowPatternSyntaxError)
-from cep.recognize.expressions import WINDOW, Translator
+from cep.recognize.expressions import WINDOW, Translator, string_literal
 from cep.recognize.parser import parse_row_pattern
 from cep.recognize.program import CONSUME, compile_pattern
 
@@ -210,7 +210,7 @@ def _generate(sql: str, tokens: list[Any], at: int, origin: tuple[int, int]
         [f"{expr} AS {column}" for column, expr in translator.navigations] +
         [f"ROW_NUMBER() OVER {WINDOW} AS __mr_rn"] +
         ([f"({clause.order[0].text}) AS __mr_ts"] if clause.within else []))
-    plan_literal = "'" + json.dumps(plan).replace("\\", "\\\\").replace("'", "\\'") + "'"
+    plan_literal = string_literal(json.dumps(plan))
     columns = "*"
     if clause.rows == "one":
         # Only what the measures and the output read crosses into Python.
