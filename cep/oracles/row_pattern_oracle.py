@@ -19,7 +19,7 @@ Example:
 from __future__ import annotations
 
 from itertools import permutations
-from typing import Iterator
+from typing import Callable, Iterator
 
 from cep.recognize.ast import (Alternation, Anchor, Concatenation, Empty, Exclusion, Node,
                                Permute, Quantified, Variable)
@@ -32,12 +32,14 @@ class OracleBudgetExceeded(Exception):
     patterns); a test then draws another example."""
 
 _Path = tuple[tuple[str, bool], ...]
+Reads = Callable[[str, int, tuple[str, ...]], bool]
+"""``(variable, row, labels of the rows before it in the match) -> bool``."""
 
 
 def oracle_row_matches(pattern: Node, rows: list[set[str]], skip: str = "past_last",
                        skip_to: frozenset[str] = frozenset(),
                        times: list[int | None] | None = None, span: int = 0,
-                       max_steps: int = 200_000
+                       max_steps: int = 200_000, reads: Reads | None = None
                        ) -> list[tuple[int, tuple[str, ...], tuple[bool, ...]]]:
     """``(start, labels, excluded)`` of every match, in order.
 
@@ -51,6 +53,8 @@ def oracle_row_matches(pattern: Node, rows: list[set[str]], skip: str = "past_la
             is less than ``span`` after its first's (no row with a None time).
 
         max_steps: how many pattern nodes the enumeration may visit in all.
+        reads: DEFINE conditions that read the match so far, asked (after ``rows`` said yes)
+            with the labels of the match's rows before the one tested.
 
     Raises:
         ValueError: the skip target is missing from a match or would loop (the matcher raises
@@ -64,7 +68,7 @@ def oracle_row_matches(pattern: Node, rows: list[set[str]], skip: str = "past_la
     while pos < n:
         found = None
         for start in range(pos, n):
-            for end, path in _walk(pattern, rows, start, (), False, budget):
+            for end, path in _walk(pattern, rows, start, (), False, budget, reads):
                 if times is not None and path and not _within(times, start, end, span):
                     continue
                 found = (start, path)
@@ -98,13 +102,14 @@ def _within(times: list[int | None], start: int, end: int, span: int) -> bool:
 
 
 def _walk(node: Node, rows: list[set[str]], i: int, path: _Path, excluded: bool,
-          budget: list[int]) -> Iterator[tuple[int, _Path]]:
+          budget: list[int], reads: Reads | None = None) -> Iterator[tuple[int, _Path]]:
     """Every ``(next row, path)`` after matching ``node`` from row ``i``, preferred first."""
     budget[0] -= 1
     if budget[0] < 0:
         raise OracleBudgetExceeded()
     if isinstance(node, Variable):
-        if i < len(rows) and node.name in rows[i]:
+        if i < len(rows) and node.name in rows[i] and (
+                reads is None or reads(node.name, i, tuple(v for v, _ in path))):
             yield i + 1, path + ((node.name, excluded),)
     elif isinstance(node, Empty):
         yield i, path
@@ -112,41 +117,43 @@ def _walk(node: Node, rows: list[set[str]], i: int, path: _Path, excluded: bool,
         if (i == 0) if node.start else (i == len(rows)):
             yield i, path
     elif isinstance(node, Exclusion):
-        yield from _walk(node.item, rows, i, path, True, budget)
+        yield from _walk(node.item, rows, i, path, True, budget, reads)
     elif isinstance(node, Concatenation):
-        yield from _sequence(node.items, rows, i, path, excluded, budget)
+        yield from _sequence(node.items, rows, i, path, excluded, budget, reads)
     elif isinstance(node, Alternation):
         for item in node.items:
-            yield from _walk(item, rows, i, path, excluded, budget)
+            yield from _walk(item, rows, i, path, excluded, budget, reads)
     elif isinstance(node, Permute):
         for order in permutations(node.items):
-            yield from _sequence(order, rows, i, path, excluded, budget)
+            yield from _sequence(order, rows, i, path, excluded, budget, reads)
     else:
         assert isinstance(node, Quantified)
-        yield from _repeat(node, rows, i, path, excluded, 0, budget)
+        yield from _repeat(node, rows, i, path, excluded, 0, budget, reads)
 
 
 def _sequence(items: tuple[Node, ...], rows: list[set[str]], i: int, path: _Path,
-              excluded: bool, budget: list[int]) -> Iterator[tuple[int, _Path]]:
+              excluded: bool, budget: list[int], reads: Reads | None
+              ) -> Iterator[tuple[int, _Path]]:
     if not items:
         yield i, path
         return
-    for j, p in _walk(items[0], rows, i, path, excluded, budget):
-        yield from _sequence(items[1:], rows, j, p, excluded, budget)
+    for j, p in _walk(items[0], rows, i, path, excluded, budget, reads):
+        yield from _sequence(items[1:], rows, j, p, excluded, budget, reads)
 
 
 def _repeat(node: Quantified, rows: list[set[str]], i: int, path: _Path, excluded: bool,
-            count: int, budget: list[int]) -> Iterator[tuple[int, _Path]]:
+            count: int, budget: list[int], reads: Reads | None
+            ) -> Iterator[tuple[int, _Path]]:
     can_stop = count >= node.low
     can_go = node.high is None or count < node.high
 
     def more() -> Iterator[tuple[int, _Path]]:
         if not can_go:
             return
-        for j, p in _walk(node.item, rows, i, path, excluded, budget):
+        for j, p in _walk(node.item, rows, i, path, excluded, budget, reads):
             if node.high is None and count >= node.low and j == i:
                 continue  # an empty iteration of the unbounded part ends the path
-            yield from _repeat(node, rows, j, p, excluded, count + 1, budget)
+            yield from _repeat(node, rows, j, p, excluded, count + 1, budget, reads)
 
     if node.greedy:
         yield from more()

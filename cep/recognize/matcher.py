@@ -8,6 +8,13 @@ same future, so the less preferred one is dropped (the standard's preference mak
 one win). Work per row is bounded by the program's size: no exponential backtracking, and
 ``A+ B+`` over 10^5 rows of one value is one pass (trinodb/trino#18036 backtracks).
 
+DEFINE conditions that read the match so far (``B.price > A.price``, ``avg(A.price)``:
+:mod:`cep.recognize.condition`) are asked per thread (:class:`Reads`), and then two threads at
+one instruction differ unless their histories are equal: they are kept apart by history, and
+each start row is tried in turn (the standard's order) instead of all starts at once, since a
+later start's threads could no longer merge into an earlier one's. That work is not bounded
+by the program's size (each alive history is a thread); CEP-MR-004 bounds it.
+
 Which match is found follows SQL:2016: the earliest starting row that has a match, and for
 that row the match first in preference order; after it, ``AFTER MATCH SKIP`` says where the
 next search starts. One convention the standard leaves to implementations: an iteration of an
@@ -27,7 +34,7 @@ Example:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from cep.recognize.errors import (E_SKIP_LOOPS, E_SKIP_TARGET_EMPTY, E_TOO_MANY_THREADS,
                                   E_TOO_MUCH_OUTPUT, RowPatternLimitError,
@@ -35,7 +42,7 @@ from cep.recognize.errors import (E_SKIP_LOOPS, E_SKIP_TARGET_EMPTY, E_TOO_MANY_
 from cep.recognize.program import (ANCHOR_END, ANCHOR_START, CHECK, CONSUME, JMP, MARK, MATCH,
                                    SPLIT, Program)
 
-__all__ = ["MAX_MATCHES", "MAX_THREADS", "Match", "Skip", "Within", "find_matches", "match_masks",
+__all__ = ["MAX_MATCHES", "MAX_THREADS", "Match", "Reads", "Skip", "Within", "find_matches", "match_masks",
            "row_masks"]
 
 MAX_MATCHES = 10_000_000
@@ -73,6 +80,21 @@ class Within:
     span: int
 
 
+@dataclass(frozen=True)
+class Reads:
+    """DEFINE conditions that read the match so far, bound to one partition.
+
+    Attributes:
+        mask: bit ``v`` set when variable ``v``'s condition is asked per thread.
+        ask: ``(v, row, history) -> bool``; ``history`` is the thread's chain of nodes
+            ``(row, variable, excluded, previous, memo)`` (None: nothing matched yet), and
+            ``memo`` a dict the condition may cache running summaries in.
+    """
+
+    mask: int
+    ask: Callable[[int, int, Any], bool]
+
+
 MAX_THREADS = 1_000_000
 """Most alive threads at one row under WITHIN (CEP-MR-004 beyond)."""
 
@@ -97,7 +119,8 @@ class Match:
 
 
 def find_matches(program: Program, accepts: Any, skip: Skip = Skip(), *, text: str = "",
-                 max_matches: int = MAX_MATCHES, within: Within | None = None) -> list[Match]:
+                 max_matches: int = MAX_MATCHES, within: Within | None = None,
+                 reads: Reads | None = None) -> list[Match]:
     """Every match of ``program`` in one partition, in order, numbered from 1.
 
     Args:
@@ -108,32 +131,38 @@ def find_matches(program: Program, accepts: Any, skip: Skip = Skip(), *, text: s
         max_matches: CEP-MR-005 when one partition has more matches.
         within: our WITHIN extension: a match's last row is less than ``span`` after its
             first (``times``, one per row, None for NULL: such a row is in no match).
+        reads: the conditions that read the match so far, asked per thread after
+            ``accepts`` said yes.
 
     Raises:
         RowPatternSemanticError: CEP-MR-203 when the skip would restart at the match's first
             row, CEP-MR-204 when its variable matched no row (the standard's errors).
     """
     return match_masks(program, row_masks(accepts), skip, text=text, max_matches=max_matches,
-                       within=within)
+                       within=within, reads=reads)
 
 
 def match_masks(program: Program, rows: list[int], skip: Skip = Skip(), *, text: str = "",
-                max_matches: int = MAX_MATCHES, within: Within | None = None) -> list[Match]:
+                max_matches: int = MAX_MATCHES, within: Within | None = None,
+                reads: Reads | None = None) -> list[Match]:
     """:func:`find_matches` over rows given as :func:`row_masks` integers."""
     n = len(rows)
     out: list[Match] = []
     pos = 0
     while pos < n:
-        found = _search(program, rows, pos, within, text)
+        found = _search(program, rows, pos, within, text, reads)
         if found is None:
-            break
+            if reads is None:
+                break  # the search tried every later start too
+            pos += 1
+            continue
         start, end, history = found
         labels: list[int] = []
         excluded: list[bool] = []
         while history is not None:
-            _, var, excl, history = history
-            labels.append(var)
-            excluded.append(excl)
+            labels.append(history[1])
+            excluded.append(history[2])
+            history = history[3]
         labels.reverse()
         excluded.reverse()
         if len(out) >= max_matches:
@@ -184,17 +213,23 @@ def _next_start(match: Match, skip: Skip, text: str) -> int:
 
 
 def _search(program: Program, rows: list[int], pos: int, within: Within | None = None,
-            text: str = "") -> tuple[int, int, Any] | None:
+            text: str = "", reads: Reads | None = None) -> tuple[int, int, Any] | None:
     """The leftmost, then most preferred match starting at or after ``pos``.
 
     A thread is ``(pc, history, start)``; ``history`` is a linked list
     ``(row, variable, excluded, previous)`` shared between threads, so advancing costs O(1).
     Two threads at one instruction after one row have the same future, so the first (the
-    preferred) one is kept; under WITHIN only if they also started at the same row.
+    preferred) one is kept; under WITHIN only if they also started at the same row, and with
+    conditions that read the match only if their histories are equal too (histories made at
+    one row are shared by content, so equal histories are one object). With such conditions
+    only ``pos`` is tried as the start; the caller tries the next row if nothing matched.
     """
     ops, arg1, arg2 = program.ops, program.arg1, program.arg2
     n = len(rows)
     times = within.times if within is not None else None
+    # How threads are told apart: 0 by instruction, 1 and first row, 2 and history.
+    mode = 2 if reads is not None else (1 if times is not None else 0)
+    asked = reads.mask if reads is not None else 0
 
     def add(threads: list, seen: set, pc: int, history: Any, start: int, at: int) -> None:
         # The epsilon closure, depth first in preference order; `seen` spans the whole step.
@@ -206,9 +241,10 @@ def _search(program: Program, rows: list[int], pos: int, within: Within | None =
             pc, empty = stack.pop()
             op = ops[pc]
             if op == CONSUME or op == MATCH:
-                key = pc if times is None else (pc, start)
+                key = pc if mode == 0 else (pc, start if mode == 1 else id(history))
             else:
-                key = (pc, empty) if times is None else (pc, empty, start)
+                key = (pc, empty) if mode == 0 else (pc, empty,
+                                                     start if mode == 1 else id(history))
             if key in seen:
                 continue
             seen.add(key)
@@ -238,6 +274,8 @@ def _search(program: Program, rows: list[int], pos: int, within: Within | None =
     while threads:
         following: list = []
         seen: set = set()
+        made: dict = {}  # histories made at this row, by content (keeps their ids unique)
+        verdicts: dict = {}
         row = rows[i] if i < n else None
         if row is not None and times is not None:
             now = times[i]
@@ -249,9 +287,23 @@ def _search(program: Program, rows: list[int], pos: int, within: Within | None =
                 if times is not None and (now is None or times[start] is None
                                           or now - times[start] >= within.span):
                     continue
-                add(following, seen, pc + 1, (i, arg1[pc], bool(arg2[pc]), history), start,
+                var = arg1[pc]
+                if mode == 2:
+                    if asked >> var & 1:
+                        verdict = verdicts.get((var, id(history)))
+                        if verdict is None:
+                            verdict = verdicts[var, id(history)] = reads.ask(var, i, history)
+                        if not verdict:
+                            continue
+                    shape = (var, arg2[pc], id(history))
+                    node = made.get(shape)
+                    if node is None:
+                        node = made[shape] = (i, var, bool(arg2[pc]), history, {})
+                    add(following, seen, pc + 1, node, start, i + 1)
+                    continue
+                add(following, seen, pc + 1, (i, var, bool(arg2[pc]), history), start,
                     i + 1)
-        if matched is None and i + 1 < n:
+        if matched is None and i + 1 < n and mode != 2:
             add(following, seen, 0, None, i + 1, i + 1)  # a later start: least preferred
         if row is None:
             break
