@@ -3,12 +3,14 @@
 An analyst never writes ``cep_match_recognize`` (docs/match-recognize.md): the statement
 rewriter (:mod:`cep.recognize.rewrite`) generates the call, with the clause as a JSON plan and
 a TABLE argument whose rows Spark has already sorted by partition and order (a window), with
-one boolean column per DEFINE (``__mr_d<i>``) and each row's position in its partition
-(``__mr_rn``). This adapter, in the shell of :mod:`udfs.shell`, runs the matcher over each
+one boolean column per DEFINE (``__mr_d<i>``), the one-row values of conditions that read the
+match (``__mr_x<j>``, asked per thread: :mod:`cep.recognize.condition`) and each row's
+position in its partition (``__mr_rn``). This adapter, in the shell of :mod:`udfs.shell`, runs the matcher over each
 partition (rows from one ``__mr_rn = 1`` to the next) and returns the rows of every match,
 labelled, for Spark to compute the MEASURES from:
 
-* every input column except the internal ones (``__mr_tie``, ``__mr_d<i>``, ``__mr_rn``);
+* every input column except the internal ones (``__mr_tie``, ``__mr_d<i>``, ``__mr_x<j>``,
+  ``__mr_rn``);
 * ``__mr_match`` (MATCH_NUMBER), ``__mr_seq`` (1, 2, ... within the match), ``__mr_label``
   (CLASSIFIER), ``__mr_kind`` (0: a matched row, 1: the row an empty match starts at,
   2: an unmatched row of WITH UNMATCHED ROWS), ``__mr_excluded`` (inside ``{- -}``);
@@ -37,7 +39,7 @@ class MatchRecognizeCallError(CepError):
 
 
 def _internal(name: str) -> bool:
-    return name in INTERNAL or (name.startswith("__mr_d") and name[6:].isdigit())
+    return name in INTERNAL or (name[:6] in ("__mr_d", "__mr_x") and name[6:].isdigit())
 
 
 def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
@@ -147,19 +149,27 @@ def _one_pass(program: Any, masks: list[int], breaks: Any, skip: Any, text: str,
 
 
 def _per_partition(program: Any, masks: list[int], firsts: Any, skip: Any, text: str,
-                   times: list[int | None] | None = None, within: Any = None
+                   times: list[int | None] | None = None, within: Any = None,
+                   conditions: Any = None, values: dict[str, list[Any]] | None = None
                    ) -> tuple[Any, ...]:
-    """One matcher call per partition (anchors and empty matches need the real bounds)."""
+    """One matcher call per partition (anchors, empty matches and conditions that read the
+    match need the real bounds)."""
     import numpy as np
 
-    from cep.recognize.matcher import Within, match_masks
+    from cep.recognize.matcher import Reads, Within, match_masks
 
     parts = []
     bounds = firsts.tolist() + [len(masks)]
     for lo, hi in zip(bounds[:-1], bounds[1:]):
         window = None if times is None else Within(tuple(times[lo:hi]), within[0])
+        reads = None
+        if conditions is not None:
+            part = {name: column[lo:hi] for name, column in (values or {}).items()}
+            reads = Reads(conditions.mask,
+                          lambda v, i, h, part=part, n=hi - lo:
+                          conditions.accepts(part, n, v, i, h))
         parts.append(_flatten(match_masks(program, masks[lo:hi], skip, text=text,
-                                          within=window),
+                                          within=window, reads=reads),
                               lambda starts, lo=lo: starts + lo))
     if not parts:
         empty = np.zeros(0, dtype=np.int64)
@@ -189,6 +199,7 @@ def answer_table(plan: dict[str, Any], table: Any) -> Any:
     import numpy as np
     import pyarrow as pa
 
+    from cep.recognize.condition import Conditions
     from cep.recognize.errors import E_TOO_MUCH_OUTPUT, RowPatternLimitError
     from cep.recognize.matcher import MAX_MATCHES, Skip, row_masks
 
@@ -220,7 +231,13 @@ def answer_table(plan: dict[str, Any], table: Any) -> Any:
     partition = np.cumsum(new_partition) - 1
     masks = row_masks(accepts)
     times = _times(plan, table, statement, shift) if plan["within"] else None
-    if plan["anchored"] or plan["nullable"]:
+    if plan["conditions"]:
+        conditions = Conditions(plan["conditions"], program.variables)
+        values = {c: table.column(c).to_pylist() for c in table.column_names
+                  if c.startswith("__mr_x")}
+        found = _per_partition(program, masks, np.flatnonzero(new_partition), skip, statement,
+                               times, plan["within"], conditions, values)
+    elif plan["anchored"] or plan["nullable"]:
         found = _per_partition(program, masks, np.flatnonzero(new_partition), skip, statement,
                                times, plan["within"])
     else:

@@ -7,8 +7,9 @@ token level (``FIRST``/``LAST`` would otherwise become Spark's own aggregates, a
 * **DEFINE** conditions become boolean columns Spark computes before the matcher runs: the
   current row's columns as they are, ``PREV(e, n)``/``NEXT(e, n)`` as ``lag``/``lead`` over the
   partition's window. A condition that reads other rows of the match (``A.price`` in the
-  DEFINE of ``B``, ``FIRST``/``LAST``, aggregates, ``CLASSIFIER()``) needs the matcher to
-  evaluate it per thread, which is not built yet: CEP-MR-205 says so.
+  DEFINE of ``B``, ``FIRST``/``LAST``, aggregates, ``PREV(CLASSIFIER())``) becomes a condition
+  tree the matcher asks per thread (:mod:`cep.recognize.condition`); every part of it that
+  reads one row only is still computed by Spark, as a value column ``__mr_x<j>``.
 * **MEASURES** become expressions over the matcher's output rows (one row per matched row,
   with ``__mr_match``, ``__mr_seq``, ``__mr_label``, ``__mr_kind``): ``LAST(A.x, n)`` and
   ``FIRST`` are ``max_by``/``min_by`` (or a sorted ``collect_list``) over the rows labelled
@@ -108,12 +109,21 @@ class Translator:
         self.subsets = subsets
         self.partition = partition
         self.navigations: list[tuple[str, str]] = []  # (column, SQL over the input)
+        self.values: dict[str, str] = {}  # SQL over the input -> its __mr_x<j> column
+        self.conditions: dict[str, Any] = {}  # variable -> condition tree, asked per thread
 
     # --- DEFINE ---------------------------------------------------------------------------
 
     def define(self, variable: str, item: Item, statement: str) -> str:
-        """The boolean SQL column of ``variable``'s condition (NULL counts as false)."""
+        """The boolean SQL column of ``variable``'s condition (NULL counts as false).
+
+        A condition that reads other rows of the match is kept in :attr:`conditions` as a
+        tree, and its column is ``TRUE`` (the matcher decides).
+        """
         _, tree = _prepared(item, statement)
+        if self._reads_match(tree, variable, item, statement):
+            self.conditions[variable] = self._tree(tree, variable, item, statement)
+            return "TRUE"
         body = self._define_node(tree, variable, item, statement)
         return f"COALESCE({body.sql(dialect='spark')}, FALSE)"
 
@@ -129,20 +139,148 @@ class Translator:
                 offset = self._offset(args[1:], item, statement, 1)
                 func = "LAG" if name == "PREV" else "LEAD"
                 return _parse(f"{func}({inner.sql(dialect='spark')}, {offset}) OVER {WINDOW}")
+            if name == "CLASSIFIER" and not node.expressions:
+                return exp.Literal.string(variable)  # the row tested is mapped to `variable`
             raise RowPatternSemanticError(
-                E_UNSUPPORTED, f"DEFINE of {variable}: {name.lower()}(...) reads other rows of "
-                f"the match, which DEFINE does not support yet (only the current row and "
-                f"PREV/NEXT)", statement, *item.span)
+                E_UNSUPPORTED, f"DEFINE of {variable}: {name.lower()}(...) with these "
+                "arguments is not supported in DEFINE", statement, *item.span)
         if isinstance(node, exp.Column) and node.table:
-            qualifier = self._qualifier(node, item, statement)
-            if qualifier != variable:
-                raise RowPatternSemanticError(
-                    E_UNSUPPORTED, f"DEFINE of {variable} reads {qualifier}'s rows "
-                    f"({node.sql(dialect='spark')}), which DEFINE does not support yet (only "
-                    f"the current row and PREV/NEXT)", statement, *item.span)
+            # Only reached for the tested row's own variable (or a SUBSET holding it): other
+            # qualifiers make the condition a per-thread tree (_reads_match).
+            self._qualifier(node, item, statement)
             return exp.column(node.this.copy())
         return _map_children(node, lambda child: self._define_node(child, variable, item,
                                                                    statement))
+
+    def _reads_match(self, node: Any, variable: str, item: Item, statement: str) -> bool:
+        """Whether ``node`` reads rows of the match other than the one tested."""
+        from sqlglot import exp
+
+        for sub in node.walk():
+            call = _call(sub)
+            if call is not None:
+                kind, name, _ = call
+                if kind == "AGG" or name in ("FIRST", "LAST", "MATCH_NUMBER"):
+                    return True
+                if name in ("PREV", "NEXT") and any(
+                        (_call(c) or ("", "", ""))[1] == "CLASSIFIER" for c in sub.walk()):
+                    return True
+            elif isinstance(sub, exp.Column) and sub.table and not isinstance(sub.this, exp.Star):
+                target = self._qualifier(sub, item, statement)
+                if variable not in self.subsets.get(target, (target,)):
+                    return True
+        return False
+
+    def _tree(self, node: Any, variable: str, item: Item, statement: str) -> Any:
+        """The condition tree of a DEFINE that reads the match (:mod:`cep.recognize.condition`)."""
+        from sqlglot import exp
+
+        def again(child: Any) -> Any:
+            return self._tree(child, variable, item, statement)
+
+        if isinstance(node, exp.Literal):
+            return ["str" if node.is_string else "num", str(node.this)]
+        if isinstance(node, exp.Boolean):
+            return ["bool", bool(node.this)]
+        if isinstance(node, exp.Null):
+            return ["null"]
+        if not self._reads_match(node, variable, item, statement):
+            sql = self._define_node(node.copy(), variable, item, statement).sql(dialect="spark")
+            return ["col", self._value(sql)]
+        if isinstance(node, exp.Paren):
+            return again(node.this)
+        operator = _OPERATORS.get(type(node))
+        if operator is not None:
+            return ["op", operator, again(node.this), again(node.expression)]
+        if isinstance(node, exp.Not):
+            return ["op", "not", again(node.this)]
+        if isinstance(node, exp.Neg):
+            return ["op", "neg", again(node.this)]
+        if isinstance(node, exp.Is) and isinstance(node.expression, exp.Null):
+            return ["op", "isnull", again(node.this)]
+        if isinstance(node, exp.Abs):
+            return ["op", "abs", again(node.this)]
+        if isinstance(node, exp.Coalesce):
+            return ["op", "coalesce", again(node.this), *[again(e) for e in node.expressions]]
+        if isinstance(node, exp.Between):
+            return ["op", "between", again(node.this), again(node.args["low"]),
+                    again(node.args["high"])]
+        if isinstance(node, exp.Column):
+            target, value = self._scoped(node, item, statement)
+            return ["nav", "LAST", self._members(target), 0,
+                    self._value(value.sql(dialect="spark")), 0]
+        call = _call(node)
+        if call is not None:
+            kind, name, semantics = call
+            if semantics == "FINAL":
+                raise RowPatternSyntaxError(E_BAD_EXPRESSION, f"DEFINE of {variable}: FINAL is "
+                                            "for MEASURES only (DEFINE sees the match so far)",
+                                            statement, *item.span)
+            if kind == "AGG":
+                return self._define_aggregate(node, name, item, statement)
+            if name in ("FIRST", "LAST", "PREV", "NEXT"):
+                return self._define_navigation(node, name, item, statement)
+        what = call[1].lower() + "()" if call is not None else node.key.upper()
+        raise RowPatternSemanticError(
+            E_UNSUPPORTED, f"DEFINE of {variable}: {what} around a reference to other rows of "
+            "the match is not supported (there: comparisons, + - * / %, AND, OR, NOT, IS [NOT] "
+            "NULL, BETWEEN, COALESCE, ABS, FIRST, LAST, PREV, NEXT, count, sum, avg, min, max)",
+            statement, *item.span)
+
+    def _define_navigation(self, node: Any, name: str, item: Item, statement: str) -> Any:
+        """``["nav", ...]`` of FIRST/LAST, or of PREV/NEXT over a logical position."""
+        args = node.expressions
+        physical = 0
+        if name in ("PREV", "NEXT"):
+            step = self._offset(args[1:], item, statement, 1)
+            physical = -step if name == "PREV" else step
+            inner = args[0]
+            inner_call = _call(inner)
+            logical, k = "LAST", 0
+            if inner_call is not None and inner_call[1] in ("FIRST", "LAST"):
+                logical = inner_call[1]
+                k = self._offset(inner.expressions[1:], item, statement, 0)
+                inner = inner.expressions[0]
+        else:
+            logical, k, inner = name, self._offset(args[1:], item, statement, 0), args[0]
+        inner_call = _call(inner)
+        if inner_call is not None and inner_call[1] == "CLASSIFIER" and not inner.expressions:
+            return ["nav", logical, None, k, None, physical]
+        target, value = self._scoped(inner, item, statement)
+        return ["nav", logical, self._members(target), k,
+                self._value(value.sql(dialect="spark")), physical]
+
+    def _define_aggregate(self, node: Any, name: str, item: Item, statement: str) -> Any:
+        """``["agg", ...]`` of a running aggregate in DEFINE."""
+        from sqlglot import exp
+
+        args = node.expressions
+        if len(args) != 1:
+            raise RowPatternSyntaxError(E_BAD_EXPRESSION, f"{name.lower()} takes one argument",
+                                        statement, *item.span)
+        arg = args[0]
+        star = isinstance(arg, exp.Star) or (isinstance(arg, exp.Column)
+                                             and isinstance(arg.this, exp.Star))
+        if star:
+            if name != "COUNT":
+                raise RowPatternSyntaxError(E_BAD_EXPRESSION, f"{name.lower()}(*) is not an "
+                                            "aggregate; only count(*) is", statement,
+                                            *item.span)
+            target = self._qualifier(arg, item, statement) if isinstance(arg, exp.Column) \
+                else None
+            return ["agg", "count", self._members(target), None]
+        target, value = self._scoped(arg, item, statement)
+        return ["agg", name.lower(), self._members(target),
+                self._value(value.sql(dialect="spark"))]
+
+    def _members(self, target: str | None) -> list[str] | None:
+        return None if target is None else list(self.subsets.get(target, (target,)))
+
+    def _value(self, sql: str) -> str:
+        """The ``__mr_x<j>`` column Spark computes ``sql`` into (one per distinct text)."""
+        if sql not in self.values:
+            self.values[sql] = f"__mr_x{len(self.values)}"
+        return self.values[sql]
 
     # --- MEASURES ---------------------------------------------------------------------------
 
@@ -287,6 +425,17 @@ class Translator:
             return int(arg.this)
         raise RowPatternSyntaxError(E_BAD_EXPRESSION, "a navigation offset must be a "
                                     "non-negative whole number", statement, *item.span)
+
+
+def _operators() -> dict[type, str]:
+    from sqlglot import exp
+
+    return {exp.EQ: "=", exp.NEQ: "<>", exp.LT: "<", exp.LTE: "<=", exp.GT: ">",
+            exp.GTE: ">=", exp.Add: "+", exp.Sub: "-", exp.Mul: "*", exp.Div: "/",
+            exp.Mod: "%", exp.And: "and", exp.Or: "or"}
+
+
+_OPERATORS = _operators()
 
 
 def string_literal(text: str) -> str:

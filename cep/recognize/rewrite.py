@@ -204,10 +204,12 @@ def _generate(sql: str, tokens: list[Any], at: int, origin: tuple[int, int]
         "within": _within(clause, sql),
         "within_span": [clause.within[2][0] - base, clause.within[2][1] - base]
         if clause.within else [0, 0],
+        "conditions": translator.conditions,
     }
     selected = ", ".join(
         [f"{expr} AS __mr_d{i}" for i, expr in enumerate(defined.values())] +
         [f"{expr} AS {column}" for column, expr in translator.navigations] +
+        [f"{expr} AS {column}" for expr, column in translator.values.items()] +
         [f"ROW_NUMBER() OVER {WINDOW} AS __mr_rn"] +
         ([f"({clause.order[0].text}) AS __mr_ts"] if clause.within else []))
     plan_literal = string_literal(json.dumps(plan))
@@ -218,7 +220,7 @@ def _generate(sql: str, tokens: list[Any], at: int, origin: tuple[int, int]
     events = (f"SELECT {columns + ', ' if columns else ''}{selected} FROM (SELECT *, "
               f"XXHASH64(*) AS __mr_tie FROM {source}) WINDOW {WINDOW} AS ({window})")
     if (not plan["nullable"] and not plan["anchored"] and not clause.unmatched
-            and set(primaries) <= set(defined)):
+            and set(primaries) <= set(defined) and not translator.conditions):
         # A row no variable accepts is in no match (matches are runs of rows, none empty):
         # Spark drops it, the matcher sees the gap in __mr_rn and lets no match cross it. A
         # partition's first rows may be dropped too, so a hash of the partition's key tells

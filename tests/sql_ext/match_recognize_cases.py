@@ -56,6 +56,92 @@ def _mr(body: str, select: str = "*") -> str:
     return f"SELECT {select} FROM input MATCH_RECOGNIZE ({body})"
 
 
+# DEFINE conditions that read other rows of the match, asked per thread (running semantics:
+# the row tested counts as mapped to the variable being defined).
+DEFINE_READS_MATCH: list[Case] = [
+    # Flink's documentation ("Logical offsets"): a V of strictly falling then one rising price,
+    # START_ROW undefined (always true). Ticker ACME, prices per second from 10:00:00.
+    Case("flink_price_down_logical_offsets",
+         stream("a12 a17 a19 a21 a25 a18 a15 a14 a24 a25 a19"),
+         _mr(f"{PO} MEASURES FIRST(START_ROW.ts) AS s, LAST(PRICE_DOWN.ts) AS bottom, "
+             "LAST(PRICE_UP.ts) AS e PATTERN (START_ROW PRICE_DOWN+ PRICE_UP) DEFINE "
+             "PRICE_DOWN AS (LAST(PRICE_DOWN.x, 1) IS NULL AND PRICE_DOWN.x < START_ROW.x) "
+             "OR PRICE_DOWN.x < LAST(PRICE_DOWN.x, 1), "
+             "PRICE_UP AS PRICE_UP.x > LAST(PRICE_DOWN.x, 1)"),
+         [("p", 5, 8, 9)]),
+    # Flink's documentation ("Aggregations"): A+ while the running average stays below 15.
+    Case("flink_running_average",
+         stream("a12 a17 a13 a16 a25 a2 a4 a10 a15 a25 a25 a30"),
+         _mr(f"{PO} MEASURES FIRST(A.ts) AS s, LAST(A.ts) AS e, AVG(A.x) AS avg_x "
+             "PATTERN (A+ B) DEFINE A AS AVG(A.x) < 15"),
+         [("p", 1, 4, 14.5), ("p", 6, 11, 13.5)]),
+    # Trino's documentation: C rises but stays at or below the starting price A.
+    Case("trino_c_at_most_a", stream("a10 b8 b6 c7 c9 d11 a5 a20 b15 c19 c21 d25"),
+         _mr(f"{PO} MEASURES A.x AS starting, LAST(B.x) AS bottom, LAST(U.x) AS top "
+             "PATTERN (A B+ C+ D+) SUBSET U = (C, D) DEFINE B AS x < PREV(x), "
+             "C AS x > PREV(x) AND x <= A.x, D AS x > PREV(x)"),
+         [("p", 10, 6, 11), ("p", 20, 15, 25)]),
+    Case("other_variable_value", stream("a5 b7 b4 a3 b9"),
+         _mr(f"{PO} MEASURES FIRST(A.ts) AS s, COUNT(B.*) AS nb PATTERN (A B+) "
+             "DEFINE A AS v = 'a', B AS B.x > A.x"), [("p", 1, 1), ("p", 4, 1)]),
+    Case("first_of_the_match", stream("a5 a6 a7 a4 a8"),
+         _mr(f"{PO} MEASURES COUNT(*) AS n PATTERN (A B+) "
+             "DEFINE B AS x > FIRST(x)"), [("p", 3), ("p", 2)]),
+    Case("count_star_caps_the_length", stream("a1 a2 a3 a4 a5 a6 a7"),
+         _mr(f"{PO} MEASURES COUNT(*) AS n PATTERN (A+) DEFINE A AS COUNT(*) <= 3"),
+         [("p", 3), ("p", 3), ("p", 1)]),
+    Case("count_of_a_variable", stream("a1 a2 a3 b4 a5 a6 b7"),
+         _mr(f"{PO} MEASURES COUNT(A.*) AS na PATTERN (A+ B) "
+             "DEFINE A AS v = 'a' AND COUNT(A.*) <= 2, B AS v = 'b'"), [("p", 2), ("p", 2)]),
+    Case("running_sum_threshold", stream("a3 a4 a2 a6 a1"),
+         _mr(f"{PO} MEASURES COUNT(*) AS n, SUM(A.x) AS total PATTERN (A+) "
+             "DEFINE A AS SUM(A.x) <= 9"), [("p", 3, 9), ("p", 2, 7)]),
+    Case("running_min_max", stream("a5 a7 a6 a9 a4 a8"),
+         _mr(f"{PO} MEASURES COUNT(*) AS n PATTERN (A+) "
+             "DEFINE A AS MAX(A.x) - MIN(A.x) <= 3"),
+         [("p", 3), ("p", 1), ("p", 1), ("p", 1)]),
+    Case("prev_classifier", stream("a1 b2 a3 a4 b5"),
+         _mr(f"{PO} MEASURES COUNT(*) AS n PATTERN ((A | B)+) "
+             "DEFINE A AS COALESCE(PREV(CLASSIFIER()), 'B') = 'B', B AS v = 'b'"),
+         [("p", 3), ("p", 2)]),
+    Case("classifier_in_define_is_the_variable", stream("a1 b2"),
+         _mr(f"{PO} MEASURES COUNT(*) AS n PATTERN (A B) "
+             "DEFINE A AS CLASSIFIER() = 'A', B AS CLASSIFIER() = 'B'"), [("p", 2)]),
+    Case("prev_of_last_is_physical", stream("a5 b1 b2 c5 c9"),
+         _mr(f"{PO} MEASURES FIRST(C.ts) AS c PATTERN (A B+ C) DEFINE A AS v = 'a', "
+             "B AS v = 'b', C AS x = PREV(FIRST(B.x), 1)"), [("p", 4)]),
+    Case("less_preferred_history_wins", stream("x1 x2 x3 x4"),
+         _mr(f"{PO} MEASURES CLASSIFIER() AS last_label, COUNT(B.*) AS nb "
+             "PATTERN ((A | B)+ C) DEFINE C AS COUNT(A.*) = 0"), [("p", "C", 3)]),
+    Case("subset_in_define", stream("a1 b2 a3 b9"),
+         _mr(f"{PO} MEASURES COUNT(*) AS n PATTERN ((A | B)+ C) SUBSET U = (A, B) "
+             "DEFINE A AS v = 'a', B AS v = 'b', C AS SUM(U.x) > 5 AND v = 'a'"), []),
+    Case("subset_sum_accepts", stream("a1 b2 a3 b9 a4"),
+         _mr(f"{PO} MEASURES COUNT(*) AS n PATTERN ((A | B)+? C) SUBSET U = (A, B) "
+             "DEFINE A AS v = 'a', B AS v = 'b', C AS SUM(U.x) > 5"), [("p", 4)]),
+    Case("null_in_navigation_is_unknown", stream("a1 a? a3 a4"),
+         _mr(f"{PO} MEASURES COUNT(*) AS n PATTERN (A B+) "
+             "DEFINE B AS x > LAST(B.x, 1) OR LAST(B.x, 1) IS NULL"),
+         [("p", 4)]),
+    Case("all_rows_with_reads", stream("a1 a3 a2 a4"),
+         _mr(f"{PO} MEASURES RUNNING COUNT(*) AS k ALL ROWS PER MATCH PATTERN (A B*) "
+             "DEFINE B AS B.x > A.x + 1"), [("p", 1, 1, "a", 1), ("p", 2, 2, "a", 3),
+                                            ("p", 3, 1, "a", 2), ("p", 4, 2, "a", 4)]),
+    Case("skip_to_next_row_with_reads", stream("a1 a2 a3"),
+         _mr(f"{PO} MEASURES FIRST(A.ts) AS s, COUNT(*) AS n AFTER MATCH SKIP TO NEXT ROW "
+             "PATTERN (A B+) DEFINE B AS B.x > A.x"), [("p", 1, 3), ("p", 2, 2)]),
+    Case("within_with_reads", stream("a1 a2 a3 a4 a5"),
+         _mr(f"{PO} MEASURES COUNT(*) AS n PATTERN (A B+) WITHIN 3 UNITS "
+             "DEFINE B AS B.x > A.x"), [("p", 3), ("p", 2)]),
+    Case("between_and_arithmetic", stream("a10 a12 a9 a30"),
+         _mr(f"{PO} MEASURES COUNT(*) AS n PATTERN (A B+) "
+             "DEFINE B AS x BETWEEN A.x * 0.8 AND A.x * 1.25"), [("p", 3)]),
+    Case("navigation_of_an_expression", stream("a2 a3 a9"),
+         _mr(f"{PO} MEASURES COUNT(*) AS n PATTERN (A B C) "
+             "DEFINE C AS x = LAST(A.x * 3) + B.x"), [("p", 3)]),
+]
+
+
 CASES: list[Case] = [
     # --- ONE ROW PER MATCH, numbering, partitions -------------------------------------------
     Case("one_row_per_match", stream("a1 b2 b3 c4 a5 b6 c7"),
@@ -325,6 +411,13 @@ CASES: list[Case] = [
          _mr(f"{PO} MEASURES COUNT(*) PATTERN (A) {ABC}"), error="CEP-MR-107"),
     Case("error_subset_clash", stream("a1"),
          _mr(f"{PO} PATTERN (A B) SUBSET A = (B) {ABC}"), error="CEP-MR-202"),
-    Case("error_define_reads_other_variable", stream("a1"),
-         _mr(f"{PO} PATTERN (A B) DEFINE A AS x > 0, B AS x > A.x"), error="CEP-MR-205"),
+    Case("error_match_number_in_define", stream("a1"),
+         _mr(f"{PO} PATTERN (A B) DEFINE A AS x > 0, B AS MATCH_NUMBER() = 1"),
+         error="CEP-MR-205"),
+    Case("error_final_in_define", stream("a1"),
+         _mr(f"{PO} PATTERN (A B) DEFINE A AS x > 0, B AS x > FINAL LAST(A.x)"),
+         error="CEP-MR-207"),
+    Case("error_unsupported_function_around_navigation", stream("a1"),
+         _mr(f"{PO} PATTERN (A B) DEFINE B AS sqrt(A.x) > 1"), error="CEP-MR-205"),
+    *DEFINE_READS_MATCH,
 ]
