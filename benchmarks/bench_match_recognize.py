@@ -9,8 +9,15 @@ written to Delta once) it times in ONE run, on the same cached data, results to 
   contiguity (all three find every run of the three types; the counts are printed);
 * ``v_shape``: ``PATTERN (A B+ C+)`` with B falling and C rising ``v0`` (PREV), no plain-SQL
   baseline an analyst would write (gaps and islands over two run kinds);
+* ``price_down``: Flink's documented logical-offset pattern ``START_ROW DOWN+ UP`` on ``v0``,
+  whose DEFINE reads the match so far (``LAST(DOWN.v0, 1)``, ``START_ROW.v0``), so the
+  matcher asks it per thread;
 * ``flat``: ``A+ B+`` over 10^5 rows of one key that satisfy both variables, the shape on
   which a backtracking matcher explodes (trinodb/trino#18036: 49 s for 5,000 rows).
+
+Each query with a Flink form also runs through PyFlink's MATCH_RECOGNIZE (batch mode,
+parallelism 2, the same rows as CSV, ``ORDER BY`` the rowtime ``ts``; ``make flink-venv``),
+timed inside the Flink process as ours is inside the Spark session.
 
 Run from the project root (not beside the test suite: two cores)::
 
@@ -18,7 +25,7 @@ Run from the project root (not beside the test suite: two cores)::
 
 Example:
     >>> sorted(QUERIES)
-    ['abc_next', 'v_shape']
+    ['abc_next', 'price_down', 'v_shape']
 """
 
 from __future__ import annotations
@@ -26,7 +33,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from benchmarks.common import cached_events, count_and_time, ratio
+from benchmarks.common import cached_events, count_and_time, flink_csv, ratio, run_flink
 
 ABC = """SELECT * FROM bench_events MATCH_RECOGNIZE (
   PARTITION BY key ORDER BY ts, id
@@ -44,17 +51,37 @@ V_SHAPE = """SELECT * FROM bench_events MATCH_RECOGNIZE (
   PARTITION BY key ORDER BY ts, id
   MEASURES FIRST(A.v0) AS start_v, LAST(B.v0) AS bottom_v, LAST(C.v0) AS top_v, COUNT(*) AS n
   PATTERN (A B+ C+) DEFINE B AS v0 < PREV(v0), C AS v0 > PREV(v0))"""
+ABC_FLINK = """SELECT count(*) FROM ev MATCH_RECOGNIZE (
+  PARTITION BY k ORDER BY ts MEASURES A.id AS a_id AFTER MATCH SKIP TO NEXT ROW
+  PATTERN (A B C) DEFINE A AS A.type = 'T00', B AS B.type = 'T00', C AS C.type = 'T01')"""
+PRICE_DOWN_DEFINE = """DEFINE DOWN AS (LAST(DOWN.v0, 1) IS NULL AND DOWN.v0 < START_ROW.v0)
+                 OR DOWN.v0 < LAST(DOWN.v0, 1),
+         UP AS UP.v0 > LAST(DOWN.v0, 1))"""
+PRICE_DOWN = f"""SELECT * FROM bench_events MATCH_RECOGNIZE (
+  PARTITION BY key ORDER BY ts, id
+  MEASURES FIRST(START_ROW.id) AS start_id, LAST(DOWN.id) AS bottom_id, LAST(UP.id) AS up_id
+  PATTERN (START_ROW DOWN+ UP)
+  {PRICE_DOWN_DEFINE}"""
+PRICE_DOWN_FLINK = f"""SELECT count(*) FROM ev MATCH_RECOGNIZE (
+  PARTITION BY k ORDER BY ts
+  MEASURES FIRST(START_ROW.id) AS start_id, LAST(DOWN.id) AS bottom_id, LAST(UP.id) AS up_id
+  PATTERN (START_ROW DOWN+ UP)
+  {PRICE_DOWN_DEFINE}"""
 FLAT = """SELECT * FROM bench_flat MATCH_RECOGNIZE (
   PARTITION BY p ORDER BY ts MEASURES COUNT(A.*) AS na, COUNT(B.*) AS nb
   PATTERN (A+ B+) DEFINE A AS x = 1, B AS x = 1)"""
 
 QUERIES: dict[str, dict[str, Any]] = {
-    "abc_next": {"sql": ABC, "baselines": {"lead()": ABC_SQL, "match_seq": ABC_MATCH_SEQ}},
-    "v_shape": {"sql": V_SHAPE, "baselines": {}},
+    "abc_next": {"sql": ABC, "baselines": {"lead()": ABC_SQL, "match_seq": ABC_MATCH_SEQ},
+                 "flink": ABC_FLINK},
+    # Flink refuses a greedy quantifier at the end of the pattern (C+): no Flink form.
+    "v_shape": {"sql": V_SHAPE, "baselines": {}, "flink": None},
+    "price_down": {"sql": PRICE_DOWN, "baselines": {}, "flink": PRICE_DOWN_FLINK},
 }
 
 
-def run(sizes: list[int], flat_rows: int = 100_000) -> list[dict[str, Any]]:
+def run(sizes: list[int], flat_rows: int = 100_000, flink: bool = True,
+        queries: list[str] | None = None) -> list[dict[str, Any]]:
     """Measure every query at every size, then the flat run; one dict per line."""
     from delta_tables.settings import load_settings
     from jobs.session import build_session
@@ -66,12 +93,18 @@ def run(sizes: list[int], flat_rows: int = 100_000) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     for n in sizes:
         frame = cached_events(spark, settings, n)
+        csv_dir = flink_csv(frame, settings, n) if flink else None
         for name, q in QUERIES.items():
+            if queries and name not in queries:
+                continue
             matches, seconds = count_and_time(spark.sql(q["sql"]))
             row: dict[str, Any] = {"events": n, "query": name, "matches": matches,
                                    "ours_s": seconds}
             for base, sql in q["baselines"].items():
                 row[base] = count_and_time(spark.sql(sql))
+            if csv_dir is not None and q["flink"]:
+                count, flink_s, note = run_flink(q["flink"], csv_dir)
+                row["flink"] = (count, flink_s) if flink_s is not None else note
             rows.append(row)
             print(_line(row), flush=True)
         frame.unpersist()
@@ -86,8 +119,10 @@ def run(sizes: list[int], flat_rows: int = 100_000) -> list[dict[str, Any]]:
 
 def _line(row: dict[str, Any]) -> str:
     parts = [f"| {row['events']:,} | {row['query']} | {row['ours_s']:.2f} s ({row['matches']:,})"]
-    for base in ("lead()", "match_seq"):
-        if base in row:
+    for base in ("lead()", "match_seq", "flink"):
+        if isinstance(row.get(base), str):
+            parts.append(f"{base}: {row[base]}")
+        elif base in row:
             count, seconds = row[base]
             parts.append(f"{base} {seconds:.2f} s ({count:,}), {ratio(seconds, row['ours_s'])}")
     return " | ".join(parts) + " |"
@@ -97,10 +132,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
     parser.add_argument("--flat-rows", type=int, default=100_000)
+    parser.add_argument("--queries", nargs="+", choices=sorted(QUERIES))
+    parser.add_argument("--no-flink", action="store_true", help="skip the PyFlink baseline")
     args = parser.parse_args()
     print("| events | query | MATCH_RECOGNIZE (matches) | baselines: time (matches), "
           "baseline/ours |")
-    run(args.sizes, args.flat_rows)
+    run(args.sizes, args.flat_rows, not args.no_flink, args.queries)
 
 
 if __name__ == "__main__":

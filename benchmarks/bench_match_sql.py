@@ -31,16 +31,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import cached_events
+from benchmarks.common import cached_events, flink_csv, run_flink
 
-ROOT = Path(__file__).resolve().parent.parent
-FLINK_PYTHON = ROOT / ".venv-flink" / "bin" / "python"
 WINDOW = "1 MINUTE"
 
 # Positions per key, shared by the plain-SQL baselines.
@@ -135,18 +132,6 @@ def _timed(fn: Any) -> tuple[Any, float]:
     return value, time.perf_counter() - start
 
 
-def _flink(query: str, csv_dir: Path) -> tuple[int | None, float | None, str]:
-    if not FLINK_PYTHON.exists():
-        return None, None, "no .venv-flink (run `make flink-venv`)"
-    script = ROOT / "benchmarks" / "flink_runner.py"
-    proc = subprocess.run([str(FLINK_PYTHON), str(script), str(csv_dir), query],
-                          capture_output=True, text=True, timeout=3600)
-    if proc.returncode != 0:
-        return None, None, proc.stderr.strip().splitlines()[-1][:200] if proc.stderr else "failed"
-    count, seconds = proc.stdout.strip().splitlines()[-1].split()
-    return int(count), float(seconds), ""
-
-
 def run(sizes: list[int], queries: list[str] | None = None) -> list[dict[str, Any]]:
     """Measure every query at every size; returns one dict per (size, query)."""
     from delta_tables.settings import load_settings
@@ -160,11 +145,7 @@ def run(sizes: list[int], queries: list[str] | None = None) -> list[dict[str, An
     rows: list[dict[str, Any]] = []
     for n in sizes:
         frame = cached_events(spark, settings, n)
-        csv_dir = settings.scratch_dir / f"bench_csv_{n}"
-        if not csv_dir.exists():
-            (frame.selectExpr("id", "CAST(key AS STRING) AS k", "type",
-                              "date_format(ts, 'yyyy-MM-dd HH:mm:ss.SSS') AS ts", "v0")
-             .coalesce(1).write.mode("overwrite").option("header", "false").csv(str(csv_dir)))
+        csv_dir = flink_csv(frame, settings, n)
         for name, q in QUERIES.items():
             if queries and name not in queries:
                 continue
@@ -187,7 +168,8 @@ def run(sizes: list[int], queries: list[str] | None = None) -> list[dict[str, An
                 row["sql_matches"] = base.count()
                 _, row["sql_s"] = _timed(lambda: base.write.format("noop").mode("overwrite").save())
             if q["flink"]:
-                row["flink_matches"], row["flink_s"], row["flink_note"] = _flink(q["flink"], csv_dir)
+                row["flink_matches"], row["flink_s"], row["flink_note"] = run_flink(q["flink"],
+                                                                                    csv_dir)
             rows.append(row)
             print(_line(row), flush=True)
         frame.unpersist()

@@ -92,6 +92,17 @@ def cached_events(spark: object, settings: object, n: int) -> "DataFrame":
     return frame
 
 
+def flink_csv(frame: "DataFrame", settings: object, n: int) -> Path:
+    """The folder of ``frame`` (the synthetic stream of ``n`` events) as one CSV file with
+    columns ``id, k, type, ts, v0``: the table ``ev`` of ``flink_runner.py``; written once."""
+    csv_dir = settings.scratch_dir / f"bench_csv_{n}"  # type: ignore[attr-defined]
+    if not csv_dir.exists():
+        (frame.selectExpr("id", "CAST(key AS STRING) AS k", "type",
+                          "date_format(ts, 'yyyy-MM-dd HH:mm:ss.SSS') AS ts", "v0")
+         .coalesce(1).write.mode("overwrite").option("header", "false").csv(str(csv_dir)))
+    return csv_dir
+
+
 def register_noop(spark: object, name: str = "noop_arrow") -> str:
     """Register :class:`NoopTable` as the Arrow UDTF ``name`` (returns ``x INT``, no rows)."""
     from pyspark.sql.functions import arrow_udtf
