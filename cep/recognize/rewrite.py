@@ -28,6 +28,7 @@ Example:
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from cep.recognize.ast import can_be_empty, has_anchor
@@ -153,12 +154,36 @@ def _column_name(item: Any, sql: str, role: str) -> str:
     return node.name
 
 
+@dataclass(frozen=True)
+class _Parts:
+    """What one clause compiles to, before it is written as SQL."""
+
+    clause: Clause
+    source: str
+    partition: tuple[str, ...]
+    order_columns: tuple[str, ...]
+    window: str
+    defined: dict[str, str]
+    measures: list[tuple[str, str]]
+    translator: Translator
+    plan: dict[str, Any]
+    filtered: bool
+
+
 def _generate(sql: str, tokens: list[Any], at: int, origin: tuple[int, int]
               ) -> tuple[int, int, str]:
     """``(start, end, text)``: the span of source + clause + alias and its replacement."""
     clause = read_clause(sql, tokens, at)
     first = _source_start(sql, tokens, at)
-    source = sql[tokens[first].start:tokens[at].start].strip()
+    parts = _compile(sql, clause, sql[tokens[first].start:tokens[at].start].strip(), origin)
+    call = (f"{FUNCTION}(plan => {string_literal(json.dumps(parts.plan))}, "
+            f"events => TABLE({_events(parts)}))")
+    alias = f" AS {_quote(clause.alias)}" if clause.alias else ""
+    return tokens[first].start, clause.span[1], f"({_output(parts, call)}){alias}"
+
+
+def _compile(sql: str, clause: Clause, source: str, origin: tuple[int, int]) -> _Parts:
+    """Every check on the clause, the DEFINE/MEASURES translation and the matcher's plan."""
     node = parse_row_pattern(sql, *clause.pattern)
     program = compile_pattern(node, sql)
     primaries = tuple(pattern_variables(node))
@@ -172,25 +197,39 @@ def _generate(sql: str, tokens: list[Any], at: int, origin: tuple[int, int]
     window = (("PARTITION BY " + ", ".join(_quote(p) for p in partition) + " ") if partition
               else "") + "ORDER BY " + (order_sql + ", " if order_sql else "") + "__mr_tie"
     translator = Translator(window, primaries, subsets, tuple(_quote(p) for p in partition))
-    defined = {}
-    for variable, item in clause.defines:
-        defined[variable] = translator.define(variable, item, sql)
+    defined = {variable: translator.define(variable, item, sql)
+               for variable, item in clause.defines}
     measures = [(m.name, translator.measure(m, clause.rows, sql)) for m in clause.measures]
     if clause.unmatched and any(op == CONSUME and excluded
                                 for op, excluded in zip(program.ops, program.arg2)):
         raise RowPatternSemanticError(E_UNMATCHED_EXCLUSION, "WITH UNMATCHED ROWS cannot be "
                                       "combined with a pattern exclusion {- ... -}", sql,
                                       *clause.pattern)
-    skip_targets: tuple[str, ...] = ()
-    if clause.skip_to is not None:
-        name, span = clause.skip_to
-        skip_targets = subsets.get(name, (name,))
-    order_columns = ()
+    order_columns: tuple[str, ...] = ()
     if clause.rows == "all":
         order_columns = tuple(_column_name(o, sql, "ORDER BY of ALL ROWS PER MATCH")
                               for o in clause.order)
+    plan = _plan(sql, clause, origin, list(defined), subsets, partition, order_columns,
+                 has_anchor(node), can_be_empty(node), translator.conditions)
+    # A row no variable accepts is in no match when matches are runs of rows, none empty, and
+    # every variable has a condition Spark computes: Spark may drop it (see _events).
+    filtered = (not plan["nullable"] and not plan["anchored"] and not clause.unmatched
+                and set(primaries) <= set(defined) and not translator.conditions)
+    return _Parts(clause, source, partition, order_columns, window, defined, measures,
+                  translator, plan, filtered)
+
+
+def _plan(sql: str, clause: Clause, origin: tuple[int, int], defined: list[str],
+          subsets: dict[str, tuple[str, ...]], partition: tuple[str, ...],
+          order_columns: tuple[str, ...], anchored: bool, nullable: bool,
+          conditions: dict[str, Any]) -> dict[str, Any]:
+    """The JSON plan ``cep_match_recognize`` reads (udfs/match_recognize.py): the clause's
+    text with its origin, so errors raised there still point into the statement."""
     base = clause.span[0]
-    plan = {
+    skip_targets: tuple[str, ...] = ()
+    if clause.skip_to is not None:
+        skip_targets = subsets.get(clause.skip_to[0], (clause.skip_to[0],))
+    return {
         "clause": sql[base:clause.span[1]], "origin": list(origin),
         "pattern": [clause.pattern[0] - base, clause.pattern[1] - base],
         "defines": [[v, f"__mr_d{i}"] for i, v in enumerate(defined)],
@@ -200,53 +239,57 @@ def _generate(sql: str, tokens: list[Any], at: int, origin: tuple[int, int]
         "skip_span": [clause.skip_to[1][0] - base, clause.skip_to[1][1] - base]
         if clause.skip_to else [0, 0],
         "front": [*partition, *order_columns] if clause.rows == "all" else [],
-        "anchored": has_anchor(node), "nullable": can_be_empty(node),
+        "anchored": anchored, "nullable": nullable,
         "within": _within(clause, sql),
         "within_span": [clause.within[2][0] - base, clause.within[2][1] - base]
         if clause.within else [0, 0],
-        "conditions": translator.conditions,
+        "conditions": conditions,
     }
+
+
+def _events(parts: _Parts) -> str:
+    """The TABLE argument: the source with the tiebreak, the DEFINE columns, the navigation
+    and condition value columns, and each row's position in its partition."""
+    clause, translator = parts.clause, parts.translator
     selected = ", ".join(
-        [f"{expr} AS __mr_d{i}" for i, expr in enumerate(defined.values())] +
+        [f"{expr} AS __mr_d{i}" for i, expr in enumerate(parts.defined.values())] +
         [f"{expr} AS {column}" for column, expr in translator.navigations] +
         [f"{expr} AS {column}" for expr, column in translator.values.items()] +
         [f"ROW_NUMBER() OVER {WINDOW} AS __mr_rn"] +
-        ([f"({clause.order[0].text}) AS __mr_ts"] if clause.within else []))
-    plan_literal = string_literal(json.dumps(plan))
+        ([f"({clause.order[0].text}) AS __mr_ts"] if clause.within else []) +
+        # Rows may be dropped at a partition's start too (below): a hash of the partition's
+        # key tells where partitions change, beside __mr_rn not growing.
+        ([f"XXHASH64({', '.join(_quote(p) for p in parts.partition)}) AS __mr_pk"]
+         if parts.filtered and parts.partition else []))
     columns = "*"
     if clause.rows == "one":
         # Only what the measures and the output read crosses into Python.
-        columns = ", ".join([_quote(c) for c in _read_columns(partition, measures)] + [])
+        columns = ", ".join(_quote(c) for c in _read_columns(parts.partition, parts.measures))
     events = (f"SELECT {columns + ', ' if columns else ''}{selected} FROM (SELECT *, "
-              f"XXHASH64(*) AS __mr_tie FROM {source}) WINDOW {WINDOW} AS ({window})")
-    if (not plan["nullable"] and not plan["anchored"] and not clause.unmatched
-            and set(primaries) <= set(defined) and not translator.conditions):
-        # A row no variable accepts is in no match (matches are runs of rows, none empty):
-        # Spark drops it, the matcher sees the gap in __mr_rn and lets no match cross it. A
-        # partition's first rows may be dropped too, so a hash of the partition's key tells
-        # where partitions change (with __mr_rn not growing).
-        if partition:
-            events = events.replace(" FROM (SELECT *, XXHASH64(*)", ", XXHASH64(" + ", ".join(
-                _quote(p) for p in partition) + ") AS __mr_pk FROM (SELECT *, XXHASH64(*)", 1)
-        events = (f"SELECT * FROM ({events}) WHERE " +
-                  " OR ".join(f"__mr_d{i}" for i in range(len(defined))))
-    call = f"{FUNCTION}(plan => {plan_literal}, events => TABLE({events}))"
-    keys = [_quote(p) for p in partition]
-    if clause.rows == "one":
-        outputs = keys + [f"{m} AS {_quote(name)}" for name, m in measures]
-        body = (f"SELECT {', '.join(outputs)} FROM {call} GROUP BY "
+              f"XXHASH64(*) AS __mr_tie FROM {parts.source}) WINDOW {WINDOW} AS "
+              f"({parts.window})")
+    if not parts.filtered:
+        return events
+    # A row no variable accepts is in no match: Spark drops it, and the matcher sees the gap
+    # in __mr_rn and lets no match cross it.
+    return (f"SELECT * FROM ({events}) WHERE " +
+            " OR ".join(f"__mr_d{i}" for i in range(len(parts.defined))))
+
+
+def _output(parts: _Parts, call: str) -> str:
+    """The query over the matcher's labelled rows that computes the MEASURES."""
+    keys = [_quote(p) for p in parts.partition]
+    if parts.clause.rows == "one":
+        outputs = keys + [f"{m} AS {_quote(name)}" for name, m in parts.measures]
+        return (f"SELECT {', '.join(outputs)} FROM {call} GROUP BY "
                 f"{', '.join(keys + ['__mr_match'])}")
-    else:
-        inner = ", ".join(["*"] + [f"CASE WHEN __mr_kind = 2 THEN NULL ELSE ({m}) END AS "
-                                   f"__mr_m{i}" for i, (_, m) in enumerate(measures)])
-        outputs = keys + [_quote(c) for c in order_columns] + [
-            f"__mr_m{i} AS {_quote(name)}" for i, (name, _) in enumerate(measures)] + [
-            "__mr_rest.*"]
-        body = (f"SELECT {', '.join(outputs)} FROM (SELECT {inner} FROM {call}) "
-                f"WHERE NOT __mr_excluded")
-    alias = f" AS {_quote(clause.alias)}" if clause.alias else ""
-    start = tokens[first].start
-    return start, clause.span[1], f"({body}){alias}"
+    inner = ", ".join(["*"] + [f"CASE WHEN __mr_kind = 2 THEN NULL ELSE ({m}) END AS "
+                               f"__mr_m{i}" for i, (_, m) in enumerate(parts.measures)])
+    outputs = keys + [_quote(c) for c in parts.order_columns] + [
+        f"__mr_m{i} AS {_quote(name)}" for i, (name, _) in enumerate(parts.measures)] + [
+        "__mr_rest.*"]
+    return (f"SELECT {', '.join(outputs)} FROM (SELECT {inner} FROM {call}) "
+            f"WHERE NOT __mr_excluded")
 
 
 _MICROS = {"MICROSECOND": 1, "MILLISECOND": 1_000, "SECOND": 1_000_000, "MINUTE": 60_000_000,
