@@ -197,30 +197,29 @@ class MatchRecognize(TableFunction):
 def answer_table(plan: dict[str, Any], table: Any) -> Any:
     """The labelled rows of every match in ``table`` (whole partitions, sorted)."""
     import numpy as np
-    import pyarrow as pa
-
-    from cep.recognize.condition import Conditions
-    from cep.recognize.errors import E_TOO_MUCH_OUTPUT, RowPatternLimitError
-    from cep.recognize.matcher import MAX_MATCHES, Skip, row_masks
 
     # The clause's text placed where it stood in the statement, so errors name its line/column.
     lines, columns = plan["origin"]
     shift = lines + columns
     statement = "\n" * lines + " " * columns + plan["clause"]
     program = _compiled(statement, *(shift + k for k in plan["pattern"]))
+    new_partition, gap = _bounds(table)
+    found = _matches(plan, table, program, statement, shift, new_partition, gap)
+    take, kind, seq, match_no, label_index, flags = _labelled(
+        plan, found, np.cumsum(new_partition) - 1, statement, len(program.variables))
+    names = np.array(list(program.variables) + [None], dtype=object)
+    return _result(plan, table, take, kind, seq, match_no, names[label_index], flags)
+
+
+def _bounds(table: Any) -> tuple[Any, Any]:
+    """Per row: whether a partition starts there, and whether rows Spark dropped (no variable
+    accepts them) leave a gap before it, which no match may cross."""
+    import numpy as np
+
     n = table.num_rows
-    defined = dict(plan["defines"])
-    accepts = np.ones((n, len(program.variables)), dtype=bool)
-    for v, name in enumerate(program.variables):
-        if name in defined:
-            column = table.column(defined[name])
-            accepts[:, v] = column.fill_null(False).to_numpy(zero_copy_only=False)
-    index = {name: i for i, name in enumerate(program.variables)}
-    skip = Skip(plan["skip"], frozenset(index[t] for t in plan["skip_to"] if t in index),
-                plan["skip_name"], tuple(shift + k for k in plan["skip_span"]))
     rn = table.column("__mr_rn").to_numpy()
-    # A partition starts where the position does not grow; rows Spark dropped (no variable
-    # accepts them) leave a gap in it, which no match may cross.
+    # A partition starts where the position does not grow, or where the key's hash changes
+    # (its first rows may have been dropped).
     new_partition = np.ones(n, dtype=bool)
     new_partition[1:] = rn[1:] <= rn[:-1]
     if "__mr_pk" in table.column_names:
@@ -228,21 +227,50 @@ def answer_table(plan: dict[str, Any], table: Any) -> Any:
         new_partition[1:] |= key[1:] != key[:-1]
     gap = np.zeros(n, dtype=bool)
     gap[1:] = ~new_partition[1:] & (rn[1:] != rn[:-1] + 1)
-    partition = np.cumsum(new_partition) - 1
+    return new_partition, gap
+
+
+def _matches(plan: dict[str, Any], table: Any, program: Any, statement: str, shift: int,
+             new_partition: Any, gap: Any) -> tuple[Any, ...]:
+    """``(starts, lengths, labels, excluded, empty)`` of every match of the task's rows."""
+    import numpy as np
+
+    from cep.recognize.condition import Conditions
+    from cep.recognize.matcher import Skip, row_masks
+
+    defined = dict(plan["defines"])
+    accepts = np.ones((table.num_rows, len(program.variables)), dtype=bool)
+    for v, name in enumerate(program.variables):
+        if name in defined:
+            column = table.column(defined[name])
+            accepts[:, v] = column.fill_null(False).to_numpy(zero_copy_only=False)
+    index = {name: i for i, name in enumerate(program.variables)}
+    skip = Skip(plan["skip"], frozenset(index[t] for t in plan["skip_to"] if t in index),
+                plan["skip_name"], tuple(shift + k for k in plan["skip_span"]))
     masks = row_masks(accepts)
     times = _times(plan, table, statement, shift) if plan["within"] else None
+    firsts = np.flatnonzero(new_partition)
     if plan["conditions"]:
         conditions = Conditions(plan["conditions"], program.variables)
         values = {c: table.column(c).to_pylist() for c in table.column_names
                   if c.startswith("__mr_x")}
-        found = _per_partition(program, masks, np.flatnonzero(new_partition), skip, statement,
-                               times, plan["within"], conditions, values)
-    elif plan["anchored"] or plan["nullable"]:
-        found = _per_partition(program, masks, np.flatnonzero(new_partition), skip, statement,
-                               times, plan["within"])
-    else:
-        found = _one_pass(program, masks, new_partition | gap, skip, statement, times,
-                          plan["within"])
+        return _per_partition(program, masks, firsts, skip, statement, times, plan["within"],
+                              conditions, values)
+    if plan["anchored"] or plan["nullable"]:
+        return _per_partition(program, masks, firsts, skip, statement, times, plan["within"])
+    return _one_pass(program, masks, new_partition | gap, skip, statement, times,
+                     plan["within"])
+
+
+def _labelled(plan: dict[str, Any], found: tuple[Any, ...], partition: Any, statement: str,
+              n_variables: int) -> tuple[Any, ...]:
+    """Per output row: the input row it shows, its kind (0 matched, 1 empty match, 2
+    unmatched), position in the match, match number, label index and exclusion flag."""
+    import numpy as np
+
+    from cep.recognize.errors import E_TOO_MUCH_OUTPUT, RowPatternLimitError
+    from cep.recognize.matcher import MAX_MATCHES
+
     starts, lengths, labels, excluded, empty = found
     # MATCH_NUMBER counts within a partition, empty matches included.
     owner = partition[starts]
@@ -260,29 +288,35 @@ def answer_table(plan: dict[str, Any], table: Any) -> Any:
     kind = np.repeat(np.where(empty, 1, 0).astype(np.int32), span)
     seq = (np.arange(total) - offsets + 1).astype(np.int32)
     match_no = np.repeat(number, span)
-    names = np.array(list(program.variables) + [None], dtype=object)
-    label_index = np.full(total, len(program.variables), dtype=np.int64)
+    label_index = np.full(total, n_variables, dtype=np.int64)
     # Only empty matches are ever left out, and they label no row: the flat labels all stay.
     label_index[kind == 0] = labels
     flags = np.zeros(total, dtype=bool)
     flags[kind == 0] = excluded
     if plan["unmatched"]:
-        covered = np.zeros(n, dtype=bool)
+        covered = np.zeros(len(partition), dtype=bool)
         covered[take] = True
         free = np.flatnonzero(~covered)
         take = np.concatenate([take, free])
         kind = np.concatenate([kind, np.full(len(free), 2, dtype=np.int32)])
         seq = np.concatenate([seq, np.zeros(len(free), dtype=np.int32)])
         match_no = np.concatenate([match_no, np.zeros(len(free), dtype=np.int64)])
-        label_index = np.concatenate([label_index,
-                                      np.full(len(free), len(program.variables))])
+        label_index = np.concatenate([label_index, np.full(len(free), n_variables)])
         flags = np.concatenate([flags, np.zeros(len(free), dtype=bool)])
+    return take, kind, seq, match_no, label_index, flags
+
+
+def _result(plan: dict[str, Any], table: Any, take: Any, kind: Any, seq: Any, match_no: Any,
+            labels: Any, flags: Any) -> Any:
+    """The output batch: the shown rows' input columns, the annotations, ``__mr_rest``."""
+    import pyarrow as pa
+
     passed = [c for c in table.column_names if not _internal(c)]
     out = table.select(passed).take(pa.array(take, type=pa.int64()))
     columns = {c: out.column(c) for c in passed}
     columns["__mr_match"] = pa.array(match_no, type=pa.int64(), mask=kind == 2)
     columns["__mr_seq"] = pa.array(seq, type=pa.int32(), mask=kind != 0)
-    columns["__mr_label"] = pa.array(names[label_index], type=pa.string())
+    columns["__mr_label"] = pa.array(labels, type=pa.string())
     columns["__mr_kind"] = pa.array(kind, type=pa.int32())
     columns["__mr_excluded"] = pa.array(flags, type=pa.bool_())
     if plan["rows"] == "all":
