@@ -15,7 +15,8 @@ code           class     meaning
 CEP-MR-001     limit     row pattern text longer than the maximum
 CEP-MR-002     limit     row pattern nested deeper than the maximum
 CEP-MR-003     limit     the compiled automaton would exceed the maximum size
-CEP-MR-004     limit     more alive threads in one partition than the maximum
+CEP-MR-004     limit     more alive threads in one partition than the maximum, or (with a
+                         DEFINE that reads the match) more thread steps than the maximum
 CEP-MR-005     limit     more output rows from one partition than the maximum
 CEP-MR-101     syntax    a character that is not part of the row pattern grammar
 CEP-MR-102     syntax    unexpected token (the message says what was expected)

@@ -42,7 +42,7 @@ from cep.recognize.errors import (E_SKIP_LOOPS, E_SKIP_TARGET_EMPTY, E_TOO_MANY_
 from cep.recognize.program import (ANCHOR_END, ANCHOR_START, CHECK, CONSUME, JMP, MARK, MATCH,
                                    SPLIT, Program)
 
-__all__ = ["MAX_MATCHES", "MAX_THREADS", "Match", "Reads", "Skip", "Within", "find_matches", "match_masks",
+__all__ = ["MAX_MATCHES", "MAX_THREADS", "MAX_THREAD_STEPS", "Match", "Reads", "Skip", "Within", "find_matches", "match_masks",
            "row_masks"]
 
 MAX_MATCHES = 10_000_000
@@ -96,7 +96,12 @@ class Reads:
 
 
 MAX_THREADS = 1_000_000
-"""Most alive threads at one row under WITHIN (CEP-MR-004 beyond)."""
+"""Most alive threads at one row (CEP-MR-004 beyond)."""
+
+MAX_THREAD_STEPS = 50_000_000
+"""Most thread steps in one partition when a DEFINE reads the match (CEP-MR-004 beyond):
+about a minute of matching; start rows are then tried one at a time, and a pattern such as
+``A+ B+`` whose B reads the match can cost cubic time in the partition's length."""
 
 
 @dataclass(frozen=True)
@@ -149,8 +154,9 @@ def match_masks(program: Program, rows: list[int], skip: Skip = Skip(), *, text:
     n = len(rows)
     out: list[Match] = []
     pos = 0
+    budget = [MAX_THREAD_STEPS]
     while pos < n:
-        found = _search(program, rows, pos, within, text, reads)
+        found = _search(program, rows, pos, within, text, reads, budget)
         if found is None:
             if reads is None:
                 break  # the search tried every later start too
@@ -213,7 +219,8 @@ def _next_start(match: Match, skip: Skip, text: str) -> int:
 
 
 def _search(program: Program, rows: list[int], pos: int, within: Within | None = None,
-            text: str = "", reads: Reads | None = None) -> tuple[int, int, Any] | None:
+            text: str = "", reads: Reads | None = None, budget: list[int] | None = None
+            ) -> tuple[int, int, Any] | None:
     """The leftmost, then most preferred match starting at or after ``pos``.
 
     A thread is ``(pc, history, start)``; ``history`` is a linked list
@@ -307,6 +314,13 @@ def _search(program: Program, rows: list[int], pos: int, within: Within | None =
             add(following, seen, 0, None, i + 1, i + 1)  # a later start: least preferred
         if row is None:
             break
+        if mode == 2 and budget is not None:
+            budget[0] -= len(following)
+            if budget[0] < 0:
+                raise RowPatternLimitError(
+                    E_TOO_MANY_THREADS, f"more than {MAX_THREAD_STEPS:,} thread steps in one "
+                    "partition: a DEFINE that reads the match keeps partial matches apart by "
+                    "their history; narrow WITHIN, the pattern or the partition", text, 0, 0)
         if len(following) > MAX_THREADS:
             raise RowPatternLimitError(E_TOO_MANY_THREADS, f"more than {MAX_THREADS:,} partial "
                                        "matches are alive at one row; narrow WITHIN or the "

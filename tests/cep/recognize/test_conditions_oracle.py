@@ -155,3 +155,18 @@ def test_a_less_preferred_history_wins_when_the_preferred_one_fails() -> None:
     found = [(m.start, "".join(program.variables[v] for v in m.labels))
              for m in find_matches(program, np.ones((4, 3), dtype=bool), reads=reads)]
     assert found == [(0, "BBBC")]
+
+
+def test_thread_steps_are_bounded(monkeypatch) -> None:
+    """A DEFINE that reads the match tries starts one at a time: the work is bounded by
+    MAX_THREAD_STEPS per partition, with CEP-MR-004 beyond."""
+    import cep.recognize.matcher as matcher
+    from cep.recognize.errors import RowPatternLimitError
+
+    monkeypatch.setattr(matcher, "MAX_THREAD_STEPS", 1_000)
+    program = compile_pattern(parse_row_pattern("A+ B"))
+    conditions = Conditions({"B": ["op", "<", ["agg", "count", ["B"], None], ["num", "0"]]},
+                            program.variables)
+    reads = Reads(conditions.mask, lambda v, i, h: conditions.accepts({}, 200, v, i, h))
+    with pytest.raises(RowPatternLimitError, match="CEP-MR-004"):
+        find_matches(program, np.ones((200, 2), dtype=bool), reads=reads)
