@@ -26,7 +26,7 @@ data: jars
 demo: jars
 	$(PY) -m jobs demo
 
-test: jars
+test: jars flink-venv
 	$(PY) -m pytest
 
 unit: install
@@ -41,8 +41,8 @@ bench: jars
 clean:
 	rm -rf $(VENV) data/warehouse data/tmp
 
-# PyFlink (the MATCH_RECOGNIZE baseline of benchmarks/bench_match_sql.py) in its own venv:
-# it pins numpy/pyarrow versions that clash with ours.
+# PyFlink (the MATCH_RECOGNIZE baseline of the benchmarks and of tests/flink's conformance run)
+# in its own venv: it pins numpy/pyarrow versions that clash with ours.
 flink-venv: .venv-flink/bin/python
 
 .venv-flink/bin/python:

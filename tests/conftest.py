@@ -24,6 +24,7 @@ PROCESS_MODULES = (
     "tests/server/",                     # the Thrift JDBC/ODBC server and its clients
     "tests/connect/",                    # the Spark Connect server
     "tests/test_notebooks.py",           # a Jupyter kernel with its own JVM
+    "tests/flink/",                      # PyFlink's JVM, for the conformance cases
 )
 """Tests that start processes of their own (JVMs, servers, kernels): ``spark`` and ``slow``."""
 
