@@ -79,6 +79,12 @@ def _prepared(item: Item, statement: str) -> tuple[str, Any]:
     except SqlglotError as err:
         raise RowPatternSyntaxError(E_BAD_EXPRESSION, f"not a valid expression: "
                                     f"{str(err).splitlines()[0]}", statement, *item.span) from None
+    from sqlglot import exp
+
+    if any(isinstance(node, exp.Distinct) for node in tree.walk()):
+        raise RowPatternSemanticError(E_UNSUPPORTED, "DISTINCT inside DEFINE or MEASURES is not "
+                                      "supported (aggregate the MATCH_RECOGNIZE output "
+                                      "instead)", statement, *item.span)
     return text, tree
 
 

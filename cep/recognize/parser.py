@@ -218,6 +218,10 @@ class _Parser:
                 raise RowPatternSyntaxError(E_BAD_BOUNDS, "a quantifier needs a bound inside "
                                             "'{}', e.g. A{3}, A{2,}, A{,4} or A{2,4}", self.text,
                                             open_tok.start, close.end)
+            if low == 0:
+                raise RowPatternSyntaxError(E_BAD_BOUNDS, "a quantifier's upper bound must be "
+                                            "at least 1 (A{0} matches nothing; leave A out)",
+                                            self.text, open_tok.start, close.end)
             return low, low
         if not self.at(","):
             raise self.fail("expected a number, ',' or '}' in a quantifier", code=E_BAD_BOUNDS)
