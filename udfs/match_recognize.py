@@ -165,9 +165,7 @@ def _per_partition(program: Any, masks: list[int], firsts: Any, skip: Any, text:
         reads = None
         if conditions is not None:
             part = {name: column[lo:hi] for name, column in (values or {}).items()}
-            reads = Reads(conditions.mask,
-                          lambda v, i, h, part=part, n=hi - lo:
-                          conditions.accepts(part, n, v, i, h))
+            reads = Reads(conditions.mask, conditions.bind(part, hi - lo))
         parts.append(_flatten(match_masks(program, masks[lo:hi], skip, text=text,
                                           within=window, reads=reads),
                               lambda starts, lo=lo: starts + lo))

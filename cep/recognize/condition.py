@@ -72,6 +72,15 @@ class Conditions:
         """
         return self._by_variable[v](columns, n, v, i, history) is True
 
+    def bind(self, columns: dict[str, list[Any]], n: int) -> Callable[[int, int, _Node], bool]:
+        """:meth:`accepts` for one partition's values: ``ask(v, i, history)``."""
+        by_variable = self._by_variable
+
+        def ask(v: int, i: int, history: _Node) -> bool:
+            return by_variable[v](columns, n, v, i, history) is True
+
+        return ask
+
     # --- compilation -----------------------------------------------------------------------
 
     def _compile(self, tree: list[Any]) -> _Eval:

@@ -155,7 +155,15 @@ def match_masks(program: Program, rows: list[int], skip: Skip = Skip(), *, text:
     out: list[Match] = []
     pos = 0
     budget = [MAX_THREAD_STEPS]
+    # Starts are tried one at a time when conditions read the match: a row that no first
+    # variable of the pattern accepts (by its mask) starts no match, and is passed over here.
+    firsts = _first_variables(program) if reads is not None else None
     while pos < n:
+        if firsts is not None:
+            while pos < n and not rows[pos] & firsts:
+                pos += 1
+            if pos == n:
+                break
         found = _search(program, rows, pos, within, text, reads, budget)
         if found is None:
             if reads is None:
@@ -178,6 +186,32 @@ def match_masks(program: Program, rows: list[int], skip: Skip = Skip(), *, text:
         out.append(match)
         pos = _next_start(match, skip, text)
     return out
+
+
+def _first_variables(program: Program) -> int | None:
+    """The mask of the variables a match's first row can be mapped to; None when the pattern
+    can match no row (every row then starts an empty match at least)."""
+    ops, arg1, arg2 = program.ops, program.arg1, program.arg2
+    mask = 0
+    seen: set[int] = set()
+    stack = [0]
+    while stack:
+        pc = stack.pop()
+        if pc in seen:
+            continue
+        seen.add(pc)
+        op = ops[pc]
+        if op == CONSUME:
+            mask |= 1 << arg1[pc]
+        elif op == MATCH:
+            return None
+        elif op == JMP:
+            stack.append(arg1[pc])
+        elif op == SPLIT:
+            stack.extend((arg1[pc], arg2[pc]))
+        else:  # MARK, CHECK, anchors: followed as if they let every path through
+            stack.append(pc + 1)
+    return mask
 
 
 def row_masks(accepts: Any) -> list[int]:
