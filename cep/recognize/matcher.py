@@ -158,13 +158,14 @@ def match_masks(program: Program, rows: list[int], skip: Skip = Skip(), *, text:
     # Starts are tried one at a time when conditions read the match: a row that no first
     # variable of the pattern accepts (by its mask) starts no match, and is passed over here.
     firsts = _first_variables(program) if reads is not None else None
+    entries: dict[tuple[bool, bool], list[int]] | None = {} if reads is not None else None
     while pos < n:
         if firsts is not None:
             while pos < n and not rows[pos] & firsts:
                 pos += 1
             if pos == n:
                 break
-        found = _search(program, rows, pos, within, text, reads, budget)
+        found = _search(program, rows, pos, within, text, reads, budget, entries)
         if found is None:
             if reads is None:
                 break  # the search tried every later start too
@@ -253,7 +254,8 @@ def _next_start(match: Match, skip: Skip, text: str) -> int:
 
 
 def _search(program: Program, rows: list[int], pos: int, within: Within | None = None,
-            text: str = "", reads: Reads | None = None, budget: list[int] | None = None
+            text: str = "", reads: Reads | None = None, budget: list[int] | None = None,
+            entries: dict[tuple[bool, bool], list[int]] | None = None
             ) -> tuple[int, int, Any] | None:
     """The leftmost, then most preferred match starting at or after ``pos``.
 
@@ -309,7 +311,16 @@ def _search(program: Program, rows: list[int], pos: int, within: Within | None =
                 threads.append((pc, history, start))
 
     threads: list = []
-    add(threads, set(), 0, None, pos, pos)
+    if entries is None:
+        add(threads, set(), 0, None, pos, pos)
+    else:
+        # Every start's first threads are the same instructions (nothing matched yet); only
+        # the anchors tell the partition's first row and its end apart.
+        where = (pos == 0, pos == n)
+        if where not in entries:
+            add(threads, set(), 0, None, pos, pos)
+            entries[where] = [pc for pc, _, _ in threads]
+        threads = [(pc, None, pos) for pc in entries[where]]
     matched = None
     i = pos
     while threads:
