@@ -36,7 +36,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from benchmarks.common import cached_events, count_and_time, flink_csv, ratio, run_flink
+from benchmarks.common import (bench_session, cached_events, count_and_time, flink_csv, ratio,
+                               run_flink)
 
 ABC = """SELECT * FROM bench_events MATCH_RECOGNIZE (
   PARTITION BY key ORDER BY ts, id
@@ -88,13 +89,8 @@ QUERIES: dict[str, dict[str, Any]] = {
 def run(sizes: list[int], flat_rows: int = 100_000, flink: bool = True,
         queries: list[str] | None = None) -> list[dict[str, Any]]:
     """Measure every query at every size, then the flat run; one dict per line."""
-    from delta_tables.settings import load_settings
-    from jobs.session import build_session
-    from sql_ext import register_all
 
-    settings = load_settings(overrides={"show_progress": False})
-    spark = build_session(settings)
-    register_all(spark)
+    spark, settings = bench_session()
     rows: list[dict[str, Any]] = []
     for n in sizes:
         frame = cached_events(spark, settings, n)

@@ -36,7 +36,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import cached_events, flink_csv, run_flink
+from benchmarks.common import bench_session, cached_events, flink_csv, run_flink
 
 WINDOW = "1 MINUTE"
 
@@ -134,14 +134,9 @@ def _timed(fn: Any) -> tuple[Any, float]:
 
 def run(sizes: list[int], queries: list[str] | None = None) -> list[dict[str, Any]]:
     """Measure every query at every size; returns one dict per (size, query)."""
-    from delta_tables.settings import load_settings
-    from jobs.session import build_session
-    from sql_ext import register_all
     from sql_ext.quoting import sql_string
 
-    settings = load_settings(overrides={"show_progress": False})
-    spark = build_session(settings)
-    register_all(spark)
+    spark, settings = bench_session()
     rows: list[dict[str, Any]] = []
     for n in sizes:
         frame = cached_events(spark, settings, n)

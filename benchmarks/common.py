@@ -92,6 +92,19 @@ def cached_events(spark: object, settings: object, n: int) -> "DataFrame":
     return frame
 
 
+def bench_session() -> tuple[object, object]:
+    """The benchmarks' Spark session over the project's warehouse, the CEP functions
+    registered, progress bars off; returns ``(spark, settings)``."""
+    from delta_tables.settings import load_settings
+    from jobs.session import build_session
+    from sql_ext import register_all
+
+    settings = load_settings(overrides={"show_progress": False})
+    spark = build_session(settings)
+    register_all(spark)
+    return spark, settings
+
+
 def flink_csv(frame: "DataFrame", settings: object, n: int) -> Path:
     """The folder of ``frame`` (the synthetic stream of ``n`` events) as one CSV file with
     columns ``id, k, type, ts, v0``: the table ``ev`` of ``flink_runner.py``; written once."""

@@ -264,26 +264,8 @@ def _operator(name: str, args: list[_Eval]) -> _Eval:
         func = _BINARY[name]
         left, right = args
         return lambda cols, n, v, i, h: func(left(cols, n, v, i, h), right(cols, n, v, i, h))
-    if name == "and":
-        def conjunction(cols: Any, n: int, v: int, i: int, h: _Node) -> Any:
-            unknown = False
-            for arg in args:
-                x = arg(cols, n, v, i, h)
-                if x is False:
-                    return False
-                unknown = unknown or x is None
-            return None if unknown else True
-        return conjunction
-    if name == "or":
-        def disjunction(cols: Any, n: int, v: int, i: int, h: _Node) -> Any:
-            unknown = False
-            for arg in args:
-                x = arg(cols, n, v, i, h)
-                if x is True:
-                    return True
-                unknown = unknown or x is None
-            return None if unknown else False
-        return disjunction
+    if name in ("and", "or"):
+        return _connective(name == "or", args)
     (first, *rest) = args
     if name == "not":
         return lambda cols, n, v, i, h: _not(first(cols, n, v, i, h))
@@ -316,6 +298,20 @@ def _operator(name: str, args: list[_Eval]) -> _Eval:
             return None if above is None or below is None else True
         return between
     raise ValueError(f"not a condition operator: {name!r}")
+
+
+def _connective(decisive: bool, args: list[_Eval]) -> _Eval:
+    """AND (``decisive`` False) or OR (True) with SQL's unknown: one argument equal to
+    ``decisive`` settles it, else any NULL makes it NULL."""
+    def apply(cols: Any, n: int, v: int, i: int, h: _Node) -> Any:
+        unknown = False
+        for arg in args:
+            x = arg(cols, n, v, i, h)
+            if x is decisive:
+                return decisive
+            unknown = unknown or x is None
+        return None if unknown else not decisive
+    return apply
 
 
 def _not(x: Any) -> Any:

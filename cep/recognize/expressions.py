@@ -258,6 +258,16 @@ class Translator:
 
     def _define_aggregate(self, node: Any, name: str, item: Item, statement: str) -> Any:
         """``["agg", ...]`` of a running aggregate in DEFINE."""
+        target, value = self._aggregated(node, name, item, statement)
+        if value is None:
+            return ["agg", "count", self._members(target), None]
+        return ["agg", name.lower(), self._members(target),
+                self._value(value.sql(dialect="spark"))]
+
+    def _aggregated(self, node: Any, name: str, item: Item, statement: str
+                    ) -> tuple[str | None, Any]:
+        """``(variable or None, value)`` of an aggregate's one argument; value None for
+        ``count(*)`` / ``count(A.*)``."""
         from sqlglot import exp
 
         args = node.expressions
@@ -265,19 +275,15 @@ class Translator:
             raise RowPatternSyntaxError(E_BAD_EXPRESSION, f"{name.lower()} takes one argument",
                                         statement, *item.span)
         arg = args[0]
-        star = isinstance(arg, exp.Star) or (isinstance(arg, exp.Column)
-                                             and isinstance(arg.this, exp.Star))
-        if star:
+        if isinstance(arg, exp.Star) or (isinstance(arg, exp.Column)
+                                          and isinstance(arg.this, exp.Star)):
             if name != "COUNT":
                 raise RowPatternSyntaxError(E_BAD_EXPRESSION, f"{name.lower()}(*) is not an "
                                             "aggregate; only count(*) is", statement,
                                             *item.span)
-            target = self._qualifier(arg, item, statement) if isinstance(arg, exp.Column) \
-                else None
-            return ["agg", "count", self._members(target), None]
-        target, value = self._scoped(arg, item, statement)
-        return ["agg", name.lower(), self._members(target),
-                self._value(value.sql(dialect="spark"))]
+            return (self._qualifier(arg, item, statement) if isinstance(arg, exp.Column)
+                    else None), None
+        return self._scoped(arg, item, statement)
 
     def _members(self, target: str | None) -> list[str] | None:
         return None if target is None else list(self.subsets.get(target, (target,)))
@@ -340,24 +346,10 @@ class Translator:
 
     def _aggregate(self, node: Any, name: str, final: bool, rows: str, item: Item,
                    statement: str) -> Any:
-        from sqlglot import exp
-
-        args = node.expressions
-        if len(args) != 1:
-            raise RowPatternSyntaxError(E_BAD_EXPRESSION, f"{name.lower()} takes one argument",
-                                        statement, *item.span)
-        arg = args[0]
-        if isinstance(arg, exp.Star) or (isinstance(arg, exp.Column)
-                                          and isinstance(arg.this, exp.Star)):
-            target = self._qualifier(arg, item, statement) if isinstance(arg, exp.Column) \
-                else None
-            if name != "COUNT":
-                raise RowPatternSyntaxError(E_BAD_EXPRESSION, f"{name.lower()}(*) is not an "
-                                            "aggregate; only count(*) is", statement,
-                                            *item.span)
+        target, value = self._aggregated(node, name, item, statement)
+        if value is None:
             return self._framed(f"COUNT(CASE WHEN {self._condition(target)} THEN 1 END)",
                                 final, rows)
-        target, value = self._scoped(arg, item, statement)
         return self._framed(f"{name}(CASE WHEN {self._condition(target)} THEN "
                             f"{value.sql(dialect='spark')} END)", final, rows)
 

@@ -42,8 +42,8 @@ from cep.recognize.errors import (E_SKIP_LOOPS, E_SKIP_TARGET_EMPTY, E_TOO_MANY_
 from cep.recognize.program import (ANCHOR_END, ANCHOR_START, CHECK, CONSUME, JMP, MARK, MATCH,
                                    SPLIT, Program)
 
-__all__ = ["MAX_MATCHES", "MAX_THREADS", "MAX_THREAD_STEPS", "Match", "Reads", "Skip", "Within", "find_matches", "match_masks",
-           "row_masks"]
+__all__ = ["MAX_MATCHES", "MAX_THREADS", "MAX_THREAD_STEPS", "Match", "Reads", "Skip", "Within",
+           "find_matches", "match_masks", "row_masks"]
 
 MAX_MATCHES = 10_000_000
 """Most matches one partition may produce (CEP-MR-005 beyond)."""
@@ -326,8 +326,9 @@ def _search(program: Program, rows: list[int], pos: int, within: Within | None =
     while threads:
         following: list = []
         seen: set = set()
-        made: dict = {}  # histories made at this row, by content (keeps their ids unique)
-        verdicts: dict = {}
+        if mode == 2:
+            made: dict = {}  # histories made at this row, by content (keeps their ids unique)
+            verdicts: dict = {}
         row = rows[i] if i < n else None
         if row is not None and times is not None:
             now = times[i]

@@ -18,10 +18,10 @@ from hypothesis import strategies as st
 from cep.oracles.row_pattern_oracle import OracleBudgetExceeded, oracle_row_matches
 from cep.recognize.condition import Conditions
 from cep.recognize.errors import RowPatternSemanticError
-from cep.recognize.matcher import Reads, Skip, find_matches
+from cep.recognize.matcher import Reads, find_matches
 from cep.recognize.parser import parse_row_pattern
 from cep.recognize.program import compile_pattern
-from tests.cep.recognize.test_matcher_oracle import VARS, patterns
+from tests.cep.recognize.test_matcher_oracle import VARS, inputs, patterns
 
 # Each family member: (tree, python(x, i, var, labels) -> bool | None) for a parameter c.
 _Plain = Callable[[list[int], int, str, tuple[str, ...]], Any]
@@ -112,15 +112,9 @@ def test_conditions_equal_oracle(text: str, rows: list[list[bool]], values: list
     def plain(var: str, i: int, labels: tuple[str, ...]) -> bool:
         return var not in drawn or drawn[var][1](x, i, var, labels) is True
 
-    accepts = np.array([[row[VARS.index(v)] for v in program.variables] for row in rows],
-                       dtype=bool).reshape(len(rows), len(program.variables))
-    names = [{v for v, ok in zip(VARS, row) if ok} for row in rows]
-    mode, target = skip
-    index = {v: i for i, v in enumerate(program.variables)}
-    plan = Skip(mode, frozenset([index[target]] if target in index else []), target or "")
+    accepts, names, plan, targets = inputs(program, rows, skip)
     try:
-        expected = oracle_row_matches(node, names, mode, frozenset([target] if target else []),
-                                      reads=plain)
+        expected = oracle_row_matches(node, names, plan.mode, targets, reads=plain)
     except OracleBudgetExceeded:
         reject()
     except ValueError:

@@ -55,10 +55,17 @@ def patterns(draw, depth: int = 0) -> str:
     return " ".join(parts)
 
 
-def _skip(mode: str, target: str | None) -> tuple[Skip, frozenset]:
-    names = frozenset([target]) if target else frozenset()
-    index = {v: i for i, v in enumerate(VARS)}
-    return Skip(mode, frozenset(index[t] for t in names), target or ""), names
+def inputs(program, rows: list[list[bool]], skip: tuple[str, str | None]
+           ) -> tuple[np.ndarray, list[set[str]], Skip, frozenset[str]]:
+    """One drawn example in both forms: the matcher's accepts matrix (variables in the
+    program's order of appearance) and skip plan, the oracle's name sets and skip targets."""
+    accepts = np.array([[row[VARS.index(v)] for v in program.variables] for row in rows],
+                       dtype=bool).reshape(len(rows), len(program.variables))
+    names = [{v for v, ok in zip(VARS, row) if ok} for row in rows]
+    mode, target = skip
+    index = {v: i for i, v in enumerate(program.variables)}
+    plan = Skip(mode, frozenset([index[target]] if target in index else []), target or "")
+    return accepts, names, plan, frozenset([target] if target else [])
 
 
 @settings(max_examples=500, deadline=None, derandomize=True,
@@ -70,15 +77,9 @@ def _skip(mode: str, target: str | None) -> tuple[Skip, frozenset]:
 def test_matcher_equals_oracle(text: str, rows: list[list[bool]], skip) -> None:
     node = parse_row_pattern(text)
     program = compile_pattern(node)
-    # The matcher indexes variables in order of appearance; the oracle works on names.
-    accepts = np.array([[row[VARS.index(v)] for v in program.variables] for row in rows],
-                       dtype=bool).reshape(len(rows), len(program.variables))
-    names = [{v for v, ok in zip(VARS, row) if ok} for row in rows]
-    mode, target = skip
-    index = {v: i for i, v in enumerate(program.variables)}
-    plan = Skip(mode, frozenset([index[target]] if target in index else []), target or "")
+    accepts, names, plan, targets = inputs(program, rows, skip)
     try:
-        expected = oracle_row_matches(node, names, mode, frozenset([target] if target else []))
+        expected = oracle_row_matches(node, names, plan.mode, targets)
     except OracleBudgetExceeded:
         reject()  # backtracking is exponential on this one: draw another example
     except ValueError:
@@ -143,15 +144,9 @@ def test_within_equals_oracle(text: str, rows: list[list[bool]], gaps: list[int]
     for k in range(len(rows)):
         clock += gaps[k]
         times.append(None if k < nulls else clock)
-    accepts = np.array([[row[VARS.index(v)] for v in program.variables] for row in rows],
-                       dtype=bool).reshape(len(rows), len(program.variables))
-    names = [{v for v, ok in zip(VARS, row) if ok} for row in rows]
-    mode, target = skip
-    index = {v: i for i, v in enumerate(program.variables)}
-    plan = Skip(mode, frozenset([index[target]] if target in index else []), target or "")
+    accepts, names, plan, targets = inputs(program, rows, skip)
     try:
-        expected = oracle_row_matches(node, names, mode, frozenset([target] if target else []),
-                                      times=times, span=span)
+        expected = oracle_row_matches(node, names, plan.mode, targets, times=times, span=span)
     except OracleBudgetExceeded:
         reject()
     except ValueError:
