@@ -28,7 +28,7 @@ from cep.errors import CepError
 from udfs.shell import PlannedResult, TableFunction, bind_call, string_arg, table_fields, \
     table_function
 
-INTERNAL = ("__mr_tie", "__mr_rn", "__mr_pk", "__mr_ts")
+INTERNAL = ("__mr_tie", "__mr_rn", "__mr_pk", "__mr_ts", "__mr_keep")
 ANNOTATIONS = ("__mr_match", "__mr_seq", "__mr_label", "__mr_kind", "__mr_excluded")
 
 

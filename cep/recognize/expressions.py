@@ -436,6 +436,11 @@ def _operators() -> dict[type, str]:
 _OPERATORS = _operators()
 
 
+def quoted(name: str) -> str:
+    """``name`` as a Spark SQL identifier in backquotes."""
+    return "`" + name.replace("`", "``") + "`"
+
+
 def string_literal(text: str) -> str:
     """``text`` as a Spark SQL string literal (sqlglot escapes quotes and backslashes)."""
     from sqlglot import exp

@@ -36,7 +36,8 @@ from cep.recognize.ast import variables as pattern_variables
 from cep.recognize.clause import KEYWORD, Clause, read_clause, tokens_of
 from cep.recognize.errors import (E_BAD_SUBSET, E_CLAUSE, E_UNKNOWN_VARIABLE, E_UNMATCHED_EXCLUSION,
                                   E_UNSUPPORTED, RowPatternSemanticError, RowPatternSyntaxError)
-from cep.recognize.expressions import WINDOW, Translator, string_literal
+from cep.recognize.expressions import WINDOW, Translator, quoted, string_literal
+from cep.recognize.fixed import fixed_query, positions, window_filter
 from cep.recognize.parser import parse_row_pattern
 from cep.recognize.program import CONSUME, compile_pattern
 
@@ -58,8 +59,11 @@ def _is_keyword(tok: Any) -> bool:
     return tok.token_type.name == "VAR" and tok.text.upper() == KEYWORD
 
 
-def rewrite_statement(sql: str) -> str:
+def rewrite_statement(sql: str, native: bool = True) -> str:
     """``sql`` with every MATCH_RECOGNIZE clause replaced by its subquery.
+
+    ``native=False`` keeps the matcher's plan for fixed-length patterns too
+    (:mod:`cep.recognize.fixed`), for tests that compare the two.
 
     Every clause is checked against the original text first, so errors point at what the
     analyst wrote; then the clauses are replaced one at a time, the first in the text first
@@ -76,14 +80,14 @@ def rewrite_statement(sql: str) -> str:
     for at, tok in enumerate(tokens):
         if _is_keyword(tok):
             origin = _origin(sql, tok.start)
-            _generate(sql, tokens, at, origin)  # checks; the result is discarded
+            _generate(sql, tokens, at, origin, native)  # checks; the result is discarded
             origins.append(origin)
     # Each round replaces the first clause left: the k-th round meets the k-th clause of the
     # original text (a replacement holds the clause only inside a string literal).
     for origin in origins[:MAX_CLAUSES]:
         tokens = tokens_of(sql)
         at = next(k for k, t in enumerate(tokens) if _is_keyword(t))
-        start, end, text = _generate(sql, tokens, at, origin)
+        start, end, text = _generate(sql, tokens, at, origin, native)
         sql = sql[:start] + text + sql[end:]
     if len(origins) <= MAX_CLAUSES:
         return sql
@@ -134,10 +138,6 @@ def _source_start(sql: str, tokens: list[Any], at: int) -> int:
     return j
 
 
-def _quote(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
-
-
 def _column_name(item: Any, sql: str, role: str) -> str:
     """The column an item names (a plain or quoted identifier); CEP-MR-205 otherwise."""
     import sqlglot
@@ -168,21 +168,29 @@ class _Parts:
     translator: Translator
     plan: dict[str, Any]
     filtered: bool
+    keep: str | None
+    positions: tuple[str, ...] | None
 
 
-def _generate(sql: str, tokens: list[Any], at: int, origin: tuple[int, int]
+def _generate(sql: str, tokens: list[Any], at: int, origin: tuple[int, int], native: bool
               ) -> tuple[int, int, str]:
     """``(start, end, text)``: the span of source + clause + alias and its replacement."""
     clause = read_clause(sql, tokens, at)
     first = _source_start(sql, tokens, at)
-    parts = _compile(sql, clause, sql[tokens[first].start:tokens[at].start].strip(), origin)
-    call = (f"{FUNCTION}(plan => {string_literal(json.dumps(parts.plan))}, "
-            f"events => TABLE({_events(parts)}))")
-    alias = f" AS {_quote(clause.alias)}" if clause.alias else ""
-    return tokens[first].start, clause.span[1], f"({_output(parts, call)}){alias}"
+    parts = _compile(sql, clause, sql[tokens[first].start:tokens[at].start].strip(), origin,
+                     native)
+    alias = f" AS {quoted(clause.alias)}" if clause.alias else ""
+    text = fixed_query(clause, parts.positions, parts.translator, parts.defined, parts.source,
+                       parts.window, sql) if native else None
+    if text is None:
+        call = (f"{FUNCTION}(plan => {string_literal(json.dumps(parts.plan))}, "
+                f"events => TABLE({_events(parts)}))")
+        text = _output(parts, call)
+    return tokens[first].start, clause.span[1], f"({text}){alias}"
 
 
-def _compile(sql: str, clause: Clause, source: str, origin: tuple[int, int]) -> _Parts:
+def _compile(sql: str, clause: Clause, source: str, origin: tuple[int, int], native: bool
+             ) -> _Parts:
     """Every check on the clause, the DEFINE/MEASURES translation and the matcher's plan."""
     node = parse_row_pattern(sql, *clause.pattern)
     program = compile_pattern(node, sql)
@@ -194,9 +202,9 @@ def _compile(sql: str, clause: Clause, source: str, origin: tuple[int, int]) -> 
         o.text + (" DESC" if o.descending else " ASC") +
         ("" if o.nulls_first is None else (" NULLS FIRST" if o.nulls_first else " NULLS LAST"))
         for o in clause.order)
-    window = (("PARTITION BY " + ", ".join(_quote(p) for p in partition) + " ") if partition
+    window = (("PARTITION BY " + ", ".join(quoted(p) for p in partition) + " ") if partition
               else "") + "ORDER BY " + (order_sql + ", " if order_sql else "") + "__mr_tie"
-    translator = Translator(window, primaries, subsets, tuple(_quote(p) for p in partition))
+    translator = Translator(window, primaries, subsets, tuple(quoted(p) for p in partition))
     defined = {variable: translator.define(variable, item, sql)
                for variable, item in clause.defines}
     measures = [(m.name, translator.measure(m, clause.rows, sql)) for m in clause.measures]
@@ -212,11 +220,15 @@ def _compile(sql: str, clause: Clause, source: str, origin: tuple[int, int]) -> 
     plan = _plan(sql, clause, origin, list(defined), subsets, partition, order_columns,
                  has_anchor(node), can_be_empty(node), translator.conditions)
     # A row no variable accepts is in no match when matches are runs of rows, none empty, and
-    # every variable has a condition Spark computes: Spark may drop it (see _events).
-    filtered = (not plan["nullable"] and not plan["anchored"] and not clause.unmatched
-                and set(primaries) <= set(defined) and not translator.conditions)
+    # every variable has a condition Spark computes: Spark may drop it (see _events). With a
+    # fixed-length pattern Spark keeps only the rows of possible matches (cep.recognize.fixed).
+    order = positions(node)
+    keep = window_filter(order, translator, defined, clause) if native else None
+    filtered = keep is not None or (
+        not plan["nullable"] and not plan["anchored"] and not clause.unmatched
+        and set(primaries) <= set(defined) and not translator.conditions)
     return _Parts(clause, source, partition, order_columns, window, defined, measures,
-                  translator, plan, filtered)
+                  translator, plan, filtered, keep, order)
 
 
 def _plan(sql: str, clause: Clause, origin: tuple[int, int], defined: list[str],
@@ -257,36 +269,37 @@ def _events(parts: _Parts) -> str:
         [f"{expr} AS {column}" for expr, column in translator.values.items()] +
         [f"ROW_NUMBER() OVER {WINDOW} AS __mr_rn"] +
         ([f"({clause.order[0].text}) AS __mr_ts"] if clause.within else []) +
+        ([f"({parts.keep}) AS __mr_keep"] if parts.keep else []) +
         # Rows may be dropped at a partition's start too (below): a hash of the partition's
         # key tells where partitions change, beside __mr_rn not growing.
-        ([f"XXHASH64({', '.join(_quote(p) for p in parts.partition)}) AS __mr_pk"]
+        ([f"XXHASH64({', '.join(quoted(p) for p in parts.partition)}) AS __mr_pk"]
          if parts.filtered and parts.partition else []))
     columns = "*"
     if clause.rows == "one":
         # Only what the measures and the output read crosses into Python.
-        columns = ", ".join(_quote(c) for c in _read_columns(parts.partition, parts.measures))
+        columns = ", ".join(quoted(c) for c in _read_columns(parts.partition, parts.measures))
     events = (f"SELECT {columns + ', ' if columns else ''}{selected} FROM (SELECT *, "
               f"XXHASH64(*) AS __mr_tie FROM {parts.source}) WINDOW {WINDOW} AS "
               f"({parts.window})")
     if not parts.filtered:
         return events
-    # A row no variable accepts is in no match: Spark drops it, and the matcher sees the gap
-    # in __mr_rn and lets no match cross it.
-    return (f"SELECT * FROM ({events}) WHERE " +
-            " OR ".join(f"__mr_d{i}" for i in range(len(parts.defined))))
+    # A row no variable accepts (or, fixed-length, in no possible match) is in no match: Spark
+    # drops it, and the matcher sees the gap in __mr_rn and lets no match cross it.
+    return (f"SELECT * FROM ({events}) WHERE " + ("__mr_keep" if parts.keep else
+            " OR ".join(f"__mr_d{i}" for i in range(len(parts.defined)))))
 
 
 def _output(parts: _Parts, call: str) -> str:
     """The query over the matcher's labelled rows that computes the MEASURES."""
-    keys = [_quote(p) for p in parts.partition]
+    keys = [quoted(p) for p in parts.partition]
     if parts.clause.rows == "one":
-        outputs = keys + [f"{m} AS {_quote(name)}" for name, m in parts.measures]
+        outputs = keys + [f"{m} AS {quoted(name)}" for name, m in parts.measures]
         return (f"SELECT {', '.join(outputs)} FROM {call} GROUP BY "
                 f"{', '.join(keys + ['__mr_match'])}")
     inner = ", ".join(["*"] + [f"CASE WHEN __mr_kind = 2 THEN NULL ELSE ({m}) END AS "
                                f"__mr_m{i}" for i, (_, m) in enumerate(parts.measures)])
-    outputs = keys + [_quote(c) for c in parts.order_columns] + [
-        f"__mr_m{i} AS {_quote(name)}" for i, (name, _) in enumerate(parts.measures)] + [
+    outputs = keys + [quoted(c) for c in parts.order_columns] + [
+        f"__mr_m{i} AS {quoted(name)}" for i, (name, _) in enumerate(parts.measures)] + [
         "__mr_rest.*"]
     return (f"SELECT {', '.join(outputs)} FROM (SELECT {inner} FROM {call}) "
             f"WHERE NOT __mr_excluded")
