@@ -7,6 +7,10 @@ written to Delta once) it times in ONE run, on the same cached data, results to 
 * ``abc_next``: ``PATTERN (A B C)`` (types T00, T00, T01) with AFTER MATCH SKIP TO NEXT ROW,
   against the hand-written ``lead()`` query and against ``match_seq`` under strict
   contiguity (all three find every run of the three types; the counts are printed);
+* ``abc_past``: the same pattern under the default AFTER MATCH SKIP PAST LAST ROW (two runs of
+  T00 T00 T01 cannot overlap, so ``lead()`` still counts the same matches): Spark keeps the
+  rows of possible matches and the matcher resolves the skip (abc_next needs no matcher at
+  all: docs/match-recognize.md, "How it runs");
 * ``v_shape``: ``PATTERN (A B+ C+)`` with B falling and C rising ``v0`` (PREV), no plain-SQL
   baseline an analyst would write (gaps and islands over two run kinds);
 * ``price_down``: Flink's documented logical-offset pattern ``START_ROW DOWN+ UP`` on ``v0``,
@@ -28,7 +32,7 @@ Run from the project root (not beside the test suite: two cores)::
 
 Example:
     >>> sorted(QUERIES)
-    ['abc_next', 'price_down', 'v_shape']
+    ['abc_next', 'abc_past', 'price_down', 'v_shape']
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ ABC = """SELECT * FROM bench_events MATCH_RECOGNIZE (
   MEASURES FIRST(A.id) AS a_id, LAST(C.ts) AS c_ts
   AFTER MATCH SKIP TO NEXT ROW
   PATTERN (A B C) DEFINE A AS type = 'T00', B AS type = 'T00', C AS type = 'T01')"""
+ABC_PAST = ABC.replace("AFTER MATCH SKIP TO NEXT ROW", "AFTER MATCH SKIP PAST LAST ROW")
 ABC_SQL = """WITH e AS (SELECT key, id, type, lead(type, 1) OVER w AS t1, lead(type, 2) OVER w AS t2,
                   lead(ts, 2) OVER w AS ts2
            FROM bench_events WINDOW w AS (PARTITION BY key ORDER BY ts, id))
@@ -51,6 +56,9 @@ SELECT key, id AS a_id, ts2 AS c_ts FROM e WHERE type = 'T00' AND t1 = 'T00' AND
 ABC_MATCH_SEQ = ("SELECT * FROM match_seq(pattern => 'PATTERN a, b, c DEFINE a AS type = "
                  "''T00'', b AS type = ''T00'', c AS type = ''T01''', "
                  "policy => 'strict-contiguity', key_col => 'key', events => TABLE(bench_events))")
+ABC_PAST_FLINK = """SELECT count(*) FROM ev MATCH_RECOGNIZE (
+  PARTITION BY k ORDER BY ts MEASURES A.id AS a_id AFTER MATCH SKIP PAST LAST ROW
+  PATTERN (A B C) DEFINE A AS A.type = 'T00', B AS B.type = 'T00', C AS C.type = 'T01')"""
 V_SHAPE = """SELECT * FROM bench_events MATCH_RECOGNIZE (
   PARTITION BY key ORDER BY ts, id
   MEASURES FIRST(A.v0) AS start_v, LAST(B.v0) AS bottom_v, LAST(C.v0) AS top_v, COUNT(*) AS n
@@ -80,6 +88,7 @@ FLAT = """SELECT * FROM bench_flat MATCH_RECOGNIZE (
 QUERIES: dict[str, dict[str, Any]] = {
     "abc_next": {"sql": ABC, "baselines": {"lead()": ABC_SQL, "match_seq": ABC_MATCH_SEQ},
                  "flink": ABC_FLINK},
+    "abc_past": {"sql": ABC_PAST, "baselines": {"lead()": ABC_SQL}, "flink": ABC_PAST_FLINK},
     # Flink refuses a greedy quantifier at the end of the pattern (C+): no Flink form.
     "v_shape": {"sql": V_SHAPE, "baselines": {}, "flink": None},
     "price_down": {"sql": PRICE_DOWN, "baselines": {}, "flink": PRICE_DOWN_FLINK},

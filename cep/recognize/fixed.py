@@ -9,7 +9,9 @@ one row and physical offsets of it (``PREV``/``NEXT``) can be read k rows on wit
 the hand-written query would make, and nothing crosses into Python.
 
 That is the whole answer when matches cannot compete for rows: ``AFTER MATCH SKIP TO NEXT
-ROW`` (each start is a match) or L = 1. ``ONE ROW PER MATCH`` measures read fixed positions
+ROW`` (each start is a match), or ``SKIP PAST LAST ROW`` when no two starts can share a row
+(:func:`never_overlap`: one variable, or DEFINEs such as ``type = 'T00'`` / ``type = 'T01'``
+that exclude each other at every overlap). ``ONE ROW PER MATCH`` measures read fixed positions
 too: ``FIRST``/``LAST`` of a variable (with offsets, ``RUNNING`` or ``FINAL``: the same in one
 row), a plain column (its last row), ``PREV``/``NEXT`` around them, ``CLASSIFIER()`` (the
 last variable), ``count`` (a constant or a sum of ``IS NOT NULL`` tests), ``min``/``max``
@@ -25,6 +27,11 @@ Example:
     ('A', 'B', 'C')
     >>> positions(parse_row_pattern("A B+")) is None
     True
+    >>> never_overlap(("A", "A", "C"), {"A": "COALESCE(t = 'a', FALSE)",
+    ...                                 "C": "COALESCE(t = 'c' AND x > 0, FALSE)"})
+    True
+    >>> never_overlap(("A", "A"), {"A": "COALESCE(t = 'a', FALSE)"})
+    False
     >>> shift("COALESCE(x < LAG(x, 1) OVER __mr_w, FALSE)", 2)
     'COALESCE(LEAD(x, 2) OVER __mr_w < LEAD(x, 1) OVER __mr_w, FALSE)'
 """
@@ -37,7 +44,8 @@ from cep.recognize.ast import Concatenation, Empty, Node, Variable
 from cep.recognize.clause import Clause, Item
 from cep.recognize.expressions import WINDOW, Translator, quoted, string_literal
 
-__all__ = ["MAX_FILTERED", "fixed_query", "positions", "shift", "start_test", "window_filter"]
+__all__ = ["MAX_FILTERED", "fixed_query", "never_overlap", "positions", "shift", "start_test",
+           "window_filter"]
 
 
 class _NotFixed(Exception):
@@ -212,6 +220,52 @@ MAX_FILTERED = 8
 """The longest fixed-length pattern :func:`window_filter` writes a test for."""
 
 
+def never_overlap(order: tuple[str, ...], defined: dict[str, str]) -> bool:
+    """Whether no two matches can share a row, so every skip mode gives every start.
+
+    Two starts j rows apart (0 < j < L) share rows j..L-1 of the first; they are impossible
+    when at one of those rows the two variables there require different constants of the
+    same column (``type = 'T00'`` against ``type = 'T01'``), read off the DEFINEs' top-level
+    ``AND``s. A pattern of one variable cannot overlap itself.
+    """
+    facts = {v: _equalities(defined[v]) if v in defined else {} for v in set(order)}
+    length = len(order)
+    for j in range(1, length):
+        if not any(_clash(facts[order[j + m]], facts[order[m]]) for m in range(length - j)):
+            return False
+    return True
+
+
+def _clash(a: dict[str, tuple[bool, Any]], b: dict[str, tuple[bool, Any]]) -> bool:
+    # A string and a number may be equal after Spark's casts: only constants of one kind.
+    return any(column in b and b[column][0] == kind and b[column][1] != value
+               for column, (kind, value) in a.items())
+
+
+def _equalities(sql: str) -> dict[str, tuple[bool, Any]]:
+    """``column -> (is a string, constant)`` of the ``column = constant`` conjuncts of a
+    DEFINE's ``COALESCE(condition, FALSE)``; numbers compare by value (1 = 1.0)."""
+    from decimal import Decimal
+
+    from sqlglot import exp
+
+    tree = _parse(sql)
+    if isinstance(tree, exp.Coalesce):
+        tree = tree.this
+    found: dict[str, tuple[bool, Any]] = {}
+    for part in tree.flatten() if isinstance(tree, exp.And) else [tree]:
+        if not isinstance(part, exp.EQ):
+            continue
+        column, constant = part.this, part.expression
+        if isinstance(column, exp.Literal):
+            column, constant = constant, column
+        if isinstance(column, exp.Column) and isinstance(constant, exp.Literal):
+            text = str(constant.this)
+            found.setdefault(column.sql(dialect="spark").lower(), 
+                             (True, text) if constant.is_string else (False, Decimal(text)))
+    return found
+
+
 def fixed_query(clause: Clause, order: tuple[str, ...] | None, base: Translator,
                 defined: dict[str, str], source: str, window: str, statement: str
                 ) -> str | None:
@@ -227,9 +281,9 @@ def fixed_query(clause: Clause, order: tuple[str, ...] | None, base: Translator,
         window: the partition's window specification, tiebreak included.
         statement: the statement, for the measures' error positions (already checked).
     """
-    if (order is None or clause.rows != "one" or clause.within is not None
-            or base.conditions or not (clause.skip == "next_row" or len(order) == 1
-                                       and clause.skip == "past_last")):
+    if (order is None or clause.rows != "one" or clause.within is not None or base.conditions
+            or not (clause.skip == "next_row" or clause.skip == "past_last"
+                    and never_overlap(order, defined))):
         return None
     fixed = _FixedTranslator(base, order)
     try:

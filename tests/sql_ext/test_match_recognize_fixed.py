@@ -54,10 +54,18 @@ def _clause(rng: random.Random, k: int) -> tuple[str, str]:
            f"{'ALL ROWS PER MATCH' if rows == 'all' else 'ONE ROW PER MATCH'} "
            f"AFTER MATCH SKIP {skip} PATTERN ({pattern}) "
            f"{'DEFINE ' + ', '.join(defines) if defines else ''})")
-    native = (rows == "one" and (skip == "TO NEXT ROW" or len(order) == 1 and skip ==
-                                 "PAST LAST ROW") and not any(m in " ".join(measures) for m in
-                                                              ("SUM", "AVG", "MATCH_NUMBER")))
+    native = (rows == "one" and (skip == "TO NEXT ROW" or skip == "PAST LAST ROW"
+                                 and _disjoint(order, defines))
+              and not any(m in " ".join(measures) for m in ("SUM", "AVG", "MATCH_NUMBER")))
     return sql, "native" if native else "filtered"
+
+
+def _disjoint(order: list[str], defines: list[str]) -> bool:
+    """Whether no two starts can overlap: at every overlap, some row needs two letters."""
+    letter = {d[0]: d[10] for d in defines if d[5:10] == "v = '"}  # "A AS v = 'a'..."
+    return all(any(letter.get(order[j + m], "?") != letter.get(order[m], "?") != "?"
+                   and "?" != letter.get(order[j + m], "?") for m in range(len(order) - j))
+               for j in range(1, len(order)))
 
 
 def _cases() -> list[tuple[str, str, list[tuple]]]:
