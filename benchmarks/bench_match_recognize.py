@@ -7,10 +7,12 @@ written to Delta once) it times in ONE run, on the same cached data, results to 
 * ``abc_next``: ``PATTERN (A B C)`` (types T00, T00, T01) with AFTER MATCH SKIP TO NEXT ROW,
   against the hand-written ``lead()`` query and against ``match_seq`` under strict
   contiguity (all three find every run of the three types; the counts are printed);
-* ``abc_past``: the same pattern under the default AFTER MATCH SKIP PAST LAST ROW (two runs of
-  T00 T00 T01 cannot overlap, so ``lead()`` still counts the same matches): Spark keeps the
-  rows of possible matches and the matcher resolves the skip (abc_next needs no matcher at
-  all: docs/match-recognize.md, "How it runs");
+* ``abc_past``: the same pattern under the default AFTER MATCH SKIP PAST LAST ROW: the
+  DEFINEs prove that two runs of T00 T00 T01 cannot overlap, so it too is Spark's window pass
+  alone (docs/match-recognize.md, "How it runs") and ``lead()`` counts the same matches;
+* ``abc_sum``: abc_past with a ``sum`` measure, which the native plan does not compute: Spark
+  keeps the rows of possible matches and the matcher runs on those (against ``lead()``
+  summing the three rows);
 * ``v_shape``: ``PATTERN (A B+ C+)`` with B falling and C rising ``v0`` (PREV), no plain-SQL
   baseline an analyst would write (gaps and islands over two run kinds);
 * ``price_down``: Flink's documented logical-offset pattern ``START_ROW DOWN+ UP`` on ``v0``,
@@ -32,7 +34,7 @@ Run from the project root (not beside the test suite: two cores)::
 
 Example:
     >>> sorted(QUERIES)
-    ['abc_next', 'abc_past', 'price_down', 'v_shape']
+    ['abc_next', 'abc_past', 'abc_sum', 'price_down', 'v_shape']
 """
 
 from __future__ import annotations
@@ -49,6 +51,11 @@ ABC = """SELECT * FROM bench_events MATCH_RECOGNIZE (
   AFTER MATCH SKIP TO NEXT ROW
   PATTERN (A B C) DEFINE A AS type = 'T00', B AS type = 'T00', C AS type = 'T01')"""
 ABC_PAST = ABC.replace("AFTER MATCH SKIP TO NEXT ROW", "AFTER MATCH SKIP PAST LAST ROW")
+ABC_SUM = ABC_PAST.replace("LAST(C.ts) AS c_ts", "SUM(v0) AS total")
+ABC_SUM_SQL = """WITH e AS (SELECT key, id, type, lead(type, 1) OVER w AS t1, lead(type, 2) OVER w AS t2,
+                  v0 + lead(v0, 1) OVER w + lead(v0, 2) OVER w AS total
+           FROM bench_events WINDOW w AS (PARTITION BY key ORDER BY ts, id))
+SELECT key, id AS a_id, total FROM e WHERE type = 'T00' AND t1 = 'T00' AND t2 = 'T01'"""
 ABC_SQL = """WITH e AS (SELECT key, id, type, lead(type, 1) OVER w AS t1, lead(type, 2) OVER w AS t2,
                   lead(ts, 2) OVER w AS ts2
            FROM bench_events WINDOW w AS (PARTITION BY key ORDER BY ts, id))
@@ -89,6 +96,7 @@ QUERIES: dict[str, dict[str, Any]] = {
     "abc_next": {"sql": ABC, "baselines": {"lead()": ABC_SQL, "match_seq": ABC_MATCH_SEQ},
                  "flink": ABC_FLINK},
     "abc_past": {"sql": ABC_PAST, "baselines": {"lead()": ABC_SQL}, "flink": ABC_PAST_FLINK},
+    "abc_sum": {"sql": ABC_SUM, "baselines": {"lead()": ABC_SUM_SQL}, "flink": None},
     # Flink refuses a greedy quantifier at the end of the pattern (C+): no Flink form.
     "v_shape": {"sql": V_SHAPE, "baselines": {}, "flink": None},
     "price_down": {"sql": PRICE_DOWN, "baselines": {}, "flink": PRICE_DOWN_FLINK},
