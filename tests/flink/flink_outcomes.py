@@ -35,6 +35,7 @@ SPARK_FUNCTION = "Spark SQL's timestamp_seconds()"
 NULLS_ORDER = "NULLS FIRST or NULLS LAST in the ORDER BY"
 ORDER_NOT_TIME = "an ORDER BY that is not an ascending time attribute"
 ORDER_BY_MEASURE = "a MATCH_RECOGNIZE over another one's output (no time attribute to order by)"
+UNBOUNDED_BRACES = "the quantifier {,} (no bounds, the same as *)"
 
 FEATURE_ERRORS: dict[str, str] = {
     MATCH_NUMBER: r"No match found for function signature MATCH_NUMBER\(\)",
@@ -60,6 +61,7 @@ FEATURE_ERRORS: dict[str, str] = {
                  r"org\.apache\.calcite\.sql\.SqlIdentifier",
     ORDER_NOT_TIME: r"You must specify time point for order by as the first one",
     ORDER_BY_MEASURE: r"Column 'rt' not found in any table",
+    UNBOUNDED_BRACES: r"SQL parse failed\. Encountered \"\}\"",
 }
 """Per refused feature: a regular expression that Flink's error for it matches."""
 
@@ -183,6 +185,30 @@ FLINK_UNSUPPORTED: dict[str, str] = {
     "descending_order": ORDER_NOT_TIME,
     "clause_over_a_clause": ORDER_BY_MEASURE,
     "subquery_where_group_by": GREEDY_LAST,
+    # the documented examples (DOCUMENTED_CASES)
+    "oracle_v_shape_one_row": GREEDY_LAST,
+    "oracle_v_shape_all_rows_running_and_final": MATCH_NUMBER,
+    "oracle_w_shape_all_rows": MATCH_NUMBER,
+    "oracle_v_shape_skip_to_next_row": MATCH_NUMBER,
+    "oracle_v_shape_default_skip": GREEDY_LAST,
+    "oracle_v_shape_bounded_quantifiers": VARIABLE_STAR,
+    "oracle_v_inside_w_cte_join": GREEDY_LAST,
+    "oracle_sessionization": MATCH_NUMBER,
+    "snowflake_v_shapes_per_company": MATCH_NUMBER,
+    "snowflake_all_rows_one_company": MATCH_NUMBER,
+    "snowflake_v_shapes_grouped": GREEDY_LAST,
+    "flink_within_price_drop": WITHIN_UNITS,
+    "flink_define_sums_over_match_and_variable": GREEDY_LAST,
+    "flink_logical_offsets_two_back": GREEDY_LAST,
+    "trino_exclusion_inside_the_v": ALL_ROWS,
+    "trino_union_variable_skip_to_last": GROUPS,
+    "trino_unmatched_rows_with_overlaps": ROWS_PER_MATCH_OPTIONS,
+    "trino_empty_match_measures": NAVIGATION_IN_MEASURES,
+    "trino_constant_measure_empty_or_unmatched": ROWS_PER_MATCH_OPTIONS,
+    "trino_window_measures_per_input_row": GREEDY_LAST,
+    "trino_empty_bounds_are_star": UNBOUNDED_BRACES,
+    "trino_nested_navigation_offsets": NAVIGATION_IN_MEASURES,
+    "ties_any_order_permute": PERMUTE,
 }
 """Case name → the feature Flink refuses (a key of :data:`FEATURE_ERRORS`)."""
 
@@ -192,6 +218,8 @@ SKIP_TO_NEXT_ROW = ("Without AFTER MATCH, Flink skips TO NEXT ROW (Calcite's def
 ANCHORS_DROPPED = ("Flink accepts the anchors ^ and $ but drops them from the pattern (the "
                    "optimized plan shows pattern=[A]; its documentation lists anchors as "
                    "unsupported)")
+GREEDY_KEEPS_ROWS = ("Flink's greedy loop never gives a row back (its NFA compiler ANDs the "
+                     "next state's conditions with NOT the loop's condition)")
 SUBSET_EMPTY = ("Flink accepts a SUBSET variable in MEASURES (its documentation lists SUBSET "
                 "as unsupported) but maps no row to it")
 
@@ -219,5 +247,16 @@ FLINK_DIFFERS: dict[str, str] = {
     "subset_navigation": SUBSET_EMPTY + ", so LAST(U.ts) and FIRST(U.ts) are NULL.",
     "first_last_offsets_in_measures": SUBSET_EMPTY + (
         ", so LAST(U.x, 1) and FIRST(U.x, 1) are NULL instead of 1 and 5."),
+    # the documented examples (DOCUMENTED_CASES)
+    "flink_rising_run_output_mode": SKIP_TO_NEXT_ROW + (
+        ", so matches also start at rows 2 and 3 (Flink's own page shows one row)."),
+    "flink_sum_skip_to_next_row": GREEDY_KEEPS_ROWS + (
+        ": from row 6 the sum of A is still 21 at row 7, so A takes row 7 and no row is left "
+        "for C, where the standard gives A back (A = 7, C = 14); Flink's page lists the same "
+        "five rows."),
+    "flink_last_offset_of_all_rows": (
+        "Flink returns the match A = 10, C = 15 with B? left empty (LAST(x, 1) = 10 < 15), which "
+        "ends a row earlier, where the standard's greedy B? prefers B = 15 and C = 20, so k1 "
+        "gives (15, 2) instead of (20, 3)."),
 }
 """Case name → why Flink runs the case but answers other rows (one sentence)."""

@@ -402,6 +402,275 @@ MORE_CASES: list[Case] = [
 ]
 
 
+# Cases taken from the public documentation of MATCH_RECOGNIZE (Oracle's "SQL for Pattern
+# Matching" chapter, Trino's MATCH_RECOGNIZE and window pages, Snowflake's reference, Flink's
+# pattern recognition page) and from docs/match-recognize.md. Each documented example is
+# restated in this file's columns: the partition key in p, the time order in ts (1, 2, ...),
+# the price or value in x; the expected rows were derived by hand from the standard's rules
+# and the label sequences checked against the brute-force oracle where it can express them.
+ACME = ("ACME: a12 a17 a19 a21 a25 a12 a15 a20 a24 a25 a19 a15 a25 a25 a14 a12 a14 a24 a23 "
+        "a22")
+"""Oracle's ticker ACME: closing prices on 1-20 April 2011 (the day is ts)."""
+V_SHAPE = "DEFINE DOWN AS x < PREV(x), UP AS x > PREV(x)"
+W_SHAPE = ("DEFINE D1 AS x < PREV(x), U1 AS x > PREV(x), D2 AS x < PREV(x), "
+           "U2 AS x > PREV(x)")
+STOCKS = ("ABCD: a50 a36 a39 a42 a30 a47 a71 a80 a75 a63 | "
+          "XYZ: a89 a24 a37 a63 a65 a56 a50 a54 a30 a32")
+"""Snowflake's stock_price_history: companies ABCD and XYZ, 1-10 October 2020 (ts)."""
+SNOWFLAKE_V = ("PATTERN (ROW_BEFORE DECREASE+ INCREASE+) "
+               "DEFINE DECREASE AS x < PREV(x), INCREASE AS x > PREV(x)")
+FLINK_SUM = "XYZ: a7 a9 a10 a5 a10 a7 a14"
+"""Flink's "After Match Strategy" ticker XYZ: prices at 10:00:01-10:00:07 (the second is ts)."""
+FLINK_SUM_QUERY = ("PARTITION BY p ORDER BY ts MEASURES SUM(A.x) AS sum_x, FIRST(ts) AS s, "
+                   "LAST(ts) AS e ONE ROW PER MATCH AFTER MATCH {skip} PATTERN (A+ C) "
+                   "DEFINE A AS SUM(A.x) < 30")
+
+DOCUMENTED_CASES: list[Case] = [
+    # --- Oracle: the V and W shapes on ACME -----------------------------------------------------
+    # Oracle's "simple V-shape with 1 row output per match": three V's, each resumed at its
+    # last UP row (the second V starts on the first one's last row, 10 April).
+    Case("oracle_v_shape_one_row", stream(ACME),
+         _mr(f"{PO} MEASURES STRT.ts AS s, LAST(DOWN.ts) AS bottom, LAST(UP.ts) AS e "
+             "ONE ROW PER MATCH AFTER MATCH SKIP TO LAST UP PATTERN (STRT DOWN+ UP+) "
+             f"{V_SHAPE}"),
+         [("ACME", 5, 6, 10), ("ACME", 10, 12, 13), ("ACME", 14, 16, 18)]),
+    # Oracle's V-shape with all rows per match and its aggregate on a variable: row 10 is
+    # output by matches 1 (UP) and 2 (STRT); FINAL counts the whole match, RUNNING up to the row.
+    Case("oracle_v_shape_all_rows_running_and_final", stream(ACME),
+         _mr(f"{PO} MEASURES MATCH_NUMBER() AS m, CLASSIFIER() AS c, STRT.ts AS s, "
+             "FINAL LAST(DOWN.ts) AS bottom, FINAL COUNT(UP.ts) AS up_days, "
+             "RUNNING COUNT(ts) AS cnt, x - STRT.x AS dif ALL ROWS PER MATCH "
+             f"AFTER MATCH SKIP TO LAST UP PATTERN (STRT DOWN+ UP+) {V_SHAPE}"),
+         [("ACME", 5, 1, "STRT", 5, 6, 4, 1, 0, "a", 25),
+          ("ACME", 6, 1, "DOWN", 5, 6, 4, 2, -13, "a", 12),
+          ("ACME", 7, 1, "UP", 5, 6, 4, 3, -10, "a", 15),
+          ("ACME", 8, 1, "UP", 5, 6, 4, 4, -5, "a", 20),
+          ("ACME", 9, 1, "UP", 5, 6, 4, 5, -1, "a", 24),
+          ("ACME", 10, 1, "UP", 5, 6, 4, 6, 0, "a", 25),
+          ("ACME", 10, 2, "STRT", 10, 12, 1, 1, 0, "a", 25),
+          ("ACME", 11, 2, "DOWN", 10, 12, 1, 2, -6, "a", 19),
+          ("ACME", 12, 2, "DOWN", 10, 12, 1, 3, -10, "a", 15),
+          ("ACME", 13, 2, "UP", 10, 12, 1, 4, 0, "a", 25),
+          ("ACME", 14, 3, "STRT", 14, 16, 2, 1, 0, "a", 25),
+          ("ACME", 15, 3, "DOWN", 14, 16, 2, 2, -11, "a", 14),
+          ("ACME", 16, 3, "DOWN", 14, 16, 2, 3, -13, "a", 12),
+          ("ACME", 17, 3, "UP", 14, 16, 2, 4, -11, "a", 14),
+          ("ACME", 18, 3, "UP", 14, 16, 2, 5, -1, "a", 24)]),
+    # Oracle's W-shape (down, up, down, up; variables renamed): one W from 5 to 13 April; the
+    # search resumed at its last row finds no second W (the last fall has no rise after it).
+    Case("oracle_w_shape_all_rows", stream(ACME),
+         _mr(f"{PO} MEASURES MATCH_NUMBER() AS m, CLASSIFIER() AS c, STRT.ts AS s, "
+             "FINAL LAST(U2.ts) AS e ALL ROWS PER MATCH AFTER MATCH SKIP TO LAST U2 "
+             f"PATTERN (STRT D1+ U1+ D2+ U2+) {W_SHAPE}"),
+         [("ACME", 5, 1, "STRT", 5, 13, "a", 25), ("ACME", 6, 1, "D1", 5, 13, "a", 12),
+          ("ACME", 7, 1, "U1", 5, 13, "a", 15), ("ACME", 8, 1, "U1", 5, 13, "a", 20),
+          ("ACME", 9, 1, "U1", 5, 13, "a", 24), ("ACME", 10, 1, "U1", 5, 13, "a", 25),
+          ("ACME", 11, 1, "D2", 5, 13, "a", 19), ("ACME", 12, 1, "D2", 5, 13, "a", 15),
+          ("ACME", 13, 1, "U2", 5, 13, "a", 25)]),
+    # Trino docs: with SKIP TO NEXT ROW "further overlapping matches are found, starting from
+    # consecutive rows on the descending slope of the V" (Oracle's V on ACME: 10 and 11 April).
+    Case("oracle_v_shape_skip_to_next_row", stream(ACME),
+         _mr(f"{PO} MEASURES MATCH_NUMBER() AS m, STRT.ts AS s, LAST(DOWN.ts) AS bottom, "
+             "LAST(UP.ts) AS e AFTER MATCH SKIP TO NEXT ROW PATTERN (STRT DOWN+ UP+) "
+             f"{V_SHAPE}"),
+         [("ACME", 1, 5, 6, 10), ("ACME", 2, 10, 12, 13), ("ACME", 3, 11, 12, 13),
+          ("ACME", 4, 14, 16, 18), ("ACME", 5, 15, 16, 18)]),
+    # Trino docs: SKIP PAST LAST ROW is the default: Oracle's V without its AFTER MATCH clause
+    # misses the V that shares 10 April and finds the one from 11 April instead.
+    Case("oracle_v_shape_default_skip", stream(ACME),
+         _mr(f"{PO} MEASURES STRT.ts AS s, LAST(DOWN.ts) AS bottom, LAST(UP.ts) AS e "
+             f"PATTERN (STRT DOWN+ UP+) {V_SHAPE}"),
+         [("ACME", 5, 6, 10), ("ACME", 11, 12, 13), ("ACME", 14, 16, 18)]),
+    # Oracle's V with bounded quantifiers ({n,m}, {n,}): two to three falls, then at least
+    # two rises; only the V of 14-18 April has both.
+    Case("oracle_v_shape_bounded_quantifiers", stream(ACME),
+         _mr(f"{PO} MEASURES STRT.ts AS s, COUNT(DOWN.*) AS n_down, COUNT(UP.*) AS n_up "
+             f"PATTERN (STRT DOWN{{2,3}} UP{{2,}}) {V_SHAPE}"),
+         [("ACME", 14, 2, 2)]),
+    # Oracle's V and W shapes over the same ticker in one statement (two clauses in a CTE,
+    # joined): the V's of 5-10 and 10-13 April lie inside the W of 5-13 April.
+    Case("oracle_v_inside_w_cte_join", stream(ACME),
+         "WITH v AS (" +
+         _mr(f"{PO} MEASURES STRT.ts AS s, LAST(UP.ts) AS e AFTER MATCH SKIP TO LAST UP "
+             f"PATTERN (STRT DOWN+ UP+) {V_SHAPE}") +
+         "), w AS (" +
+         _mr(f"{PO} MEASURES STRT.ts AS s, LAST(U2.ts) AS e AFTER MATCH SKIP TO LAST U2 "
+             f"PATTERN (STRT D1+ U1+ D2+ U2+) {W_SHAPE}") +
+         ") SELECT v.s AS vs, v.e AS ve, w.s AS ws, w.e AS we FROM v JOIN w "
+         "ON v.p = w.p AND v.s >= w.s AND v.e <= w.e",
+         [(5, 10, 5, 13), (10, 13, 5, 13)]),
+    # Oracle's sessionization example (LiveSQL clickdata of Mary and Sam, the click time in x):
+    # a click at most 10 after the previous one continues the session.
+    Case("oracle_sessionization",
+         stream("Mary: c1 c11 c23 c34 c44 c53 c63 | "
+                "Sam: c2 c12 c22 c32 c43 c47 c48 c59 c60 c68"),
+         _mr(f"{PO} MEASURES MATCH_NUMBER() AS session, COUNT(*) AS events, "
+             "FIRST(x) AS start_x, LAST(x) - FIRST(x) AS duration "
+             "PATTERN (B S*) DEFINE S AS x - PREV(x) <= 10"),
+         [("Mary", 1, 2, 1, 10), ("Mary", 2, 1, 23, 0), ("Mary", 3, 4, 34, 29),
+          ("Sam", 1, 4, 2, 30), ("Sam", 2, 3, 43, 5), ("Sam", 3, 3, 59, 9)]),
+    # --- Snowflake: the V shapes of two companies -------------------------------------------
+    # Snowflake's V-shape example (LAG written as PREV): one summary row per V, resumed at the
+    # last increase, numbered per company.
+    Case("snowflake_v_shapes_per_company", stream(STOCKS),
+         _mr(f"{PO} MEASURES MATCH_NUMBER() AS m, FIRST(ts) AS s, LAST(ts) AS e, "
+             "COUNT(*) AS n, COUNT(DECREASE.*) AS n_dec, COUNT(INCREASE.*) AS n_inc "
+             f"ONE ROW PER MATCH AFTER MATCH SKIP TO LAST INCREASE {SNOWFLAKE_V}"),
+         [("ABCD", 1, 1, 4, 4, 1, 2), ("ABCD", 2, 4, 8, 5, 1, 3), ("XYZ", 1, 1, 5, 5, 1, 3),
+          ("XYZ", 2, 5, 8, 4, 2, 1), ("XYZ", 3, 8, 10, 3, 1, 1)]),
+    # Snowflake's "all rows for all matches for one company" (input filtered in a subquery):
+    # 4 October is output twice, as the last INCREASE of match 1 and the ROW_BEFORE of match 2.
+    Case("snowflake_all_rows_one_company", stream(STOCKS),
+         "SELECT * FROM (SELECT * FROM input WHERE p = 'ABCD') MATCH_RECOGNIZE ("
+         f"{PO} MEASURES MATCH_NUMBER() AS m, CLASSIFIER() AS c ALL ROWS PER MATCH "
+         f"AFTER MATCH SKIP TO LAST INCREASE {SNOWFLAKE_V})",
+         [("ABCD", 1, 1, "ROW_BEFORE", "a", 50), ("ABCD", 2, 1, "DECREASE", "a", 36),
+          ("ABCD", 3, 1, "INCREASE", "a", 39), ("ABCD", 4, 1, "INCREASE", "a", 42),
+          ("ABCD", 4, 2, "ROW_BEFORE", "a", 42), ("ABCD", 5, 2, "DECREASE", "a", 30),
+          ("ABCD", 6, 2, "INCREASE", "a", 47), ("ABCD", 7, 2, "INCREASE", "a", 71),
+          ("ABCD", 8, 2, "INCREASE", "a", 80)]),
+    # Snowflake's V-shape output is a table: grouped per company (2 and 3 V's, 5 rows longest).
+    Case("snowflake_v_shapes_grouped", stream(STOCKS),
+         "SELECT p, count(*) AS n_matches, max(n) AS longest FROM (" +
+         _mr(f"{PO} MEASURES COUNT(*) AS n AFTER MATCH SKIP TO LAST INCREASE {SNOWFLAKE_V}") +
+         ") GROUP BY p", [("ABCD", 2, 5), ("XYZ", 3, 5)]),
+    # --- Flink: the documented examples ---------------------------------------------------------
+    # Flink's "After Match Strategy" with SKIP PAST LAST ROW: A+ while the sum of A stays
+    # below 30, then any row.
+    Case("flink_sum_skip_past_last_row", stream(FLINK_SUM),
+         _mr(FLINK_SUM_QUERY.format(skip="SKIP PAST LAST ROW")),
+         [("XYZ", 26, 1, 4), ("XYZ", 17, 5, 7)]),
+    # Flink's "After Match Strategy" with SKIP TO NEXT ROW: a match from every row but the
+    # last; the one from row 6 (A = 7, C = 14) is the standard's too, though Flink's page
+    # lists five.
+    Case("flink_sum_skip_to_next_row", stream(FLINK_SUM),
+         _mr(FLINK_SUM_QUERY.format(skip="SKIP TO NEXT ROW")),
+         [("XYZ", 26, 1, 4), ("XYZ", 24, 2, 5), ("XYZ", 25, 3, 6), ("XYZ", 22, 4, 7),
+          ("XYZ", 17, 5, 7), ("XYZ", 7, 6, 7)]),
+    # Flink's SKIP TO LAST A on the same rows: the fourth match (rows 6-7) has its only A on
+    # its first row, and skipping there is an error (Trino's and Oracle's rule).
+    Case("flink_sum_skip_to_last_a_loops", stream(FLINK_SUM),
+         _mr(FLINK_SUM_QUERY.format(skip="SKIP TO LAST A")), error="CEP-MR-203"),
+    # Flink's "Greedy & Reluctant Quantifiers", greedy: B* takes 12, 13 and 14, C is 16.
+    Case("flink_greedy_b_star", stream("XYZ: a10 a11 a12 a13 a14 a16"),
+         _mr(f"{PO} MEASURES C.x AS last_x ONE ROW PER MATCH AFTER MATCH SKIP PAST LAST ROW "
+             "PATTERN (A B* C) DEFINE A AS A.x > 10, B AS B.x < 15, C AS C.x > 12"),
+         [("XYZ", 16)]),
+    # Flink's "Greedy & Reluctant Quantifiers", reluctant: B*? takes only 12, so two matches.
+    Case("flink_reluctant_b_star", stream("XYZ: a10 a11 a12 a13 a14 a16"),
+         _mr(f"{PO} MEASURES C.x AS last_x ONE ROW PER MATCH AFTER MATCH SKIP PAST LAST ROW "
+             "PATTERN (A B*? C) DEFINE A AS A.x > 10, B AS B.x < 15, C AS C.x > 12"),
+         [("XYZ", 13), ("XYZ", 16)]),
+    # Flink's "Output Mode": a rising run A+ read with LAST(A.x, 1), then a lower B; no AFTER
+    # MATCH clause, so the standard's default SKIP PAST LAST ROW gives one row.
+    Case("flink_rising_run_output_mode", stream("XYZ: a10 a12 a13 a11"),
+         _mr(f"{PO} MEASURES FIRST(A.x) AS start_x, LAST(A.x) AS top_x, B.x AS last_x "
+             "ONE ROW PER MATCH PATTERN (A+ B) DEFINE A AS LAST(A.x, 1) IS NULL OR "
+             "A.x > LAST(A.x, 1), B AS B.x < LAST(A.x)"),
+         [("XYZ", 10, 13, 11)]),
+    # Flink's "Time constraint": a drop of more than 10 within an hour, ticks of 20 minutes as
+    # ts; Flink's page keeps the drop from 12:00 to 13:00 (3 ticks), our WITHIN keeps spans
+    # below its value, so the hour is WITHIN 4 UNITS here.
+    Case("flink_within_price_drop", stream("ACME: a20 a17 a18 a11 a14 a9 a15 a14 a24 a1 a19"),
+         _mr(f"{PO} MEASURES C.ts AS drop_ts, A.x - C.x AS drop_diff ONE ROW PER MATCH "
+             "AFTER MATCH SKIP PAST LAST ROW PATTERN (A B* C) WITHIN 4 UNITS "
+             "DEFINE B AS B.x > A.x - 10, C AS C.x < A.x - 10"),
+         [("ACME", 10, 14)]),
+    # Flink's "Pattern Variable Referencing" table: SUM(x) over the whole match and SUM(B.x)
+    # over B, the tested row included; 35 would bring them to 111 and 101.
+    Case("flink_define_sums_over_match_and_variable", stream("XYZ: a10 a15 a20 a31 a35"),
+         _mr(f"{PO} MEASURES LAST(B.x) AS last_b, SUM(x) AS total, SUM(B.x) AS total_b "
+             "PATTERN (A B+) DEFINE A AS A.x >= 10, "
+             "B AS B.x > A.x AND SUM(x) < 100 AND SUM(B.x) < 80"),
+         [("XYZ", 31, 76, 66)]),
+    # Flink's "Logical Offsets" table: each B above the last B and above twice the one before
+    # it; 35 is not above 2 * 20.
+    Case("flink_logical_offsets_two_back", stream("XYZ: a10 a15 a20 a31 a35"),
+         _mr(f"{PO} MEASURES LAST(B.x) AS last_b, LAST(B.x, 2) AS third_last "
+             "PATTERN (A B+) DEFINE A AS A.x >= 10, "
+             "B AS (LAST(B.x, 1) IS NULL OR B.x > LAST(B.x, 1)) AND "
+             "(LAST(B.x, 2) IS NULL OR B.x > 2 * LAST(B.x, 2))"),
+         [("XYZ", 31, 15)]),
+    # Flink's logical offset over the default (universal) variable: LAST(x, 1) in C's DEFINE
+    # is the B row when B matched (k1) and the A row when it did not (k2).
+    Case("flink_last_offset_of_all_rows", stream("k1: a10 a15 a20 | k2: a10 a20"),
+         _mr(f"{PO} MEASURES C.x AS c, COUNT(*) AS n AFTER MATCH SKIP PAST LAST ROW "
+             "PATTERN (A B? C) DEFINE B AS B.x < 20, C AS LAST(x, 1) < C.x"),
+         [("k1", 20, 3), ("k2", 20, 2)]),
+    # --- Trino: documented rules on their own data --------------------------------------------
+    # Trino docs: with ALL ROWS PER MATCH, PATTERN (A {- B+ C+ -} D+) outputs the first row
+    # and the trailing D rows; the running measures still see the excluded B and C rows.
+    Case("trino_exclusion_inside_the_v", stream("a10 a8 a6 a7 a9 a12 a15 a11"),
+         _mr(f"{PO} MEASURES CLASSIFIER() AS c, A.x AS starting, LAST(B.x) AS bottom, "
+             "LAST(U.x) AS top ALL ROWS PER MATCH PATTERN (A {- B+ C+ -} D+) "
+             "SUBSET U = (C, D) DEFINE B AS x < PREV(x), C AS x > PREV(x) AND x <= A.x, "
+             "D AS x > PREV(x)"),
+         [("p", 1, "A", 10, None, None, "a", 10), ("p", 6, "D", 10, 6, 12, "a", 12),
+          ("p", 7, "D", 10, 6, 15, "a", 15)]),
+    # Trino docs' union variable over (A | B){n} C+ ({3} here): LAST(U.x) is the last A or B
+    # row, and SKIP TO LAST U resumes there (row 3, then a match from row 4).
+    Case("trino_union_variable_skip_to_last", stream("a1 b2 a13 b14 b15 a3 c20 c30 b4"),
+         _mr(f"{PO} MEASURES FIRST(ts) AS s, LAST(U.x) AS lu, COUNT(*) AS n "
+             "AFTER MATCH SKIP TO LAST U PATTERN ((A | B){3} C+) SUBSET U = (A, B) "
+             "DEFINE A AS v = 'a', B AS v = 'b', C AS x > 10"),
+         [("p", 1, 13, 5), ("p", 4, 3, 5)]),
+    # Trino docs: only SKIP PAST LAST ROW with WITH UNMATCHED ROWS gives exactly one output
+    # row per input row; with SKIP TO NEXT ROW rows 2 and 3 come twice, row 4 once unmatched.
+    Case("trino_unmatched_rows_with_overlaps", stream("a1 b2 b3 c4"),
+         _mr(f"{PO} MEASURES MATCH_NUMBER() AS m, CLASSIFIER() AS c ALL ROWS PER MATCH "
+             "WITH UNMATCHED ROWS AFTER MATCH SKIP TO NEXT ROW PATTERN (X B+) "
+             "DEFINE B AS v = 'b'"),
+         [("p", 1, 1, "X", "a", 1), ("p", 2, 1, "B", "b", 2), ("p", 3, 1, "B", "b", 3),
+          ("p", 2, 2, "X", "b", 2), ("p", 3, 2, "B", "b", 3), ("p", 4, None, None, "c", 4)]),
+    # Trino docs, measures of an empty match: column references and navigation are NULL (PREV
+    # too, though row 3 precedes row 4), aggregates run over no rows, MATCH_NUMBER counts it.
+    Case("trino_empty_match_measures", stream("b1 a2 a3 b4"),
+         _mr(f"{PO} MEASURES x AS lx, SUM(x) AS s, COUNT(x) AS cx, PREV(x) AS px, "
+             "MATCH_NUMBER() AS m PATTERN (A*) DEFINE A AS v = 'a'"),
+         [("p", None, None, 0, None, 1), ("p", 3, 5, 2, 2, 2), ("p", None, None, 0, None, 3)]),
+    # Trino docs: a constant measure tells an empty match ('matched') from an unmatched row
+    # (NULL); ^ A* can match empty only at the partition's first row.
+    Case("trino_constant_measure_empty_or_unmatched", stream("k1: b1 b2 | k2: a1 a2 b3"),
+         _mr(f"{PO} MEASURES 'matched' AS matched, MATCH_NUMBER() AS m ALL ROWS PER MATCH "
+             "WITH UNMATCHED ROWS PATTERN (^ A*) DEFINE A AS v = 'a'"),
+         [("k1", 1, "matched", 1, "b", 1), ("k1", 2, None, None, "b", 2),
+          ("k2", 1, "matched", 1, "a", 1), ("k2", 2, "matched", 1, "a", 2),
+          ("k2", 3, None, None, "b", 3)]),
+    # Trino's window example (A B+ C+, measures LAST(x) and CLASSIFIER() at the final row) gives
+    # one row per input row: here a LEFT JOIN of each row to the match starting on it.
+    Case("trino_window_measures_per_input_row", stream("k1: a10 a8 a6 a7 a9 a5 | k2: a3 a4"),
+         "SELECT i.p, i.ts, m.val, m.label FROM input i LEFT JOIN (" +
+         _mr(f"{PO} MEASURES FIRST(ts) AS s, LAST(x) AS val, CLASSIFIER() AS label "
+             "PATTERN (A B+ C+) DEFINE B AS x < PREV(x), C AS x > PREV(x)") +
+         ") m ON i.p = m.p AND i.ts = m.s",
+         [("k1", 1, 9, "C"), ("k1", 2, None, None), ("k1", 3, None, None),
+          ("k1", 4, None, None), ("k1", 5, None, None), ("k1", 6, None, None),
+          ("k2", 1, None, None), ("k2", 2, None, None)]),
+    # Trino docs: the quantifier {,} is *, so A{,} gives the empty matches that A* gives.
+    Case("trino_empty_bounds_are_star", stream("b1 a2 a3 b4"),
+         _mr(f"{PO} MEASURES COUNT(*) AS n, MATCH_NUMBER() AS m PATTERN (A{{,}}) "
+             "DEFINE A AS v = 'a'"), [("p", 0, 1), ("p", 2, 2), ("p", 0, 3)]),
+    # Trino docs, nested navigation: FIRST/LAST with an offset picks a row of the match, then
+    # PREV/NEXT steps physically, outside the match or the partition (NULL) as it goes.
+    Case("trino_nested_navigation_offsets", stream("z1 z2 a3 a4 a5 a6 a7 b8"),
+         _mr(f"{PO} MEASURES PREV(FIRST(A.x, 3), 2) AS p32, PREV(FIRST(A.x), 2) AS before, "
+             "NEXT(LAST(A.x, 1), 2) AS n2, NEXT(LAST(A.x, 1), 3) AS n3, "
+             "PREV(FIRST(A.x, 5), 1) AS too_far PATTERN (A+ B) "
+             "DEFINE A AS v = 'a', B AS v = 'b'"),
+         [("p", 4, 1, 8, None, None)]),
+    # --- ties in ORDER BY (docs/match-recognize.md) -------------------------------------------
+    # Equal ts are ordered by a hash of the row; PERMUTE(A, B) matches either order, so the
+    # answer does not depend on which tied row comes first.
+    Case("ties_any_order_permute", [("p", 1, "a", 1), ("p", 1, "b", 2), ("p", 2, "c", 3)],
+         _mr(f"{PO} MEASURES COUNT(*) AS n, SUM(x) AS s, LAST(C.ts) AS c "
+             f"PATTERN (PERMUTE(A, B) C) {ABC}"), [("p", 3, 6, 2)]),
+    # A second ORDER BY item chooses the order of tied rows itself: x DESC puts b2 before a1.
+    Case("ties_second_key_descending", [("p", 1, "a", 1), ("p", 1, "b", 2), ("p", 2, "c", 3)],
+         _mr(f"PARTITION BY p ORDER BY ts, x DESC MEASURES FIRST(x) AS first_x, "
+             f"LAST(x) AS last_x, COUNT(*) AS n PATTERN (B A C) {ABC}"), [("p", 2, 3, 3)]),
+]
+
+
 CASES: list[Case] = [
     # --- ONE ROW PER MATCH, numbering, partitions -------------------------------------------
     Case("one_row_per_match", stream("a1 b2 b3 c4 a5 b6 c7"),
@@ -688,4 +957,5 @@ CASES: list[Case] = [
          error="CEP-MR-205"),
     *DEFINE_READS_MATCH,
     *MORE_CASES,
+    *DOCUMENTED_CASES,
 ]
