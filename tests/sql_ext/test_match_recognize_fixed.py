@@ -19,7 +19,7 @@ from cep.recognize.rewrite import rewrite_statement
 
 SEED = 20261126
 CLAUSES = 48
-BATCH = 12
+BATCH = 24
 DEFINES = ["v = '{l}'", "v = '{l}' AND x > PREV(x)", "v <> '{l}' OR NEXT(x) IS NULL",
            "x IS NULL OR x % 2 = 0", "x >= PREV(x, 2)", "v = '{l}' OR NEXT(v, 2) = 'c'", None]
 MEASURES_NATIVE = ["FIRST(A.x) AS m{i}", "LAST({V}.ts) AS m{i}", "LAST({V}.x, 1) AS m{i}",
