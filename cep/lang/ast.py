@@ -44,7 +44,10 @@ Loc = tuple[int, int]
 NEXT = "next"
 FOLLOWED = "followed"
 
-POLICIES = ("strict-contiguity", "skip-till-next-match", "skip-till-any-match")
+GROUPED = "skip-till-any-match-grouped"
+"""FAEM's grouped Kleene closure (Behravesh et al., docs/semantics.md)."""
+POLICIES = ("strict-contiguity", "skip-till-next-match", "skip-till-any-match", GROUPED)
+"""The selection policies (docs/semantics.md)."""
 
 # Canonical time units and their length in microseconds.
 TIME_UNITS: dict[str, int] = {

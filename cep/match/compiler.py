@@ -39,8 +39,9 @@ from cep.lang import Query, parse_pattern, validate_pattern
 from cep.lang.ast import EVENTS, Condition
 from cep.lang.rewrite import on_alias, split_define
 from cep.match.errors import UnsupportedPatternError
+from cep.match.grouped import Expansion, check_conditions, expand
 from cep.match.limits import MatchLimits
-from cep.match.normal import Alternative, NormalPattern, normalize
+from cep.match.normal import GROUPED, Alternative, NormalPattern, normalize
 from cep.match.planner import plan_query
 from cep.match.predicates import Predicate, analyse
 from cep.match.program import CompiledAlternative, CompiledQuery, Negation, Slot, WindowSpec
@@ -85,9 +86,14 @@ def compile_query(query: Query | str, *, policy: str | None = None,
         define_conditions += [on_alias(c, alias) for alias, of in alias_classes.items()
                               if of == cls for c in variable]
     predicates = tuple(analyse(c) for c in (*norm.conditions, *define_conditions))
+    grouping: tuple[Expansion, ...] = ()
+    if norm.policy == GROUPED:
+        # FAEM's grouped closures run as any-match alternatives whose rows are then grouped.
+        check_conditions(predicates, norm.kleene_aliases, parsed.text)
+        norm, grouping = expand(norm)
     alternatives = tuple(_compile_alternative(alt, predicates) for alt in norm.alternatives)
     program = CompiledQuery(parsed, norm, norm.policy, limits, predicates, defines, alias_classes,
-                            alternatives, _window(norm))
+                            alternatives, _window(norm), grouping)
     # The planner stage adds what both evaluation strategies derive from the program.
     return plan_query(program)
 

@@ -25,6 +25,7 @@ from cep.match.arrays import Block, MatchArrays, assemble
 from cep.match.buffers import alias_buffer
 from cep.match.data import StreamData
 from cep.match.errors import StreamError
+from cep.match.grouped import group_blocks
 from cep.match.limits import check_matches
 from cep.match.next_match import next_matches
 from cep.match.normal import NEXT_MATCH
@@ -60,8 +61,10 @@ def find_matches(compiled: CompiledQuery, stream: EventStream, *, plan: str | No
         raise ValueError(f"unknown plan {plan!r}; expected one of {', '.join(PLAN_KINDS)}")
     data = StreamData(stream, compiled.normal.window, event_ts)
     blocks: list[Block] = []
+    per_alternative: list[list[Block]] = []
     total = 0
     for alt in compiled.alternatives:
+        per_alternative.append([])
         if not _may_match(compiled, alt, data):
             continue
         if compiled.policy == NEXT_MATCH:
@@ -76,6 +79,9 @@ def find_matches(compiled: CompiledQuery, stream: EventStream, *, plan: str | No
             total += len(pos)
         check_matches(compiled.limits, total)
         blocks.extend(found)
+        per_alternative[-1] = found
+    if compiled.grouping:
+        blocks = group_blocks(compiled.grouping, per_alternative)
     return assemble(blocks)
 
 

@@ -37,6 +37,7 @@ from cep.match.errors import MatchLimitError, PolicyConflictError, UnsupportedPa
 STRICT = "strict-contiguity"
 NEXT_MATCH = "skip-till-next-match"
 ANY_MATCH = "skip-till-any-match"
+GROUPED = ast.GROUPED
 DEFAULT_POLICY = NEXT_MATCH
 MAX_ALTERNATIVES = 1024
 
@@ -197,10 +198,50 @@ def _finish(seq: _Seq, policy: str) -> Alternative:
     return Alternative(tuple(components))
 
 
+def _check_grouped(alternatives: tuple[Alternative, ...], query: Query) -> None:
+    """The shapes FAEM's grouped Kleene closure defines one answer for (docs/semantics.md).
+
+    Each closure must be bounded by a single event on both sides, or on one side and the
+    window on the other, so that "every qualifying event" is one set; links are followed-by
+    (FAEM has no contiguity); a closure is unbounded (``+``, ``*``, ``{n,}``) or exact (``{n}``:
+    every n of the group, Algorithm 3).
+    """
+    spans = {e.alias: node.span for node in ast.walk(query.pattern)
+             if isinstance(node, (ast.Kleene, ast.Not)) for e in ast.events(node.part)}
+    whole = (0, len(query.text))
+
+    def fail(comp: Component | None, message: str) -> UnsupportedPatternError:
+        span = spans.get(comp.aliases[0], whole) if comp is not None else whole
+        return UnsupportedPatternError.at(query.text, span, f"{GROUPED}: {message}")
+
+    for alt in alternatives:
+        bound = [c for c in alt.components if c.kind != "not"]
+        for comp in alt.components:
+            if comp.kind == "not":
+                raise fail(comp, "NOT is not part of FAEM's operators")
+            if comp.link == NEXT:
+                raise fail(None, "',' (strict contiguity) is not part of FAEM's operators; "
+                           "link with ';'")
+            if comp.kind == "kleene" and comp.max is not None and comp.max != comp.min:
+                raise fail(comp, "a closure is +, *, {n,} or exactly {n} (FAEM's kleene num)")
+        kinds = [c.kind for c in bound]
+        if all(k == "kleene" for k in kinds):
+            raise fail(bound[0], "a closure needs a single event beside it")
+        for left, right in zip(bound, bound[1:]):
+            if left.kind == right.kind == "kleene":
+                raise fail(right, "two closures side by side have no boundary between their "
+                           "groups; put a single event between them")
+        if kinds[0] == kinds[-1] == "kleene":
+            raise fail(bound[-1], "closures at both ends make the group depend on the window's "
+                       "placement; keep a single event at one end")
+
+
 def normalize(query: Query, policy: str | None = None) -> NormalPattern:
     """The normal form of ``query`` under ``policy`` (see the module docstring)."""
     chosen = resolve_policy(query, policy)
     alternatives = tuple(dict.fromkeys(_finish(seq, chosen) for seq in _alternatives(query.pattern, query.text)))
+    if chosen == GROUPED:
+        _check_grouped(alternatives, query)
     timed = [c for node in ast.walk(query.pattern) if isinstance(node, ast.Timed)
              for c in node.conditions]
     kleene = frozenset(e.alias for node in ast.walk(query.pattern) if isinstance(node, ast.Kleene)

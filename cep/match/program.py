@@ -175,6 +175,8 @@ class CompiledQuery:
         alias_classes: alias -> class name, for every alias of the pattern.
         alternatives: the compiled alternatives.
         window: WITHIN / SLIDE.
+        grouping: under ``skip-till-any-match-grouped``, how each alternative's matches are
+            grouped into FAEM's composites (:mod:`cep.match.grouped`); empty otherwise.
     """
 
     query: Query
@@ -186,6 +188,7 @@ class CompiledQuery:
     alias_classes: Mapping[str, str]
     alternatives: tuple[CompiledAlternative, ...]
     window: WindowSpec
+    grouping: tuple = ()  # cep.match.grouped.Expansion per alternative (grouped policy only)
 
     @property
     def attributes(self) -> tuple[str, ...]:

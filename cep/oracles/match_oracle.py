@@ -10,6 +10,8 @@ For each alternative of the normal form:
   window, not adjacent under a ``next`` link); the checker tests those rules again anyway.
 - **skip-till-next-match** simulates one run per start event, scanning events one by one in
   position order, exactly as the step-by-step procedure of the page says.
+- **skip-till-any-match-grouped** (FAEM) keeps the skip-till-any-match bindings to which no
+  event can be added to an unbounded closure (every closure holds its whole group).
 
 The answer is the union over alternatives, in ``match_id`` order. Small inputs only (streams of
 about a dozen events): it is meant to be obviously right, not fast.
@@ -32,7 +34,9 @@ from collections.abc import Iterator
 from cep.lang import Query, parse_pattern
 from cep.lang.ast import NEXT
 from cep.match.errors import MatchLimitError
-from cep.match.normal import NEXT_MATCH, Alternative, normalize
+from cep.match.grouped import check_conditions
+from cep.match.normal import GROUPED, NEXT_MATCH, Alternative, normalize
+from cep.match.predicates import analyse
 from cep.match.result import Match, order_matches
 from cep.match.stream import EventStream
 from cep.oracles.check import Binding, BindingChecker, Part
@@ -71,14 +75,49 @@ def oracle_matches(query: Query | str, stream: EventStream, *, policy: str | Non
     norm = normalize(parsed, policy)
     checker = BindingChecker(norm, stream)
     found: list[Match] = []
+    if norm.policy == GROUPED:
+        predicates = [analyse(c) for c in norm.conditions]
+        predicates += [analyse(d) for d in norm.defines.values() if d.variables]
+        check_conditions(predicates, norm.kleene_aliases, parsed.text)
     for alt in norm.alternatives:
         if norm.policy == NEXT_MATCH:
             bindings = _runs(alt, checker, max_candidates)
         else:
             bindings = (b for b in _candidates(alt, checker, max_candidates)
                         if checker.check(alt, b, final=True))
+        if norm.policy == GROUPED:
+            bindings = (b for b in bindings if _whole_groups(alt, b, checker))
         found.extend(_to_match(alt, b) for b in bindings)
     return order_matches(found)
+
+
+def _whole_groups(alt: Alternative, binding: Binding, checker: BindingChecker) -> bool:
+    """Whether every unbounded closure of ``binding`` holds every event that could join it.
+
+    ``skip-till-any-match-grouped`` (docs/semantics.md): a closure binds every event that
+    could be one of its iterations given the rest; so an any-match binding is a match only
+    when no event between the closure's neighbours can be added to it and still pass every
+    check. Exact closures ``{n}`` give every n of those events: any binding of them stands.
+    """
+    comps = alt.components
+    for ci, comp in enumerate(comps):
+        if comp.kind != "kleene" or comp.max is not None:
+            continue
+        before = [p for part in binding[:ci] for p, _ in part]
+        after = [p for part in binding[ci + 1:] for p, _ in part]
+        lo = max(before) + 1 if before else checker.lo
+        hi = min(after) - 1 if after else checker.hi
+        taken = {p for p, _ in binding[ci]}
+        for p in range(lo, hi + 1):
+            if p in taken:
+                continue
+            for choice in comp.choices:
+                if not checker.may_be(p, choice.cls):
+                    continue
+                grown = tuple(sorted(binding[ci] + ((p, choice.alias),)))
+                if checker.check(alt, binding[:ci] + (grown,) + binding[ci + 1:], final=True):
+                    return False
+    return True
 
 
 def _reserve(checker: BindingChecker, max_candidates: int) -> None:

@@ -212,7 +212,11 @@ def resolve_policy(query: Query, policy: str | None) -> str:
     if query.policy and policy and query.policy != policy:
         raise SketchPolicyError(f"the pattern says {query.policy} but the policy argument says {policy}; "
                                 "give one or make them agree")
-    return query.policy or policy or DEFAULT_POLICY
+    chosen = query.policy or policy or DEFAULT_POLICY
+    if chosen == ast.GROUPED:
+        raise SketchArgumentError(f"the sketch does not answer {chosen} (FAEM's grouped Kleene "
+                                  "closure needs every event of a group); use match_seq")
+    return chosen
 
 
 def compile_sketch_query(text: str | Query, policy: str | None = None) -> SketchQuery:

@@ -93,6 +93,37 @@ def test_spark_equals_engine_equals_oracle(spark, events_view, pattern: str, pol
         assert r.n_events == len(r.event_ids) and r.start_ts <= r.end_ts
 
 
+GROUPED_PATTERNS = ["PATTERN A; B+; C WHERE C.v0 > A.v0 WITHIN 20 SECONDS",
+                    "PATTERN AND(A, B+) WITHIN 6 EVENTS", "PATTERN A; B{2}; C WITHIN 15 SECONDS",
+                    "PATTERN A; B*; C WHERE B.v1 >= A.v1 WITHIN 12 SECONDS"]
+
+
+@pytest.mark.parametrize("pattern", GROUPED_PATTERNS)
+def test_grouped_kleene_spark_equals_engine_equals_oracle(spark, events_view,
+                                                          pattern: str) -> None:
+    policy = "skip-till-any-match-grouped"  # FAEM's grouped closures (docs/semantics.md)
+    got = spark.sql(
+        f"SELECT key, event_ids, variables FROM match_seq(pattern => {sql_string(pattern)}, "
+        f"policy => '{policy}', key_col => 'key', events => TABLE(ms_events))").collect()
+    streams = streams_by_key(events_view)
+    engine_set = expected(pattern, policy, streams, use_oracle=False)
+    assert engine_set == expected(pattern, policy, streams, use_oracle=True)
+    assert {(r.key, tuple(r.event_ids), tuple(r.variables)) for r in got} == engine_set
+    assert engine_set, "the events should give grouped matches"
+
+
+def test_figure_3_of_faem_through_sql(spark) -> None:
+    # Behravesh et al., Fig. 3: m1 m2 g3 g4 m5 g6 m7, G & M+ within 5 events.
+    rows = [(i + 1, "k", t, T0 + timedelta(seconds=i), 0.0, 0, "g")
+            for i, t in enumerate("MMGGMGM")]
+    spark.createDataFrame(rows, SCHEMA).createOrReplaceTempView("ms_faem")
+    got = spark.sql("SELECT event_ids FROM match_seq(pattern => 'PATTERN AND(G, M+) WITHIN 5 "
+                    "EVENTS', policy => 'skip-till-any-match-grouped', key_col => 'key', "
+                    "events => TABLE(ms_faem)) ORDER BY match_id").collect()
+    assert [tuple(r.event_ids) for r in got] == [(1, 2, 3), (1, 2, 4), (2, 5, 6), (3, 5, 7),
+                                                (4, 5, 7), (6, 7)]
+
+
 def test_positional_forms_and_match_ids(spark, events_view) -> None:
     pattern = "PATTERN A; B WITHIN 20 SECONDS"
     streams = streams_by_key(events_view)

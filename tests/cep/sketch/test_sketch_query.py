@@ -228,6 +228,8 @@ def test_argument_errors() -> None:
     assert info.value.code == "CEP-SKETCH-037"
     with pytest.raises(SketchArgumentError, match="unknown policy"):
         compile_sketch_query("PATTERN A; B", "greedy")
+    with pytest.raises(SketchArgumentError, match="grouped Kleene"):  # needs every event
+        compile_sketch_query("PATTERN A; B WHERE skip-till-any-match-grouped")
     q = compile_sketch_query("PATTERN A; B")
     with pytest.raises(SketchArgumentError, match="mode"):
         evaluate_units(q, leaf_units(NAMES, TS, 2), mode="count")

@@ -1,0 +1,192 @@
+"""FAEM's grouped Kleene closure (``skip-till-any-match-grouped``) on the any-match engine.
+
+Behravesh et al., "Optimizing Expressibility and Performance of Kleene Operators on Binary
+Tree-based Directed Graph" (seed 001), sections "Kleene star and plus" (Algorithms 1 and 2,
+the Fig. 3 walk-through) and "Kleene num" (Algorithm 3): a closure joined with a single event
+collects *every* event of its class that satisfies the constraints with that event into one
+composite event, so the composites "never exceed the number of events" on the other side;
+only the closure events that fail a later constraint are dropped from a composite (the
+ZStream critique, Fig. 5), and ``X[num]`` yields every ``num`` events of the group (the
+combination step). docs/semantics.md, "Selection policies", states the definition this module
+computes:
+
+    the single-event components bind as under skip-till-any-match; each closure binds every
+    event that could be one of its iterations given them (class, conditions, window, between
+    its neighbours); the match exists when the closure has at least ``min`` such events, and
+    an exact closure ``{n}`` gives one match per ``n`` of them.
+
+How: :func:`expand` turns each closure into one single event (and, for a closure that may be
+empty, also drops it), the any-match engine finds every (single events, one closure event)
+binding, and :func:`group_blocks` groups those by their single events. The structural limits
+that make "every qualifying event" one set are checked by ``normal.py`` (``_check_grouped``);
+:func:`check_conditions` adds the condition limits.
+
+Example:
+    >>> from cep.match.compiler import compile_query
+    >>> from cep.match.engine import find_matches
+    >>> from cep.match.stream import EventStream
+    >>> s = EventStream.from_columns(ids=range(7), ts=range(7), types=list("MMGGMGM"))
+    >>> cq = compile_query("PATTERN AND(G, M+) WITHIN 5 EVENTS",
+    ...                    policy="skip-till-any-match-grouped")
+    >>> [m.positions for m in find_matches(cq, s).to_matches()]  # m1m2g3 ... g6m7 of Fig. 3
+    [(0, 1, 2), (0, 1, 3), (1, 4, 5), (2, 4, 6), (3, 4, 6), (5, 6)]
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, replace
+from typing import Sequence
+
+import numpy as np
+
+from cep.match.arrays import Block
+from cep.match.errors import MatchLimitError, UnsupportedPatternError
+from cep.match.normal import GROUPED, Alternative, Component, NormalPattern
+from cep.match.predicates import Predicate
+
+__all__ = ["Expansion", "check_conditions", "expand", "group_blocks"]
+
+MAX_OPTIONAL = 8
+"""The most closures that may be empty (``*``) in one alternative: each doubles the work."""
+
+
+@dataclass(frozen=True)
+class Expansion:
+    """One any-match alternative made from a grouped one.
+
+    Attributes:
+        base: the index of the grouped alternative it comes from.
+        components: the component (of the base alternative) each bound slot comes from.
+        closures: ``(bound slot, component, min, max)`` of each closure compiled as one event.
+        dropped: components of the empty-able closures left out here.
+        optional: components of every empty-able closure of the base alternative.
+    """
+
+    base: int
+    components: tuple[int, ...]
+    closures: tuple[tuple[int, int, int, int | None], ...]
+    dropped: frozenset[int]
+    optional: frozenset[int]
+
+
+def check_conditions(predicates: Sequence[Predicate], kleene: frozenset[str],
+                     text: str) -> None:
+    """Refuse the conditions under which a closure's group is not one set.
+
+    FAEM's constraints compare a closure event with the single events; a condition between
+    iterations (``b[i]``, ``b[1]``, aggregates), one over two closures, or a join variable
+    would make which events qualify depend on which others are taken.
+    """
+    for p in predicates:
+        closures = p.aliases & kleene
+        reason = None
+        if p.relative or p.absolute or p.agg_all:
+            reason = "iterations read by index or aggregated"
+        elif p.variables:
+            reason = "join variables"
+        elif len(closures) > 1:
+            reason = "one condition over two closures"
+        if reason is not None:
+            span = p.condition.span or (0, len(text))
+            raise UnsupportedPatternError.at(
+                text, span, f"{GROUPED}: a closure's group is every event that fits the single "
+                f"events; {reason} would make it depend on the others taken")
+
+
+def expand(norm: NormalPattern) -> tuple[NormalPattern, tuple[Expansion, ...]]:
+    """The any-match alternatives whose matches :func:`group_blocks` groups."""
+    alternatives: list[Alternative] = []
+    expansions: list[Expansion] = []
+    for base, alt in enumerate(norm.alternatives):
+        optional = [i for i, c in enumerate(alt.components) if c.kind == "kleene" and c.min == 0]
+        if len(optional) > MAX_OPTIONAL:
+            raise MatchLimitError(f"{GROUPED}: more than {MAX_OPTIONAL} closures that may be "
+                                  "empty in one alternative")
+        for r in range(len(optional) + 1):
+            for dropped in itertools.combinations(optional, r):
+                components: list[Component] = []
+                origins: list[int] = []
+                closures = []
+                for i, comp in enumerate(alt.components):
+                    if i in dropped:
+                        continue
+                    if comp.kind == "kleene":
+                        closures.append((len(components), i, comp.min, comp.max))
+                    components.append(Component("event", comp.choices, 1, 1, comp.link,
+                                                comp.link))
+                    origins.append(i)
+                alternatives.append(Alternative(tuple(components)))
+                expansions.append(Expansion(base, tuple(origins), tuple(closures),
+                                            frozenset(dropped), frozenset(optional)))
+    return replace(norm, alternatives=tuple(alternatives), kleene_aliases=frozenset()), \
+        tuple(expansions)
+
+
+def group_blocks(expansions: Sequence[Expansion], found: Sequence[Sequence[Block]]
+                 ) -> list[Block]:
+    """The grouped matches, from the any-match blocks of each expansion (same order).
+
+    Rows of one expansion that bind the same single events (and aliases) are one composite:
+    each closure takes every event it was bound to in those rows. A composite that leaves an
+    empty-able closure out is kept only when that closure has no event for those single
+    events (the expansion with it present has no such row).
+    """
+    groups = [_groups(e, blocks) for e, blocks in zip(expansions, found)]
+    keys: dict[tuple[int, frozenset[int]], set[tuple]] = {}
+    for e, g in zip(expansions, groups):
+        keys.setdefault((e.base, e.dropped), set()).update(g)
+    out: list[Block] = []
+    for e, g in zip(expansions, groups):
+        for key, members in g.items():
+            if any(key in keys.get((e.base, e.dropped - {x}), ()) for x in e.dropped):
+                continue  # that closure has events here: the composite with them stands
+            out.extend(_composites(e, key, members))
+    return out
+
+
+def _groups(e: Expansion, blocks: Sequence[Block]) -> dict[tuple, list[set[tuple[int, str]]]]:
+    """Single events ``((component, pos, alias), ...)`` -> per closure, its
+    ``{(pos, alias)}`` (components, not slots, so that expansions compare keys)."""
+    slots = {c[0] for c in e.closures}
+    out: dict[tuple, list[set[tuple[int, str]]]] = {}
+    for pos, variables in blocks:
+        pos = np.asarray(pos)
+        anchors = [j for j in range(pos.shape[1]) if j not in slots]
+        # One row per distinct (single events, closure events) binding: a Python loop over
+        # the engine's rows, which number the composites times their group sizes.
+        for row in np.unique(pos, axis=0).tolist():
+            key = tuple((e.components[j], row[j], variables[j]) for j in anchors)
+            members = out.setdefault(key, [set() for _ in e.closures])
+            for k, (slot, _, _, _) in enumerate(e.closures):
+                members[k].add((row[slot], variables[slot]))
+    return out
+
+
+def _composites(e: Expansion, key: tuple, members: list[set[tuple[int, str]]]) -> list[Block]:
+    """The composite events of one group: one, or one per choice of ``{n}`` closure events."""
+    choices: list[list[tuple[tuple[int, str], ...]]] = []
+    for (_, _, low, high), group in zip(e.closures, members):
+        ordered = tuple(sorted(group))
+        if len(ordered) < max(low, 1):
+            return []
+        if high is not None and high == low:
+            choices.append(list(itertools.combinations(ordered, low)))
+        else:
+            choices.append([ordered])
+    out: list[Block] = []
+    for picked in itertools.product(*choices):
+        events = [(pos, alias, False) for _, pos, alias in key]
+        for taken in picked:
+            events += [(pos, alias, True) for pos, alias in taken]
+        events.sort()
+        counts: dict[str, int] = {}
+        names = []
+        for _, alias, closure in events:
+            if closure:
+                counts[alias] = counts.get(alias, 0) + 1
+                names.append(f"{alias}[{counts[alias]}]")
+            else:
+                names.append(alias)
+        out.append((np.array([[pos for pos, _, _ in events]], dtype=np.int64), tuple(names)))
+    return out
