@@ -31,6 +31,8 @@ Example:
 
 from __future__ import annotations
 
+from typing import Any
+
 from cep.match.buffers import alias_buffer
 from cep.match.data import StreamData
 from cep.match.normal import NEXT_MATCH
@@ -75,8 +77,23 @@ def explain(compiled: CompiledQuery, stream: EventStream | None = None, *,
     lines.append(f"limits: {compiled.limits}")
     for number, alt in enumerate(compiled.alternatives, 1):
         lines.append(f"alternative {number}: {alt.describe()}")
+        if compiled.grouping:
+            lines.append("  " + _grouping(compiled.grouping[number - 1], alt))
         lines.extend("  " + line for line in _alternative(compiled, alt, data, plan))
     return "\n".join(lines)
+
+
+def _grouping(expansion: Any, alt: CompiledAlternative) -> str:
+    """How FAEM's grouped policy reads this alternative's any-match rows."""
+    closures = ", ".join(
+        f"{'|'.join(alt.bound[slot].aliases)} "
+        f"({f'exactly {low}' if high == low else f'at least {max(low, 1)}'})"
+        for slot, _, low, high in expansion.closures)
+    text = f"grouped (FAEM): every qualifying event of {closures} per set of single events" \
+        if closures else "grouped (FAEM): no closure here"
+    if expansion.dropped:
+        text += "; kept only where the empty-able closures left out have no such event"
+    return text
 
 
 def _alternative(cq: CompiledQuery, alt: CompiledAlternative, data: StreamData | None,

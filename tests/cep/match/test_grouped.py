@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from match_cases import random_stream, streams
 
-from cep.match import EventStream, UnsupportedPatternError, compile_query, find_matches
+from cep.match import EventStream, UnsupportedPatternError, compile_query, explain, find_matches
 from cep.oracles import oracle_matches
 
 GROUPED = "skip-till-any-match-grouped"
@@ -102,6 +102,13 @@ def test_shapes_without_one_group_are_refused_with_a_position(text: str) -> None
     assert caught.value.code == "CEP-MATCH-002" and caught.value.line == 1
     with pytest.raises(UnsupportedPatternError):
         oracle_matches(text, random_stream(1), policy=GROUPED)
+
+
+def test_explain_names_the_grouping() -> None:
+    text = explain(compile_query("PATTERN A; B*; C", policy=GROUPED))
+    assert "alternative 1: A; B; C\n  grouped (FAEM): every qualifying event of B (at least 1)" \
+        in text
+    assert "alternative 2: A; C\n  grouped (FAEM): no closure here; kept only where" in text
 
 
 TEMPLATES = [
