@@ -55,6 +55,15 @@ class StreamData:
         self._classes: dict[str, np.ndarray] = {}
         self.buffers: dict[str, np.ndarray] = {}
 
+    def narrowed(self, lo: int, hi: int) -> StreamData:
+        """The same partition read only on ``[lo, hi)`` (inside the current restriction),
+        sharing the converted columns; positions stay the partition's."""
+        part = StreamData.__new__(StreamData)
+        part.stream, part.n, part.ts, part.event_ts = self.stream, self.n, self.ts, self.event_ts
+        part.lo, part.hi = max(self.lo, lo), max(max(self.lo, lo), min(self.hi, hi))
+        part._values, part._classes, part.buffers = self._values, {}, {}
+        return part
+
     # -- columns ----------------------------------------------------------------------------
     def value(self, attr: str) -> Value:
         """Column ``attr`` as (values, NULL mask) over the whole partition (cached)."""

@@ -31,11 +31,13 @@ from cep.match.next_match import next_matches
 from cep.match.normal import NEXT_MATCH
 from cep.match.plans import PLAN_KINDS
 from cep.match.program import CompiledAlternative, CompiledQuery
+from cep.match.spans import SWITCH_EVENTS, owned, spans
 from cep.match.stream import EventStream
 
 
 def find_matches(compiled: CompiledQuery, stream: EventStream, *, plan: str | None = None,
-                 event_ts: np.ndarray | None = None) -> MatchArrays:
+                 event_ts: np.ndarray | None = None,
+                 switch_every: int | None = SWITCH_EVENTS) -> MatchArrays:
     """Every match of the compiled query in one partition, in ``match_id`` order.
 
     Args:
@@ -49,6 +51,8 @@ def find_matches(compiled: CompiledQuery, stream: EventStream, *, plan: str | No
             model choose. Skip-till-next-match runs are not join plans and ignore it.
         event_ts: the timestamps conditions read when ``stream.ts`` is a segmented clock
             (``cep.match.segments``); None for an ordinary partition.
+        switch_every: under a ``WITHIN`` window, re-choose the plan for every this many start
+            positions (``cep.match.spans``); None: one plan for the partition.
 
     Raises:
         MatchLimitError: a limit of ``compiled.limits`` was exceeded.
@@ -63,7 +67,7 @@ def find_matches(compiled: CompiledQuery, stream: EventStream, *, plan: str | No
     blocks: list[Block] = []
     per_alternative: list[list[Block]] = []
     total = 0
-    for alt in compiled.alternatives:
+    for index, alt in enumerate(compiled.alternatives):
         per_alternative.append([])
         if not _may_match(compiled, alt, data):
             continue
@@ -72,9 +76,17 @@ def find_matches(compiled: CompiledQuery, stream: EventStream, *, plan: str | No
         else:
             found = []
             for shape in alt.shapes:
-                matcher = AnyMatch(compiled, shape, data)
-                node = matcher.plan(plan or matcher.planner.choose_kind())
-                found += [(b.pos, b.variables(shape.kleene)) for b in matcher.run(node)]
+                # FAEM-style plan switching: with a window, each span of start positions is
+                # planned on its own sample (spans.py); a forced plan is one plan throughout.
+                owner = _first_single(compiled, index)
+                for span in spans(data, compiled.window, None if plan else switch_every,
+                                  before=bool(compiled.grouping)):
+                    matcher = AnyMatch(compiled, shape, span.data)
+                    node = matcher.plan(plan or matcher.planner.choose_kind())
+                    for bound in matcher.run(node):
+                        pos = owned(bound.pos, owner, span) if span.data is not data \
+                            else bound.pos
+                        found.append((pos, bound.variables(shape.kleene)))
         for pos, _ in found:
             total += len(pos)
         check_matches(compiled.limits, total)
@@ -83,6 +95,16 @@ def find_matches(compiled: CompiledQuery, stream: EventStream, *, plan: str | No
     if compiled.grouping:
         blocks = group_blocks(compiled.grouping, per_alternative)
     return assemble(blocks)
+
+
+def _first_single(compiled: CompiledQuery, index: int) -> int:
+    """The column of an alternative's matches that decides which span owns them: the first
+    bound event, or under the grouped policy the first single event (closure events of one
+    composite may start in different spans)."""
+    if not compiled.grouping:
+        return 0
+    closures = {slot for slot, _, _, _ in compiled.grouping[index].closures}
+    return min(j for j in range(len(compiled.alternatives[index].bound)) if j not in closures)
 
 
 def _may_match(compiled: CompiledQuery, alt: CompiledAlternative, data: StreamData) -> bool:

@@ -41,12 +41,13 @@ from cep.match.plans import (TREE_KINDS, Join, Node, Unit, build_plan, choose_pl
 from cep.match.program import CompiledAlternative, CompiledQuery
 from cep.match.shape_planner import ShapePlanner
 from cep.match.shapes import Shape
+from cep.match.spans import SWITCH_EVENTS, spans
 from cep.match.stream import EventStream
 from cep.match.units import anchor_of, resolve_grouping, units_of
 
 
 def explain(compiled: CompiledQuery, stream: EventStream | None = None, *,
-            plan: str | None = None) -> str:
+            plan: str | None = None, switch_every: int | None = SWITCH_EVENTS) -> str:
     """The evaluation plan of ``compiled`` (on ``stream`` when given: sizes and costs).
 
     Args:
@@ -54,6 +55,8 @@ def explain(compiled: CompiledQuery, stream: EventStream | None = None, *,
         stream: a partition to estimate on (optional).
         plan: a forced plan kind, as :func:`cep.match.find_matches` takes it (optional):
             shows that plan and the closures that fell back from the forced grouping.
+        switch_every: as :func:`cep.match.find_matches` takes it: with a stream and a window,
+            the plan chosen for each span of that many start positions is listed.
 
     Returns:
         Multi-line text.
@@ -79,7 +82,8 @@ def explain(compiled: CompiledQuery, stream: EventStream | None = None, *,
         lines.append(f"alternative {number}: {alt.describe()}")
         if compiled.grouping:
             lines.append("  " + _grouping(compiled.grouping[number - 1], alt))
-        lines.extend("  " + line for line in _alternative(compiled, alt, data, plan))
+        lines.extend("  " + line for line in _alternative(compiled, alt, data, plan,
+                                                          switch_every))
     return "\n".join(lines)
 
 
@@ -97,7 +101,7 @@ def _grouping(expansion: Any, alt: CompiledAlternative) -> str:
 
 
 def _alternative(cq: CompiledQuery, alt: CompiledAlternative, data: StreamData | None,
-                 plan: str | None) -> list[str]:
+                 plan: str | None, switch_every: int | None) -> list[str]:
     out = []
     aliases = list(alt.aliases) + [a for n in alt.negations for a in n.aliases]
     for alias in aliases:
@@ -124,7 +128,27 @@ def _alternative(cq: CompiledQuery, alt: CompiledAlternative, data: StreamData |
     for k, shape in enumerate(alt.shapes, 1):
         out.append(f"shape {k}: " + " ".join(_slot_text(shape, s) for s in range(len(shape.slots))))
         out.extend("  " + line for line in _shape(cq, shape, data, plan))
+        if data is not None and plan is None:
+            out.extend("  " + line for line in _switching(cq, shape, data, switch_every))
     return out
+
+
+def _switching(cq: CompiledQuery, shape: Shape, data: StreamData,
+               switch_every: int | None) -> list[str]:
+    """The plan of each span of start positions, when the partition is cut (spans.py)."""
+    parts = spans(data, cq.window, switch_every, before=bool(cq.grouping))
+    if len(parts) == 1:
+        return []
+    kinds = [ShapePlanner(cq, shape, p.data).choose_kind() for p in parts]
+    runs: list[tuple[str, int, int]] = []
+    for p, kind in zip(parts, kinds):
+        if runs and runs[-1][0] == kind:
+            runs[-1] = (kind, runs[-1][1], p.b)
+        else:
+            runs.append((kind, p.a, p.b))
+    listed = "; ".join(f"{kind} for starts {a}..{b - 1}" for kind, a, b in runs)
+    return [f"plan switching: {len(parts)} spans of {switch_every} start positions, each "
+            f"planned on its own sample: {listed}"]
 
 
 def _slot_text(shape: Shape, k: int) -> str:
