@@ -25,6 +25,9 @@ composites.
   and Right plans.
 * Fig. 11: the closure (``{3}``, ``+``, ``*``) at positions 1 to 4 of ``T1;T2;T3;T4`` within
   10,000 events, Right plan.
+* ``--switch``: plan switching (``cep/match/spans.py``) on a stream whose mix changes halfway
+  (T1 ten times its rate in the first half, T4 in the second), the cost model's choice per
+  span of 65,536 start positions against one choice from the partition's first events.
 
 Run from the project root (pure Python, one core)::
 
@@ -68,12 +71,28 @@ def workload(n: int, seed: int = SEED) -> EventStream:
                                     attrs={"v": rng.random(n).tolist()})
 
 
-def measure(stream: EventStream, text: str, plan: str) -> dict[str, Any]:
+def drifting(n: int, seed: int = SEED) -> EventStream:
+    """Table 1's mix, but T1 ten times as frequent in the first half and T4 in the second."""
+    rng = np.random.default_rng(seed)
+    half = n // 2
+    parts = []
+    for boosted in ("T1", "T4"):
+        rates = {t: p * (10 if t == boosted else 1) / 1_000_000 for t, p in POPULATION.items()}
+        names = list(rates) + ["x"]
+        parts.append(rng.choice(names, half, p=list(rates.values()) + [1 - sum(rates.values())]))
+    types = np.concatenate(parts)
+    return EventStream.from_columns(ids=np.arange(len(types)), ts=np.arange(len(types)),
+                                    types=types.tolist(),
+                                    attrs={"v": rng.random(len(types)).tolist()})
+
+
+def measure(stream: EventStream, text: str, plan: str | None,
+            switch_every: int | None = None) -> dict[str, Any]:
     """One run: throughput, peak traced memory and composites of ``text`` under ``plan``."""
     compiled = compile_query(text, policy=GROUPED)
     tracemalloc.start()
     started = time.perf_counter()
-    found = find_matches(compiled, stream, plan=plan)
+    found = find_matches(compiled, stream, plan=plan, switch_every=switch_every)
     seconds = time.perf_counter() - started
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
@@ -123,7 +142,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--events", type=int, default=1_000_000)
     parser.add_argument("--figures", type=int, nargs="+", default=[7, 8, 9, 10, 11])
+    parser.add_argument("--switch", action="store_true", help="the plan-switching run only")
     args = parser.parse_args()
+    if args.switch:
+        switching(args.events)
+        return
     stream = workload(args.events)
     print(f"{args.events:,} events; T1..T4: "
           + ", ".join(f"{int((stream.types == t).sum()):,}" for t in POPULATION))
@@ -134,6 +157,24 @@ def main() -> None:
             row = measure(stream, text, PLANS[name])
             print(f"| {fig} | {label} | {name} | {row['events_per_s']:,.0f} | "
                   f"{row['peak_mib']:.1f} | {row['composites']:,} |", flush=True)
+
+
+def switching(n: int) -> None:
+    """Plan switching against one plan per partition, on :func:`drifting` (3 runs each)."""
+    from cep.match import explain
+    from cep.match.spans import SWITCH_EVENTS
+
+    stream = drifting(n)
+    for text in ("PATTERN T1; T2; T3; T4+ WITHIN 5000 EVENTS",
+                 "PATTERN T1; T2; T3; T4 WITHIN 5000 EVENTS"):
+        compiled = compile_query(text, policy=GROUPED)
+        plans = [x.strip() for x in explain(compiled, stream).splitlines()
+                 if "plan switching" in x or "chosen plan" in x]
+        print(text, *plans, sep="\n  ")
+        for label, every in (("one plan", None), ("switching", SWITCH_EVENTS)) * 3:
+            row = measure(stream, text, None, every)
+            print(f"| {label} | {row['seconds']:.2f} s | {row['peak_mib']:.1f} MiB | "
+                  f"{row['composites']:,} |", flush=True)
 
 
 if __name__ == "__main__":
