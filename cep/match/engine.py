@@ -93,7 +93,7 @@ def find_matches(compiled: CompiledQuery, stream: EventStream, *, plan: str | No
         blocks.extend(found)
         per_alternative[-1] = found
     if compiled.grouping:
-        blocks = group_blocks(compiled.grouping, per_alternative)
+        blocks = group_blocks(compiled.grouping, per_alternative, compiled.limits)
     return assemble(blocks)
 
 

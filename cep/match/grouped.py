@@ -35,6 +35,7 @@ Example:
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass, replace
 from typing import Sequence
 
@@ -42,6 +43,7 @@ import numpy as np
 
 from cep.match.arrays import Block
 from cep.match.errors import MatchLimitError, UnsupportedPatternError
+from cep.match.limits import MatchLimits, check_matches
 from cep.match.normal import GROUPED, Alternative, Component, NormalPattern
 from cep.match.predicates import Predicate
 
@@ -123,8 +125,8 @@ def expand(norm: NormalPattern) -> tuple[NormalPattern, tuple[Expansion, ...]]:
         tuple(expansions)
 
 
-def group_blocks(expansions: Sequence[Expansion], found: Sequence[Sequence[Block]]
-                 ) -> list[Block]:
+def group_blocks(expansions: Sequence[Expansion], found: Sequence[Sequence[Block]],
+                 limits: MatchLimits = MatchLimits()) -> list[Block]:
     """The grouped matches, from the any-match blocks of each expansion (same order).
 
     Rows of one expansion that bind the same single events (and aliases) are one composite:
@@ -136,30 +138,48 @@ def group_blocks(expansions: Sequence[Expansion], found: Sequence[Sequence[Block
     keys: dict[tuple[int, frozenset[int]], set[tuple]] = {}
     for e, g in zip(expansions, groups):
         keys.setdefault((e.base, e.dropped), set()).update(g)
-    out: list[Block] = []
-    for e, g in zip(expansions, groups):
-        for key, members in g.items():
-            if any(key in keys.get((e.base, e.dropped - {x}), ()) for x in e.dropped):
-                continue  # that closure has events here: the composite with them stands
-            out.extend(_composites(e, key, members))
-    return out
+    kept = [[(key, members) for key, members in g.items()
+             if not any(key in keys.get((e.base, e.dropped - {x}), ()) for x in e.dropped)]
+            for e, g in zip(expansions, groups)]  # else that closure has events: those stand
+    # Count before building: {n} closures give C(size, n) composites per group.
+    check_matches(limits, sum(_count(e, members) for e, rows in zip(expansions, kept)
+                              for _, members in rows))
+    return [block for e, rows in zip(expansions, kept) for key, members in rows
+            for block in _composites(e, key, members)]
+
+
+def _count(e: Expansion, members: list[set[tuple[int, str]]]) -> int:
+    total = 1
+    for (_, _, low, high), group in zip(e.closures, members):
+        if len(group) < max(low, 1):
+            return 0
+        total *= math.comb(len(group), low) if high == low else 1
+    return total
 
 
 def _groups(e: Expansion, blocks: Sequence[Block]) -> dict[tuple, list[set[tuple[int, str]]]]:
     """Single events ``((component, pos, alias), ...)`` -> per closure, its
     ``{(pos, alias)}`` (components, not slots, so that expansions compare keys)."""
-    slots = {c[0] for c in e.closures}
+    slots = [c[0] for c in e.closures]
     out: dict[tuple, list[set[tuple[int, str]]]] = {}
     for pos, variables in blocks:
-        pos = np.asarray(pos)
+        pos = np.unique(np.asarray(pos, dtype=np.int64), axis=0)  # sorted, anchors first
+        if not len(pos):
+            continue
         anchors = [j for j in range(pos.shape[1]) if j not in slots]
-        # One row per distinct (single events, closure events) binding: a Python loop over
-        # the engine's rows, which number the composites times their group sizes.
-        for row in np.unique(pos, axis=0).tolist():
-            key = tuple((e.components[j], row[j], variables[j]) for j in anchors)
-            members = out.setdefault(key, [set() for _ in e.closures])
-            for k, (slot, _, _, _) in enumerate(e.closures):
-                members[k].add((row[slot], variables[slot]))
+        # Rows sharing their single events are one group: find the group starts with numpy
+        # (rows are sorted by every column), then one Python step per group, not per row.
+        ordered = pos[np.lexsort([pos[:, j] for j in reversed(anchors + slots)])]
+        head = ordered[:, anchors]
+        starts = np.flatnonzero(np.concatenate(([True], (head[1:] != head[:-1]).any(axis=1))))
+        bounds = np.append(starts, len(ordered)).tolist()
+        names = [variables[j] for j in anchors]
+        components = [e.components[j] for j in anchors]
+        for a, b in zip(bounds[:-1], bounds[1:]):
+            key = tuple(zip(components, ordered[a, anchors].tolist(), names))
+            members = out.setdefault(key, [set() for _ in slots])
+            for k, slot in enumerate(slots):
+                members[k].update((p, variables[slot]) for p in set(ordered[a:b, slot].tolist()))
     return out
 
 

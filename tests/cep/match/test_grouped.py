@@ -14,7 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from match_cases import random_stream, streams
 
-from cep.match import EventStream, UnsupportedPatternError, compile_query, explain, find_matches
+from cep.match import (EventStream, MatchLimitError, MatchLimits, UnsupportedPatternError,
+                       compile_query, explain, find_matches)
 from cep.oracles import oracle_matches
 
 GROUPED = "skip-till-any-match-grouped"
@@ -82,6 +83,13 @@ def test_figure_5_a_later_constraint_drops_one_closure_event() -> None:
                                       attrs={"value": value})
     found = matches("PATTERN G; M*; D; I WHERE I.value > M.value", stream)
     assert [p for p, _ in found] == [(1, 5, 6, 7, 8)]
+
+
+def test_combinations_are_counted_before_they_are_built() -> None:
+    stream = EventStream.from_columns(ids=range(12), ts=range(12), types=list("ABBBBBBBBBBC"))
+    cq = compile_query("PATTERN A; B{3}; C", policy=GROUPED, limits=MatchLimits(max_matches=100))
+    with pytest.raises(MatchLimitError, match="120 matches, more than max_matches=100"):
+        find_matches(cq, stream)  # C(10, 3) = 120
 
 
 def test_star_with_no_qualifying_event_is_the_single_events_alone() -> None:
