@@ -92,7 +92,7 @@ def find_matches(compiled: CompiledQuery, stream: EventStream, *, plan: str | No
         check_matches(compiled.limits, total)
         blocks.extend(found)
         per_alternative[-1] = found
-    if compiled.grouping:
+    if any(e.closures or e.dropped for e in compiled.grouping):  # else rows are composites
         blocks = group_blocks(compiled.grouping, per_alternative, compiled.limits)
     return assemble(blocks)
 
