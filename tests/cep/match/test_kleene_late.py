@@ -320,3 +320,31 @@ def test_late_forced_on_strict_contiguity_falls_back() -> None:
         assert [m.positions for m in find_matches(cq, s, plan=plan).to_matches()] == [(0, 1, 2, 3)]
     text = explain(cq, s, plan="bushy:late")
     assert "fell back from late to left: its iterations are contiguous" in text
+
+
+def _algorithm_3(n: int, r: int, merge_each_round: bool) -> set[tuple[int, ...]]:
+    """FAEM's Algorithm 3 (seed 001, "Kleene num") over kleene events ``0..n-1``, as its text
+    describes it: the first ``r`` events; then per new event ``i``, (a) every kept composite
+    whose last event is ``i-1`` copied with ``i`` in its place (lines 18-24), and (b) every
+    ``r-2`` of the first ``i-1`` events followed by ``i-1, i`` (lines 28-32, the second set).
+    ``merge_each_round``: the second set joins the buffer (a) reads before the next event
+    (the MergeJoinSort into the final buffer); otherwise (a) reads the first set only."""
+    first = [tuple(range(r))]
+    second: list[tuple[int, ...]] = []
+    for i in range(r, n):
+        readable = first + second if merge_each_round else first
+        first += [c[:-1] + (i,) for c in readable if c[-1] == i - 1]
+        second += [c + (i - 1, i) for c in itertools.combinations(range(i - 1), r - 2)]
+    return set(first) | set(second)
+
+
+def test_algorithm_3_against_the_combinations_late_combination_uses() -> None:
+    # Fig. 4: five kleene events b4 b6 b7 b8 b9 (0..4), num = 3.
+    ours = {tuple(row) for row in combination_table(5, 3).tolist()}
+    assert len(ours) == 10
+    assert _algorithm_3(5, 3, merge_each_round=True) == ours
+    # Read literally (line 20 reads FirstSetBuff only) it misses b4 b7 b9 and b6 b7 b9: the
+    # paper's combination step must merge its second set before the next event (docs).
+    assert ours - _algorithm_3(5, 3, merge_each_round=False) == {(0, 2, 4), (1, 2, 4)}
+    for n, r in [(7, 3), (8, 4), (6, 2), (9, 5)]:
+        assert _algorithm_3(n, r, True) == set(itertools.combinations(range(n), r))
