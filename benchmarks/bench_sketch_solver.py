@@ -196,6 +196,43 @@ def measure(
     }
 
 
+def thesis_against_ours(n_events: int = N_EVENTS, probes: int = PROBES) -> list[dict[str, Any]]:
+    """The thesis's rule (``cep/sketch/thesis_solver.py``) and ours on the thesis's inputs.
+
+    M = 2 GB, C = 100, fpq = 10^-4, s = 3 (section 5.2.1), N = ``n_events``: each chosen
+    ``(m, k)`` builds the tree of the same stream (the tree rule of section 3 decides where
+    it merges), and the false-positive rate of absent names is measured at the leaves and at
+    the top-level nodes (the filters the thesis sizes for).
+    """
+    from cep.sketch.config import SketchConfig
+    from cep.sketch.thesis_solver import thesis_solve
+
+    events = generate_events(
+        SyntheticSpec(n_events=n_events, n_keys=1, n_types=N_TYPES, zipf_s=ZIPF_S, seed=SEED)
+    )
+    thesis = thesis_solve(fpq=FPQ, memory_bits=2 * 8 * 2 ** 30, n_events=n_events, window=100,
+                          query_length=3)
+    ours = solve(fpq=FPQ, memory_bytes=2 * 2 ** 30, n_events=n_events, window=100,
+                 query_length=3)
+    rows = []
+    for rule, m, k, height in (("thesis", thesis.m, thesis.k, thesis.height),
+                               ("ours", ours.m, ours.k, ours.height)):
+        config = SketchConfig(m=-(-m // 8) * 8, k=k, C=100)
+        started = time.perf_counter()
+        tree = SketchTree.build(events.types(), events.ts_us, config)
+        seconds = time.perf_counter() - started
+        stats = tree.stats()
+        out = {"rule": rule, "m": config.m, "k": k, "solver_height": height,
+               "tree_height": stats["levels"] - 1, "nodes": stats["nodes"],
+               "top_nodes": int(tree.is_top.sum()), "filter_mib": stats["bytes"] / 2 ** 20,
+               "build_s": seconds}
+        for where, rows_at in (("leaf", tree.rows_at(0)), ("top", tree.top_rows())):
+            said = sum(int(tree.member(f"absent-{i}")[rows_at].sum()) for i in range(probes))
+            out[f"{where}_fp"] = said / (probes * len(rows_at))
+        rows.append(out)
+    return rows
+
+
 def comparison_table(rows: list[dict[str, Any]]) -> str:
     """Predicted versus actual, one line per run, as Markdown.
 
@@ -230,7 +267,18 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=N_EVENTS, help="stream size of part 2")
     parser.add_argument("--json", type=Path, metavar="PATH", help="also write the numbers here")
+    parser.add_argument("--thesis", action="store_true",
+                        help="only the thesis's rule against ours on the thesis's inputs")
     args = parser.parse_args(argv)
+    if args.thesis:
+        print("| rule | m | k | solver h | tree h | nodes | top nodes | filters MiB | build s "
+              "| leaf FP | top FP |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+        for r in thesis_against_ours(args.events):
+            print(f"| {r['rule']} | {r['m']:,} | {r['k']} | {r['solver_height']} | "
+                  f"{r['tree_height']} | {r['nodes']:,} | {r['top_nodes']:,} | "
+                  f"{r['filter_mib']:.1f} | {r['build_s']:.2f} | {r['leaf_fp']:.2e} | "
+                  f"{r['top_fp']:.2e} |", flush=True)
+        return 0
     started = time.perf_counter()
     figure = figure_4_9()
     print(
