@@ -138,20 +138,35 @@ def group_blocks(expansions: Sequence[Expansion], found: Sequence[Sequence[Block
     empty-able closure out is kept only when that closure has no event for those single
     events (the expansion with it present has no such row).
     """
+    # Bases whose one closure is grouped with numpy (+ and *, one alias): their expansions
+    # never reach the per-composite path below.
+    simple = {e.base for e in expansions if not e.dropped and _simple(e)}
     fast: list[Block] = []
+    present: dict[int, dict[tuple[str, ...], set[tuple[int, ...]]]] = {}
     slow: list[tuple[Expansion, dict[tuple, list[set[tuple[int, str]]]]]] = []
     for e, blocks in zip(expansions, found):
-        whole = _whole_closure(e, blocks)
-        if whole is not None:
-            fast += whole
-        else:
+        if e.base in simple and not e.dropped:
+            rows, keys = _whole_closure(e, blocks)
+            fast += rows
+            for names, seen in keys.items():
+                present.setdefault(e.base, {}).setdefault(names, set()).update(seen)
+        elif e.base not in simple:
             slow.append((e, _groups(e, blocks)))
-    # Expansions with a closure that may be empty are all slow: their keys are compared here.
-    keys: dict[tuple[int, frozenset[int]], set[tuple]] = {}
+    for e, blocks in zip(expansions, found):
+        if e.base in simple and e.dropped:  # the * closure left out: where it has no event
+            keys = present.get(e.base, {})
+            for pos, variables in blocks:
+                seen = keys.get(tuple(variables), set())
+                keep = [tuple(row) not in seen for row in np.asarray(pos).tolist()]
+                if any(keep):
+                    fast.append((np.asarray(pos)[np.array(keep)], tuple(variables)))
+    # The other expansions with a closure that may be empty compare their keys here.
+    keys_of: dict[tuple[int, frozenset[int]], set[tuple]] = {}
     for e, g in slow:
-        keys.setdefault((e.base, e.dropped), set()).update(g)
+        keys_of.setdefault((e.base, e.dropped), set()).update(g)
     kept = [(e, [(key, members) for key, members in g.items()
-                 if not any(key in keys.get((e.base, e.dropped - {x}), ()) for x in e.dropped)])
+                 if not any(key in keys_of.get((e.base, e.dropped - {x}), ())
+                            for x in e.dropped)])
             for e, g in slow]  # else that closure has events: those composites stand
     # Count before building: {n} closures give C(size, n) composites per group.
     check_matches(limits, sum(len(pos) for pos, _ in fast) + sum(
@@ -160,23 +175,29 @@ def group_blocks(expansions: Sequence[Expansion], found: Sequence[Sequence[Block
                    for block in _composites(e, key, members)]
 
 
-def _whole_closure(e: Expansion, blocks: Sequence[Block]) -> list[Block] | None:
-    """The composites of an expansion with one unbounded closure of one alias and no closure
-    that may be empty, with numpy alone; None for any other expansion (:func:`_groups`).
+def _simple(e: Expansion) -> bool:
+    """One unbounded closure of one alias, the only closure that may be empty if any."""
+    return (e.one_alias and len(e.closures) == 1 and e.closures[0][3] is None
+            and e.optional <= {e.closures[0][1]})
+
+
+def _whole_closure(e: Expansion, blocks: Sequence[Block]
+                   ) -> tuple[list[Block], dict[tuple[str, ...], set[tuple[int, ...]]]]:
+    """The composites of an expansion of :func:`_simple` shape, with numpy alone, and the
+    single events (by their names) that have closure events at all.
 
     Rows are sorted by single events then closure event; each run of equal single events is
     one composite, whose closure events are the run's (between its neighbours, in order).
     Composites of equal size form one block. Measured on 10^6 events (BENCHMARKS.md, FAEM):
-    the per-group Python step cost ~25 µs per composite.
+    the per-group Python step of :func:`_groups` cost ~25 µs per composite.
     """
-    if e.optional or not e.one_alias or len(e.closures) != 1 or e.closures[0][3] is not None:
-        return None
     slot, _, low, _ = e.closures[0]
     by_names: dict[tuple[str, ...], list[np.ndarray]] = {}
     for pos, variables in blocks:
         if len(pos):
             by_names.setdefault(tuple(variables), []).append(np.asarray(pos, dtype=np.int64))
     out: list[Block] = []
+    keys: dict[tuple[str, ...], set[tuple[int, ...]]] = {}
     for variables, parts in by_names.items():
         pos = np.unique(np.concatenate(parts), axis=0)
         width = pos.shape[1]
@@ -186,15 +207,17 @@ def _whole_closure(e: Expansion, blocks: Sequence[Block]) -> list[Block] | None:
         head = pos[:, before + after]
         starts = np.flatnonzero(np.concatenate(([True], (head[1:] != head[:-1]).any(axis=1))))
         sizes = np.diff(np.append(starts, len(pos)))
+        if e.optional:
+            names = tuple(variables[j] for j in before + after)
+            keys.setdefault(names, set()).update(map(tuple, head[starts].tolist()))
         for k in np.unique(sizes[sizes >= max(low, 1)]).tolist():
             first = starts[sizes == k]
             closure = pos[first[:, None] + np.arange(k), slot]
             rows = np.hstack([pos[first][:, before], closure, pos[first][:, after]])
-            names = ([variables[j] for j in before]
-                     + [f"{variables[slot]}[{i}]" for i in range(1, k + 1)]
-                     + [variables[j] for j in after])
-            out.append((rows, tuple(names)))
-    return out
+            out.append((rows, tuple([variables[j] for j in before]
+                                    + [f"{variables[slot]}[{i}]" for i in range(1, k + 1)]
+                                    + [variables[j] for j in after])))
+    return out, keys
 
 
 def _count(e: Expansion, members: list[set[tuple[int, str]]]) -> int:
