@@ -60,7 +60,8 @@ class StreamData:
         sharing the converted columns; positions stay the partition's."""
         part = StreamData.__new__(StreamData)
         part.stream, part.n, part.ts, part.event_ts = self.stream, self.n, self.ts, self.event_ts
-        part.lo, part.hi = max(self.lo, lo), max(max(self.lo, lo), min(self.hi, hi))
+        part.lo = max(self.lo, lo)
+        part.hi = max(part.lo, min(self.hi, hi))
         part._values, part._classes, part.buffers = self._values, {}, {}
         return part
 

@@ -66,6 +66,9 @@ def find_matches(compiled: CompiledQuery, stream: EventStream, *, plan: str | No
     data = StreamData(stream, compiled.normal.window, event_ts)
     blocks: list[Block] = []
     per_alternative: list[list[Block]] = []
+    # Under the grouped policy the any-match rows are grouped into composites first, unless
+    # no alternative has a closure (then every row is a composite).
+    grouped = any(e.closures or e.dropped for e in compiled.grouping)
     total = 0
     for index, alt in enumerate(compiled.alternatives):
         per_alternative.append([])
@@ -75,10 +78,10 @@ def find_matches(compiled: CompiledQuery, stream: EventStream, *, plan: str | No
             found = next_matches(compiled, alt, data)
         else:
             found = []
+            owner = _first_single(compiled, index)
             for shape in alt.shapes:
                 # FAEM-style plan switching: with a window, each span of start positions is
                 # planned on its own sample (spans.py); a forced plan is one plan throughout.
-                owner = _first_single(compiled, index)
                 for span in spans(data, compiled.window, None if plan else switch_every,
                                   before=bool(compiled.grouping)):
                     matcher = AnyMatch(compiled, shape, span.data)
@@ -87,12 +90,14 @@ def find_matches(compiled: CompiledQuery, stream: EventStream, *, plan: str | No
                         pos = owned(bound.pos, owner, span) if span.data is not data \
                             else bound.pos
                         found.append((pos, bound.variables(shape.kleene)))
+        per_alternative[-1] = found
+        if grouped:
+            continue  # rows are not matches yet: group_blocks counts the composites
         for pos, _ in found:
             total += len(pos)
         check_matches(compiled.limits, total)
         blocks.extend(found)
-        per_alternative[-1] = found
-    if any(e.closures or e.dropped for e in compiled.grouping):  # else rows are composites
+    if grouped:
         blocks = group_blocks(compiled.grouping, per_alternative, compiled.limits)
     return assemble(blocks)
 

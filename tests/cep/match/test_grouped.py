@@ -92,6 +92,13 @@ def test_combinations_are_counted_before_they_are_built() -> None:
         find_matches(cq, stream)  # C(10, 3) = 120
 
 
+def test_the_match_limit_counts_composites_not_engine_rows() -> None:
+    # 50 closure events: 50 any-match rows, one composite.
+    stream = EventStream.from_columns(ids=range(52), ts=range(52), types=["A"] + ["B"] * 50 + ["C"])
+    cq = compile_query("PATTERN A; B+; C", policy=GROUPED, limits=MatchLimits(max_matches=10))
+    assert [len(m.positions) for m in find_matches(cq, stream).to_matches()] == [52]
+
+
 def test_star_with_no_qualifying_event_is_the_single_events_alone() -> None:
     stream = EventStream.from_columns(ids=range(4), ts=range(4), types=list("ABCB"),
                                       attrs={"v": [5, 1, 0, 9]})
