@@ -6,7 +6,9 @@ under the warehouse. Every name (sketch, source, columns) is a validated SQL ide
 location resolves under the warehouse root, so no user string reaches a path or SQL text
 unchecked. The settings are explicit (``m``, ``k``, ``C``, ``fanout``, ``seeds``) or solver
 inputs (``fpq``, ``memory_bytes``, ``expected_events``, ``C``, ``query_length``) that
-:func:`cep.sketch.solve` resolves on the first run; the meta table then freezes them.
+:func:`cep.sketch.solve` (or, with ``rule = "thesis"``, the thesis's equations 4.1-4.18)
+resolves on the first run; ``merge`` picks the tree's merge rule (``"aligned"`` or the
+thesis's ``"neighbours"``). The meta table then freezes them.
 
 Example:
     >>> from delta_tables.settings import load_settings
@@ -23,13 +25,13 @@ Example:
 from __future__ import annotations
 
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from numbers import Integral, Real
 from pathlib import Path
 from typing import Any, Mapping
 
 from cep.errors import ConfigError
-from cep.sketch.config import SketchConfig
+from cep.sketch.config import MERGES, NEIGHBOURS, SketchConfig
 from cep.sketch.errors import SketchConfigError
 from delta_tables.settings import Settings, TableConf, check_identifier
 
@@ -40,8 +42,11 @@ SEED_MAX = (1 << 31) - 1
 """Seeds are stored in INT columns."""
 _COLUMNS = ("stream_col", "type_col", "ts_col", "id_col")
 _EXPLICIT = ("m", "k", "fanout", "seeds")
-_SOLVER = ("fpq", "memory_bytes", "expected_events", "query_length")
-_KNOWN = {"source", "description", "C", *_COLUMNS, *_EXPLICIT, *_SOLVER}
+_SOLVER = ("fpq", "memory_bytes", "expected_events", "query_length", "rule")
+_KNOWN = {"source", "description", "C", "merge", *_COLUMNS, *_EXPLICIT, *_SOLVER}
+RULES = ("ours", "thesis")
+"""Configuration rules: ``ours`` (:func:`cep.sketch.solve`) or ``thesis`` (equations 4.1-4.18
+of Baltus 2021, :func:`cep.sketch.thesis_solver.thesis_solve`)."""
 
 
 @dataclass(frozen=True)
@@ -56,6 +61,8 @@ class SolverInputs:
         query_length: Names per query.
         fanout: Children per node.
         seeds: Murmur3 seeds (``None``: ``0 .. k-1``).
+        rule: ``"ours"`` or ``"thesis"`` (:data:`RULES`; the thesis's rule assumes fanout 2).
+        merge: The tree's merge rule (:class:`~cep.sketch.SketchConfig`).
     """
 
     fpq: float
@@ -65,15 +72,26 @@ class SolverInputs:
     query_length: int = 2
     fanout: int = 2
     seeds: tuple[int, ...] | None = None
+    rule: str = "ours"
+    merge: str = "aligned"
 
     def solve(self) -> SketchConfig:
         """The configuration the solver chooses (deterministic)."""
+        if self.rule == "thesis":
+            from cep.sketch.thesis_solver import thesis_solve
+
+            found = thesis_solve(self.fpq, 8.0 * self.memory_bytes, self.expected_events,
+                                 self.window, max(2, self.query_length))
+            # Filters are stored whole bytes: m rounds up to a multiple of 8.
+            return SketchConfig(m=-(-found.m // 8) * 8, k=found.k, C=self.window,
+                                fanout=self.fanout, seeds=self.seeds, target_fpq=self.fpq,
+                                merge=self.merge)
         from cep.sketch.solver import solve
 
         result = solve(fpq=self.fpq, memory_bytes=self.memory_bytes,
                        n_events=self.expected_events, window=self.window,
                        query_length=self.query_length, fanout=self.fanout)
-        return result.to_config(seeds=self.seeds)
+        return replace(result.to_config(seeds=self.seeds), merge=self.merge)
 
 
 @dataclass(frozen=True)
@@ -173,6 +191,10 @@ def sketch_from_mapping(settings: Settings, name: str, spec: Mapping[str, Any],
     c = _int(spec, "C", where, 1, (1 << 31) - 1)
     fanout = _int(spec, "fanout", where, 2, 1 << 16) if "fanout" in spec else 2
     seeds = _seeds(spec, where)
+    merge = spec.get("merge", "aligned")
+    if merge not in MERGES:
+        raise ConfigError(f"{where}: key 'merge' expected one of {', '.join(MERGES)}, found "
+                          f"{merge!r}")
     explicit = [key for key in ("m", "k") if key in spec]
     solver_keys = [key for key in _SOLVER if key in spec]
     config: SketchConfig | None = None
@@ -185,7 +207,7 @@ def sketch_from_mapping(settings: Settings, name: str, spec: Mapping[str, Any],
             if len(explicit) != 2:
                 raise ConfigError(f"{where}: explicit settings need both 'm' and 'k'")
             config = SketchConfig(m=_int(spec, "m", where, 8), k=_int(spec, "k", where, 1),
-                                  C=c, fanout=fanout, seeds=seeds)
+                                  C=c, fanout=fanout, seeds=seeds, merge=merge)
         else:
             missing = [key for key in ("fpq", "memory_bytes", "expected_events") if key not in spec]
             if missing:
@@ -194,11 +216,18 @@ def sketch_from_mapping(settings: Settings, name: str, spec: Mapping[str, Any],
             fpq = spec["fpq"]
             if isinstance(fpq, bool) or not isinstance(fpq, Real) or not 0 < float(fpq) < 1:
                 raise ConfigError(f"{where}: key 'fpq' expected a number in (0, 1), found {fpq!r}")
+            rule = spec.get("rule", "ours")
+            if rule not in RULES:
+                raise ConfigError(f"{where}: key 'rule' expected one of {', '.join(RULES)}, "
+                                  f"found {rule!r}")
             solver = SolverInputs(
                 float(fpq), _int(spec, "memory_bytes", where, 1),
                 _int(spec, "expected_events", where, 1), c,
                 _int(spec, "query_length", where, 1, 64) if "query_length" in spec else 2,
-                fanout, seeds)
+                fanout, seeds, rule, merge)
+            if merge == NEIGHBOURS and fanout != 2:
+                raise ConfigError(f"{where}: merge = {merge!r} merges pairs, so fanout must be "
+                                  f"2, found {fanout}")
     except SketchConfigError as exc:
         raise ConfigError(f"{where}: {exc.message}") from None
     tables = {suffix: TableConf(f"{name}_{suffix}",

@@ -50,9 +50,9 @@ import pyarrow.compute as pc
 
 from cep.errors import CepError
 from cep.sketch.codec import decode_bits, encode_bits, stream_bytes
-from cep.sketch.config import SketchConfig
+from cep.sketch.config import ALIGNED, SketchConfig
 from cep.sketch.errors import CorruptSketchError
-from cep.sketch.stored import binding_fields
+from cep.sketch.stored import binding_fields, merge_of_rows
 from cep.sketch.tree import SketchTree, split_node_ids
 
 if TYPE_CHECKING:
@@ -83,7 +83,7 @@ META_COLUMNS: tuple[tuple[str, str], ...] = (
     ("fanout", "INT"), ("seeds", "ARRAY<INT>"), ("target_fpq", "DOUBLE"),
     ("config_version", "INT"), ("source_version", "BIGINT"), ("nodes_version", "BIGINT"),
     ("open_version", "BIGINT"), ("late_version", "BIGINT"), ("run_id", "STRING"),
-    ("events_total", "BIGINT"), ("late_total", "BIGINT"))
+    ("events_total", "BIGINT"), ("late_total", "BIGINT"), ("merge", "STRING"))
 """``<name>_meta``: one row. ``source_version`` is the last source version fully processed;
 ``nodes_version``, ``open_version``, ``late_version`` the versions of the state tables that run
 left; ``events_total`` the accepted events so far, ``late_total`` the rejected ones."""
@@ -584,7 +584,9 @@ def config_from_meta(row: Mapping[str, Any]) -> SketchConfig:
                         fanout=int(row["fanout"]), seeds=tuple(int(s) for s in row["seeds"]),
                         config_version=int(row["config_version"]),
                         target_fpq=None if row.get("target_fpq") is None
-                        else float(row["target_fpq"]))
+                        else float(row["target_fpq"]),
+                        # A meta row written before the column existed is an aligned tree.
+                        merge=row.get("merge") or ALIGNED)
 
 
 def config_from_nodes(nodes: pa.Table) -> SketchConfig | None:
@@ -606,6 +608,10 @@ def config_from_nodes(nodes: pa.Table) -> SketchConfig | None:
     c = int(leaves[0]) if len(leaves) else int(counts[is_open].max()) + 1
     ones = counts[(levels == 1) & ~is_open]
     fanout = int(ones[0]) // c if len(ones) else 2
+    full = ~is_open
+    merge = merge_of_rows(levels[full], np.asarray(nodes.column("idx").to_numpy())[full],
+                          np.asarray(nodes.column("pos_start").to_numpy())[full], c, fanout)
     return SketchConfig(m=int(first["m"]), k=int(first["k"]), C=c, fanout=fanout,
-                        seeds=tuple(first["seeds"]), config_version=int(first["config_version"]))
+                        seeds=tuple(first["seeds"]), config_version=int(first["config_version"]),
+                        merge=merge)
 

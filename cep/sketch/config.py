@@ -1,12 +1,12 @@
-"""The settings of a sketch: Bloom filter size and hashes, leaf size, fanout (docs/sketch.md 1-3).
+"""The settings of a sketch: Bloom filter size and hashes, leaf size, fanout, merge rule (docs/sketch.md 1-3).
 
 A :class:`SketchConfig` is one row of the ``<name>_meta`` table. Every tree and Bloom filter is
 built under one config; two of them can be combined only when their configs agree.
 
 Example:
     >>> cfg = SketchConfig(m=1024, k=3, C=64)
-    >>> cfg.fanout, cfg.seeds, cfg.config_version, cfg.bytes_per_node
-    (2, (0, 1, 2), 1, 128)
+    >>> cfg.fanout, cfg.seeds, cfg.config_version, cfg.bytes_per_node, cfg.merge
+    (2, (0, 1, 2), 1, 128, 'aligned')
     >>> SketchConfig.from_dict(cfg.to_dict()) == cfg
     True
     >>> SketchConfig(m=1020, k=3, C=64)
@@ -31,6 +31,12 @@ MAX_C = 1 << 31
 MAX_FANOUT = 1 << 16
 SEED_LIMIT = 1 << 32
 """Seeds are unsigned 32-bit murmur3 seeds: ``0 <= seed < 2**32``."""
+ALIGNED = "aligned"
+"""Merge rule: node ``(L, g)`` is made of the ``f`` nodes ``(L-1, g*f) .. (L-1, g*f + f - 1)``."""
+NEIGHBOURS = "neighbours"
+"""Merge rule of the thesis's Algorithm 2 (Baltus 2021, section 4.1): any two neighbouring
+top-level nodes of one level merge when their OR is at most half full (fanout 2)."""
+MERGES = (ALIGNED, NEIGHBOURS)
 
 
 def _as_int(name: str, value: object, lo: int, hi: int, extra: str = "") -> int:
@@ -56,6 +62,9 @@ class SketchConfig:
             settings bumps it).
         target_fpq: The false-positive rate the settings were chosen for (informational;
             ``None`` when unknown).
+        merge: Which nodes merge: ``"aligned"`` (default: fixed groups of ``f``) or
+            ``"neighbours"`` (the thesis's Algorithm 2, ``fanout`` 2 only); docs/sketch.md
+            section 3.
 
     Raises:
         SketchConfigError: a field is out of range; the message names the field and the value.
@@ -68,6 +77,7 @@ class SketchConfig:
     seeds: tuple[int, ...] | None = None
     config_version: int = 1
     target_fpq: float | None = None
+    merge: str = ALIGNED
 
     def __post_init__(self) -> None:
         m = _as_int("m", self.m, 8, MAX_M, "a multiple of 8")
@@ -82,6 +92,7 @@ class SketchConfig:
             "seeds": self._checked_seeds(k),
             "config_version": _as_int("config_version", self.config_version, 0, (1 << 31) - 1),
             "target_fpq": self._checked_fpq(),
+            "merge": self._checked_merge(),
         }
         for name, value in values.items():
             object.__setattr__(self, name, value)
@@ -100,6 +111,14 @@ class SketchConfig:
             raise SketchConfigError(f"seeds: expected {k} distinct integers in [0, 2**32) "
                                     f"(one per hash function), found {list(values)!r}")
         return tuple(int(s) for s in values)
+
+    def _checked_merge(self) -> str:
+        if self.merge not in MERGES:
+            raise SketchConfigError(f"merge: expected one of {', '.join(MERGES)}, found {self.merge!r}")
+        if self.merge == NEIGHBOURS and self.fanout != 2:
+            raise SketchConfigError(f"merge: {NEIGHBOURS!r} merges pairs (the thesis's Algorithm "
+                                    f"2), so fanout must be 2, found {self.fanout}")
+        return str(self.merge)
 
     def _checked_fpq(self) -> float | None:
         fpq = self.target_fpq
@@ -124,12 +143,12 @@ class SketchConfig:
         """The fields as plain Python values (seeds as a list), e.g. for the meta table."""
         return {"m": self.m, "k": self.k, "C": self.C, "fanout": self.fanout,
                 "seeds": list(self.seeds or ()), "config_version": self.config_version,
-                "target_fpq": self.target_fpq}
+                "target_fpq": self.target_fpq, "merge": self.merge}
 
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> SketchConfig:
         """The config of a :meth:`to_dict` mapping (unknown keys are a SketchConfigError)."""
-        known = {"m", "k", "C", "fanout", "seeds", "config_version", "target_fpq"}
+        known = {"m", "k", "C", "fanout", "seeds", "config_version", "target_fpq", "merge"}
         unknown = sorted(set(values) - known)
         if unknown:
             raise SketchConfigError(f"unknown config fields {unknown}; expected some of {sorted(known)}")

@@ -43,10 +43,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from cep.sketch.bloom import has_positions
-from cep.sketch.config import SketchConfig
+from cep.sketch.config import NEIGHBOURS, SketchConfig
 from cep.sketch.errors import SketchConfigError
 from cep.sketch.hashing import positions_of
-from cep.sketch.stored import cached_config, subtree_sizes
+from cep.sketch.stored import cached_config, merge_of_rows, subtree_sizes
 from cep.sketch.tree import MAX_INDEX, SketchTree
 from cep.sketch.units import Units, expand_rows, make_node_id
 
@@ -163,9 +163,10 @@ def _shared_config(cols: Mapping[str, np.ndarray], bits: np.ndarray) -> SketchCo
     c = int(leaves[0]) if len(leaves) else int(events[~full].max(initial=0)) + 1
     ones = events[full & (level == 1)]
     fanout = int(ones[0]) // c if len(ones) and c else 2
+    merge = merge_of_rows(level[full], cols["idx"][full], cols["pos_start"][full], c, fanout)
     try:
         return cached_config(int(m[0]), int(k[0]), tuple(int(s) for s in seeds[0]), c, fanout,
-                       int(version[0]))
+                             int(version[0]), merge)
     except SketchConfigError:
         return None
 
@@ -181,7 +182,7 @@ def _post_order(cols: Mapping[str, np.ndarray], stream: np.ndarray, full: np.nda
     if max(widths) * (int(index.max(initial=0)) + 2) >= (1 << 62):
         return None  # int64 could overflow: the per-stream path computes exactly
     width = np.array(widths, dtype=np.int64)[level]
-    start = index * width
+    start = index * (c if config.merge == NEIGHBOURS else width)
     if bool(np.any((cols["pos_start"][full] != start) | (cols["pos_end"][full] != start + width - 1)
                    | (cols["n_events"][full] != width)
                    | (cols["ts_start"][full] > cols["ts_end"][full]))):

@@ -38,7 +38,7 @@ import numpy as np
 
 from cep.sketch.codec import (BINDING_FIELDS, BOUND_OVERHEAD, BOUND_VERSION, FIELDS_SIZE,
                               FORMAT_VERSION, MAGIC, NULL_TS, OVERHEAD, decode_bits)
-from cep.sketch.config import SketchConfig
+from cep.sketch.config import ALIGNED, NEIGHBOURS, SketchConfig
 from cep.sketch.errors import CorruptSketchError, SketchConfigError
 from cep.sketch.tree import SketchTree, split_node_ids
 
@@ -227,13 +227,15 @@ def stream_bounds(keys: np.ndarray) -> np.ndarray:
 
 def config_of_rows(stream: Any, *, m: np.ndarray, k: np.ndarray, seeds: np.ndarray,
                    config_version: np.ndarray, level: np.ndarray, n_events: np.ndarray,
-                   is_open: np.ndarray) -> SketchConfig:
+                   is_open: np.ndarray, idx: np.ndarray | None = None,
+                   pos_start: np.ndarray | None = None) -> SketchConfig:
     """The :class:`SketchConfig` one stream's rows were built with.
 
     ``m``, ``k``, ``seeds`` (2-d, one row per node) and ``config_version`` must agree on every
     row; ``C`` is the ``n_events`` of a full leaf (without one: one more than the open leaf's,
     any larger ``C`` gives the same units) and ``fanout`` the ratio of a level-1 node's
-    ``n_events`` to ``C`` (2 without a level-1 node, where it is never used).
+    ``n_events`` to ``C`` (2 without a level-1 node, where it is never used). ``merge`` is read
+    from ``idx`` and ``pos_start`` when given (:func:`merge_of_rows`).
 
     Raises:
         CorruptSketchError: rows of different configurations, or settings no sketch can have.
@@ -262,24 +264,55 @@ def config_of_rows(stream: Any, *, m: np.ndarray, k: np.ndarray, seeds: np.ndarr
     c = int(leaves[0]) if len(leaves) else int(opened.max(initial=0)) + 1
     ones = n_events[full & (level == 1)]
     fanout = int(ones[0]) // c if len(ones) and c else 2
+    merge = (ALIGNED if idx is None or pos_start is None else
+             merge_of_rows(level[full], np.asarray(idx)[full], np.asarray(pos_start)[full], c,
+                           fanout))
     try:
         return cached_config(int(m[0]), int(k[0]), tuple(int(s) for s in seeds[0]), c, fanout,
-                       int(config_version[0]))
+                             int(config_version[0]), merge)
     except SketchConfigError as exc:
         raise CorruptSketchError(f"stream {stream!r}: the rows give no valid sketch "
                                  f"configuration: {exc.message}") from None
 
 
+def merge_of_rows(level: np.ndarray, idx: np.ndarray, pos_start: np.ndarray, c: int,
+                  fanout: int) -> str:
+    """The merge rule full node rows were built with: ``"neighbours"`` when an inner node does
+    not start where an aligned node of its ``(level, idx)`` would (``idx * C * f**level``).
+
+    The two rules give the same ids, intervals and children to every node whose index is 0
+    at levels 0 and 1, and a neighbours tree with anything more has an inner node with another
+    index, so reading the rule from the rows is exact.
+
+    Example:
+        >>> merge_of_rows(np.array([0, 0, 0, 1]), np.array([0, 1, 2, 1]), np.array([0, 4, 8, 4]), 4, 2)
+        'neighbours'
+        >>> merge_of_rows(np.array([0, 0, 1]), np.array([0, 1, 0]), np.array([0, 4, 0]), 4, 2)
+        'aligned'
+    """
+    level = np.asarray(level, dtype=np.int64)
+    inner = level >= 1
+    if fanout != 2 or not inner.any():
+        return ALIGNED
+    # Compared as first leaves, which cannot overflow: idx * f**level would for high levels.
+    first = np.asarray(pos_start, dtype=np.int64)[inner] // c
+    idx = np.asarray(idx, dtype=np.int64)[inner]
+    shift = np.minimum(level[inner], 62)
+    aligned = ((idx >> (62 - shift)) == 0) & (first == (idx << shift))
+    return ALIGNED if bool(aligned.all()) else NEIGHBOURS
+
+
 @lru_cache(maxsize=256)
-def cached_config(m: int, k: int, seeds: tuple[int, ...], c: int, fanout: int, version: int
-                  ) -> SketchConfig:
+def cached_config(m: int, k: int, seeds: tuple[int, ...], c: int, fanout: int, version: int,
+                  merge: str = ALIGNED) -> SketchConfig:
     """The :class:`SketchConfig` of these settings, made (and checked) once per worker.
 
     Example:
         >>> cached_config(64, 2, (0, 1), 4, 2, 1) is cached_config(64, 2, (0, 1), 4, 2, 1)
         True
     """
-    return SketchConfig(m=m, k=k, C=c, fanout=fanout, seeds=seeds, config_version=version)
+    return SketchConfig(m=m, k=k, C=c, fanout=fanout, seeds=seeds, config_version=version,
+                        merge=merge)
 
 
 def stored_tree(stream: Any, config: SketchConfig, cols: Mapping[str, np.ndarray],
@@ -390,7 +423,7 @@ def check_complete(stream: Any, tree: SketchTree) -> None:
     if len(bad):
         t = int(bad[0])
         a, b, top_index = int(lo[t]), int(hi[t]), int(index[tops[t]])
-        lost = _missing(level[a:b], index[a:b], int(top_level[t]), top_index, fanout)
+        lost = _missing(level[a:b], index[a:b], int(top_level[t]), top_index, tree.config)
         expected = sum(fanout ** i for i in range(int(top_level[t]) + 1))
         raise CorruptSketchError(
             f"stream {stream!r}: {lost} under the top-level node (level {int(top_level[t])}, "
@@ -417,11 +450,15 @@ def subtree_sizes(fanout: int) -> np.ndarray:
 
 
 def _missing(level: np.ndarray, index: np.ndarray, top_level: int, top_index: int,
-             fanout: int) -> str:
+             config: SketchConfig) -> str:
     """``node (level l, index j) is missing``: the first absent node of a top's subtree."""
+    fanout = config.fanout
     for lv in range(top_level, -1, -1):
         width = fanout ** (top_level - lv)
-        want = np.arange(top_index * width, (top_index + 1) * width, dtype=np.int64)
+        if config.merge == NEIGHBOURS:  # indices are first leaves, 2**lv apart
+            want = top_index + np.arange(width, dtype=np.int64) * (1 << lv)
+        else:
+            want = np.arange(top_index * width, (top_index + 1) * width, dtype=np.int64)
         absent = np.setdiff1d(want, index[level == lv], assume_unique=False)
         if len(absent):
             return f"node (level {lv}, index {int(absent[0])}) is missing"

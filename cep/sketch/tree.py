@@ -77,7 +77,7 @@ from typing import Any
 import numpy as np
 
 from cep.sketch.bloom import BloomFilter, has_positions
-from cep.sketch.config import SketchConfig
+from cep.sketch.config import NEIGHBOURS, SketchConfig
 from cep.sketch.errors import (CorruptSketchError, SketchConfigError, SketchInputError,
                                TwinUnavailableError)
 from cep.sketch.hashing import Hasher, positions_of
@@ -116,6 +116,46 @@ def split_node_ids(ids: np.ndarray | int) -> tuple[np.ndarray, np.ndarray]:
     """
     ids = np.asarray(ids, dtype=np.int64)
     return ids >> ID_SHIFT, ids & MAX_INDEX
+
+
+def first_leaves(level: np.ndarray | int, index: np.ndarray | int, config: SketchConfig
+                 ) -> np.ndarray:
+    """The number of the first leaf under each node ``(level, index)``.
+
+    Under ``merge="aligned"`` node ``(L, g)`` starts at leaf ``g * f**L``; under
+    ``merge="neighbours"`` a node's index *is* its first leaf (pairs merge wherever they
+    stand, so no multiple of ``2**L`` can be assumed).
+
+    Example:
+        >>> first_leaves([0, 2], [5, 1], SketchConfig(m=64, k=1, C=4)).tolist()
+        [5, 4]
+        >>> first_leaves([0, 2], [5, 1], SketchConfig(m=64, k=1, C=4, merge="neighbours")).tolist()
+        [5, 1]
+    """
+    level = np.asarray(level, dtype=np.int64)
+    index = np.asarray(index, dtype=np.int64)
+    if config.merge == NEIGHBOURS:
+        return index.copy()
+    return index * np.power(np.int64(config.fanout), level)
+
+
+def child_indices(level: np.ndarray, index: np.ndarray, config: SketchConfig) -> np.ndarray:
+    """Indices (at ``level - 1``) of the ``f`` children of inner nodes: int64 ``(n, f)``.
+
+    Example:
+        >>> child_indices(np.array([2]), np.array([1]), SketchConfig(m=64, k=1, C=4)).tolist()
+        [[2, 3]]
+        >>> cfg = SketchConfig(m=64, k=1, C=4, merge="neighbours")
+        >>> child_indices(np.array([2]), np.array([1]), cfg).tolist()
+        [[1, 3]]
+    """
+    level = np.asarray(level, dtype=np.int64)
+    index = np.asarray(index, dtype=np.int64)
+    f = config.fanout
+    if config.merge == NEIGHBOURS:
+        width = np.left_shift(np.int64(1), np.maximum(level - 1, 0))
+        return index[:, None] + np.arange(2, dtype=np.int64) * width[:, None]
+    return index[:, None] * f + np.arange(f, dtype=np.int64)
 
 
 def _read_only(array: np.ndarray) -> np.ndarray:
@@ -442,7 +482,7 @@ class SketchTree:
         n = len(cols["level"])
         order = np.lexsort((cols["level"], cols["pos_end"]))
         cols = {name: values[order] for name, values in cols.items()}
-        _check_restored(cols, c, f, open_index)
+        _check_restored(cols, c, f, open_index, config.merge)
         summary: OpenLeaf | None = None
         if open_summary is not None:
             if open_names is not None or open_ts is not None:
@@ -582,11 +622,20 @@ class SketchTree:
         is_top = np.array(self.is_top, dtype=np.bool_)
         tops = np.flatnonzero(is_top)
         level = 1
+        neighbours = cfg.merge == NEIGHBOURS
         while len(current):
-            first_group = int(current.index[0]) // f
-            waiting = tops[(self.level[tops] == level - 1) & (self.index[tops] >= first_group * f)]
+            if neighbours:
+                # Only the top just before the new nodes can pair with them: every older pair
+                # was tried when its right node was made (Algorithm 2 run leaf by leaf).
+                waiting = tops[(self.level[tops] == level - 1)
+                               & (self.pos_end[tops] == current.pos_start[0] - 1)]
+            else:
+                first_group = int(current.index[0]) // f
+                waiting = tops[(self.level[tops] == level - 1)
+                               & (self.index[tops] >= first_group * f)]
             pool = _Level.concat(self._old_level(waiting, level - 1, remap), current)
-            current = _parents(pool, level, cfg, len(vocabulary))
+            current = (_neighbour_parents if neighbours else _parents)(
+                pool, level, cfg, len(vocabulary))
             is_top[pool.old_row[pool.has_parent & (pool.old_row >= 0)]] = False
             if len(waiting):
                 new_levels[-1].has_parent[:] = pool.has_parent[len(waiting):]
@@ -773,19 +822,15 @@ class SketchTree:
 
     def children(self, row: int) -> np.ndarray:
         """Rows of the ``f`` children of node ``row`` in position order (empty for a leaf)."""
-        level = int(self.level[row])
-        if level == 0:
+        if int(self.level[row]) == 0:
             return np.zeros(0, dtype=np.int64)
-        first = int(self.index[row]) * self.config.fanout
-        return self.rows_of(node_ids(level - 1, first + np.arange(self.config.fanout)))
+        return self.children_of([row])[0]
 
     def children_of(self, rows: np.ndarray | Sequence[int]) -> np.ndarray:
         """Children of several inner nodes: int64 ``(len(rows), f)``, ``-1`` under a leaf."""
         rows = np.asarray(rows, dtype=np.int64)
-        f = self.config.fanout
         level = self.level[rows].astype(np.int64)
-        first = self.index[rows] * f
-        ids = node_ids((level - 1)[:, None], first[:, None] + np.arange(f))
+        ids = node_ids((level - 1)[:, None], child_indices(level, self.index[rows], self.config))
         out = self.rows_of(ids)
         out[level == 0] = -1
         return out
@@ -794,8 +839,15 @@ class SketchTree:
         """Row of every node's parent, ``-1`` for top-level nodes."""
         if not self.n_nodes:
             return np.zeros(0, dtype=np.int64)
-        parent = node_ids(self.level.astype(np.int64) + 1, self.index // self.config.fanout)
-        return self.rows_of(parent)
+        up = self.level.astype(np.int64) + 1
+        if self.config.merge != NEIGHBOURS:
+            return self.rows_of(node_ids(up, self.index // self.config.fanout))
+        # A left child shares its parent's index; a right child starts 2**level leaves later.
+        as_left = self.rows_of(node_ids(up, self.index))
+        right_index = self.index - np.left_shift(np.int64(1), self.level.astype(np.int64))
+        as_right = np.where(right_index >= 0,
+                            self.rows_of(node_ids(up, np.maximum(right_index, 0))), -1)
+        return np.where(as_left >= 0, as_left, as_right)
 
     def parent_ids(self) -> np.ndarray:
         """Node id of every node's parent, ``-1`` for top-level nodes (the ``parent_id`` column)."""
@@ -928,6 +980,47 @@ def _parents(pool: _Level, level: int, config: SketchConfig, n_names: int) -> _L
         np.zeros((0, m // 8), dtype=np.uint8)
     keep = np.bitwise_count(merged).sum(axis=1, dtype=np.int64) <= m // 2
     child, merged = child[keep], merged[keep]
+    return _merged_level(pool, level, child, merged, group[child[:, 0]], n_names)
+
+
+def _neighbour_parents(pool: _Level, level: int, config: SketchConfig, n_names: int) -> _Level:
+    """The nodes of ``level`` that the thesis's Algorithm 2 makes from ``pool``; marks
+    ``pool.has_parent``.
+
+    Baltus 2021, section 4.1, Algorithm 2: two neighbouring top-level nodes of one level merge
+    when the OR of their filters has at most ``m/2`` bits set. Run leaf by leaf, a node is
+    tried against its left neighbour when it is made, so along the nodes of one level the
+    pairs taken are the greedy left-to-right choice over the pairs that fit: in a run of
+    consecutive fitting pairs, the first, third, fifth... Neighbours must be adjacent in the
+    stream (a lower top-level node between them keeps them apart). The new node's index is
+    its first leaf.
+    """
+    m = config.m
+    n = len(pool)
+    if n < 2:
+        return _merged_level(pool, level, np.zeros((0, 2), dtype=np.int64),
+                             np.zeros((0, m // 8), dtype=np.uint8),
+                             np.zeros(0, dtype=np.int64), n_names)
+    fits = pool.pos_start[1:] == pool.pos_end[:-1] + 1
+    step = max(1, _LEAF_CHUNK_BITS // m)
+    for lo in range(0, n - 1, step):
+        hi = min(n - 1, lo + step)
+        ones = np.bitwise_count(pool.bits[lo:hi] | pool.bits[lo + 1:hi + 1]).sum(
+            axis=1, dtype=np.int64)
+        fits[lo:hi] &= ones <= m // 2
+    pair = np.arange(n - 1, dtype=np.int64)
+    run_start = np.maximum.accumulate(np.where(np.concatenate(([True], ~fits[:-1])), pair, 0))
+    left = np.flatnonzero(fits & ((pair - run_start) % 2 == 0))
+    child = np.stack((left, left + 1), axis=1)
+    merged = pool.bits[left] | pool.bits[left + 1]
+    return _merged_level(pool, level, child, merged, pool.index[left], n_names)
+
+
+def _merged_level(pool: _Level, level: int, child: np.ndarray, merged: np.ndarray,
+                  index: np.ndarray, n_names: int) -> _Level:
+    """The new nodes of ``level``: node ``i`` has the pool rows ``child[i]`` (in position
+    order), the filter ``merged[i]`` and the index ``index[i]``; marks ``pool.has_parent``."""
+    n = len(pool)
     n_new = len(child)
     pool.has_parent[child.reshape(-1)] = True
     parent_of = np.full(n, -1, dtype=np.int64)
@@ -936,7 +1029,7 @@ def _parents(pool: _Level, level: int, config: SketchConfig, n_names: int) -> _L
     chosen = owner >= 0
     pair_node, pair_code = _distinct_pairs(owner[chosen], pool.pair_code[chosen], n_new, n_names)
     return _Level(
-        level, group[child[:, 0]], pool.pos_start[child[:, 0]], pool.pos_end[child[:, -1]],
+        level, index.astype(np.int64), pool.pos_start[child[:, 0]], pool.pos_end[child[:, -1]],
         pool.ts_start[child].min(axis=1) if n_new else np.zeros(0, dtype=np.int64),
         pool.ts_end[child].max(axis=1) if n_new else np.zeros(0, dtype=np.int64),
         pool.n_events[child].sum(axis=1), merged, pair_node, pair_code,
@@ -982,7 +1075,8 @@ def _restored_columns(nodes: Mapping[str, Any], width_bytes: int) -> dict[str, n
     return cols
 
 
-def _check_restored(cols: dict[str, np.ndarray], c: int, f: int, open_index: int) -> None:
+def _check_restored(cols: dict[str, np.ndarray], c: int, f: int, open_index: int,
+                    merge: str) -> None:
     """Checks that rows in post-order are nodes of one tree whose tops cover the full leaves."""
     level, index = cols["level"], cols["index"]
     if isinstance(open_index, bool) or not isinstance(open_index, (int, np.integer)) \
@@ -1002,7 +1096,8 @@ def _check_restored(cols: dict[str, np.ndarray], c: int, f: int, open_index: int
     # int64 arithmetic when no product can overflow, exact Python ints otherwise.
     kind = np.int64 if max(widths) * (int(index.max()) + 2) < (1 << 62) else object
     width = np.array(widths, dtype=kind)[level]
-    start = index.astype(kind) * width
+    # Under the neighbours rule a node's index is its first leaf (config.merge).
+    start = index.astype(kind) * (c if merge == NEIGHBOURS else width)
     bad = np.flatnonzero((cols["pos_start"].astype(kind) != start)
                          | (cols["pos_end"].astype(kind) != start + width - 1)
                          | (cols["n_events"].astype(kind) != width)

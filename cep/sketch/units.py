@@ -151,8 +151,8 @@ def cut(tree: Any, names: Sequence[str], level: int = 0, *, membership: str = "b
     Args:
         tree: a sketch tree of one stream (:class:`cep.sketch.tree.SketchTree`): columnar node
             arrays (``level``, ``index``, ``node_id``, intervals), ``fanout``, ``member`` /
-            ``twin_member`` (bool per node), ``top_rows()`` (in position order), ``rows_of(ids)``
-            (row per node id, -1 when absent) and ``open_leaf``.
+            ``twin_member`` (bool per node), ``top_rows()`` (in position order),
+            ``children_of(rows)`` (child rows per row, -1 when absent) and ``open_leaf``.
         names: the names the query mentions (positive and negated).
         level: the accuracy level ``λ >= 0``; nodes above it are replaced by their children.
         membership: ``"bloom"`` (the sketch: possibly present) or ``"twin"`` (exact sets).
@@ -177,13 +177,13 @@ def cut(tree: Any, names: Sequence[str], level: int = 0, *, membership: str = "b
         needed |= col
 
     node_level = np.asarray(tree.level, dtype=np.int64)
-    node_index = np.asarray(tree.index, dtype=np.int64)
     node_ids = np.asarray(tree.node_id, dtype=np.int64)
     fanout = int(tree.fanout)
 
     def children(parents: np.ndarray, offset: np.ndarray) -> np.ndarray:
-        ids = make_node_id(node_level[parents] - 1, node_index[parents] * fanout + offset)
-        found = np.asarray(tree.rows_of(ids), dtype=np.int64)
+        # children_of knows the tree's merge rule (aligned groups or the thesis's neighbours).
+        found = np.asarray(tree.children_of(parents), dtype=np.int64)[
+            np.arange(parents.shape[0]), offset]
         if (found < 0).any():
             raise SketchArgumentError("the tree is missing children of an existing node")
         return found

@@ -154,6 +154,24 @@ def save(frame: "DataFrame", table: TableConf, mode: str, app_id: str, version: 
     writer.save(str(table.location))
 
 
+def add_missing_columns(spark: "SparkSession", table: TableConf,
+                        columns: tuple[tuple[str, str], ...], metadata: str | None) -> None:
+    """Give an existing ``table`` the ``columns`` it lacks (rows written before read NULL).
+
+    A state table written by an older version of its job, before its row grew a column: an
+    empty append with ``mergeSchema`` adds the columns, so a later overwrite with the full row
+    fits. Nothing is written when every column is there.
+    """
+    have = set(read_table(spark, table).columns)
+    if all(name in have for name, _ in columns):
+        return
+    writer = (spark.createDataFrame([], spark_schema(columns)).write.format("delta")
+              .mode("append").option("mergeSchema", "true"))
+    if metadata is not None:
+        writer = writer.option("userMetadata", metadata)
+    writer.save(str(table.location))
+
+
 def ensure_table(spark: "SparkSession", table: TableConf, columns: tuple[tuple[str, str], ...],
                  properties: Mapping[str, str]) -> None:
     """Create ``table`` empty with ``columns`` unless it exists, then register it by name.

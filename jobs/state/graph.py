@@ -65,10 +65,10 @@ from delta_tables.catalog import read_table
 from delta_tables.graph_state import (COLUMNS, KIND, MERGE_KEYS, OUT_DDL, OUT_SCHEMA, GraphConf,
                                       load_graph, window_rows)
 from delta_tables.settings import Settings
-from delta_tables.sketch_state import spark_schema
 from jobs.framework.errors import ErrorCodes, JobError
 from jobs.framework.faults import commit_point
 from jobs.framework.incremental import IncrementalJob, Outcome, Run, RunResult, create_tables
+from jobs.framework.txn import add_missing_columns
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -119,14 +119,7 @@ def _ensure_tables(spark: "SparkSession", conf: GraphConf, metadata: str) -> Non
     """Create the missing state tables (carrying the run's record ``metadata``) and give an
     older meta table the newer columns."""
     create_tables(spark, GraphJob(conf), metadata)
-    meta = conf.tables()["meta"]
-    have = set(read_table(spark, meta).columns)
-    if any(name not in have for name, _ in COLUMNS["meta"]):
-        # A state written before the meta row grew its columns: an empty append with
-        # mergeSchema adds them (old rows read NULL there) so the overwrite below fits.
-        (spark.createDataFrame([], spark_schema(COLUMNS["meta"])).write.format("delta")
-         .mode("append").option("mergeSchema", "true").option("userMetadata", metadata)
-         .save(str(meta.location)))
+    add_missing_columns(spark, conf.tables()["meta"], COLUMNS["meta"], metadata)
 
 
 def _baseline(spark: "SparkSession", conf: GraphConf, meta: dict[str, Any] | None,

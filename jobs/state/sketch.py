@@ -70,6 +70,7 @@ from delta_tables.sketch_state import (
 from jobs.framework.errors import ErrorCodes, SettingsChangedError
 from jobs.framework.faults import commit_point
 from jobs.framework.incremental import IncrementalJob, Outcome, Run, RunResult
+from jobs.framework.txn import add_missing_columns
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -121,6 +122,12 @@ def _frozen_config(conf: SketchConf, meta: dict[str, Any]) -> SketchConfig:
     if stored != wanted:
         raise CODES.error(SettingsChangedError,
                           f"sketch {conf.name}: sketches.toml says {wanted}, the meta table {stored}")
+    wanted_merge = conf.config.merge if conf.config is not None else (
+        conf.solver.merge if conf.solver is not None else config.merge)
+    if wanted_merge != config.merge:
+        raise CODES.error(SettingsChangedError, (
+            f"sketch {conf.name}: sketches.toml gives merge={wanted_merge!r}, the meta table "
+            f"froze merge={config.merge!r}"))
     if conf.config is not None:
         explicit = conf.config
         if (explicit.m, explicit.k, explicit.C, explicit.fanout, explicit.seeds) != (
@@ -518,9 +525,10 @@ class SketchJob(IncrementalJob):
         conf, spark, meta = self.conf, run.spark, run.meta
         config = _frozen_config(conf, meta) if meta is not None else conf.initial_config()
         run.ensure_tables()
+        add_missing_columns(spark, conf.meta, META_COLUMNS, run.metadata)
         run.say(f"{conf.name}: reading {conf.source.name} versions {run.first}..{run.target} "
                 f"({'snapshot' if run.done < 0 else 'change data feed'}); m={config.m} "
-                f"k={config.k} C={config.C} fanout={config.fanout}")
+                f"k={config.k} C={config.C} fanout={config.fanout} merge={config.merge}")
         events = _new_events(run, conf)
         work = events
         for part in _state(spark, conf, meta, events):
@@ -570,7 +578,7 @@ class SketchJob(IncrementalJob):
                   "type_col": conf.type_col, "ts_col": conf.ts_col, "id_col": conf.id_col,
                   "m": config.m, "k": config.k, "C": config.C, "fanout": config.fanout,
                   "seeds": list(config.seeds or ()), "target_fpq": config.target_fpq,
-                  "config_version": config.config_version,
+                  "config_version": config.config_version, "merge": config.merge,
                   "events_total": (int(meta["events_total"]) if meta else 0) + accepted,
                   "late_total": (int(meta["late_total"]) if meta else 0) + late},
             result={"events_read": accepted + late, "events_accepted": accepted, "late": late,

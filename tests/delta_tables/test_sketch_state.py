@@ -73,6 +73,29 @@ def test_bad_names_and_solver_inputs(conf_settings) -> None:
     assert ok.initial_config().C == 3 and ok.source.name == "events"
 
 
+def test_merge_rule_and_thesis_configuration_rule(conf_settings) -> None:
+    from cep.sketch.thesis_solver import thesis_solve
+
+    assert sketch_from_mapping(conf_settings, "sk", {**SPEC, "merge": "neighbours"}).config.merge \
+        == "neighbours"
+    with pytest.raises(ConfigError, match="key 'merge' expected one of aligned, neighbours"):
+        sketch_from_mapping(conf_settings, "sk", {**SPEC, "merge": "pairs"})
+    with pytest.raises(ConfigError, match="fanout must be 2"):
+        sketch_from_mapping(conf_settings, "sk", {**SPEC, "merge": "neighbours", "fanout": 4})
+    solver = {k: v for k, v in SPEC.items() if k not in ("m", "k")}
+    inputs = {**solver, "fpq": 1e-4, "memory_bytes": 1 << 23, "expected_events": 10_000,
+              "query_length": 3}
+    thesis = sketch_from_mapping(conf_settings, "sk", {**inputs, "rule": "thesis",
+                                                       "merge": "neighbours"}).initial_config()
+    want = thesis_solve(1e-4, 8.0 * (1 << 23), 10_000, 3, 3)
+    # The thesis's m rounded up to whole bytes, its k, the registration's merge rule.
+    assert (thesis.m, thesis.k, thesis.merge) == (-(-want.m // 8) * 8, want.k, "neighbours")
+    ours = sketch_from_mapping(conf_settings, "sk", inputs).initial_config()
+    assert ours.merge == "aligned" and (ours.m, ours.k) != (thesis.m, thesis.k)
+    with pytest.raises(ConfigError, match="key 'rule' expected one of ours, thesis"):
+        sketch_from_mapping(conf_settings, "sk", {**inputs, "rule": "paper"})
+
+
 def build(names: str, cfg: SketchConfig) -> SketchTree:
     return SketchTree.build(list(names), np.arange(len(names)) * 10, cfg)
 

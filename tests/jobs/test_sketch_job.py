@@ -316,3 +316,43 @@ def test_nothing_new_still_registers_state_built_elsewhere(spark, settings) -> N
     assert not result.written and versions(spark, conf) == before
     assert spark.catalog.tableExists(conf.nodes.name) and spark.catalog.tableExists(conf.meta.name)
     assert spark.table(conf.nodes.name).count() > 0
+
+
+# ---- the thesis's merge rule (Baltus 2021, Algorithm 2) -------------------------------------------
+
+def test_neighbours_sketch_runs_incrementally_and_answers_in_sql(spark, settings) -> None:
+    from cep.sketch import evaluate_sketch
+
+    cfg = SketchConfig(m=16, k=2, C=2, fanout=2, seeds=(5, 9), merge="neighbours")
+    events = make_events(4, n=400, streams=3)
+    source = create_source(spark, settings, "sk_src_nb")
+    conf = sketch_from_mapping(settings, "sk_nb", {
+        "source": source.name, "stream_col": "case_id", "type_col": "type", "ts_col": "ts",
+        "id_col": "id", "m": 16, "k": 2, "C": 2, "seeds": [5, 9], "merge": "neighbours"})
+    for lo, hi in ((0, 150), (150, 400)):
+        append(spark, source, events.slice(lo, hi - lo))
+        assert run(spark, settings, conf).written
+    nodes, opened = core_state(events, cfg)
+    assert nodes_of(spark, conf) == nodes and open_of(spark, conf) == opened
+    # Some pair merged where aligned groups could not (a node not starting at a multiple of 2^L).
+    assert any(r["level"] >= 1 and r["idx"] % (1 << r["level"]) for r in nodes)
+    assert read_meta(spark, conf)["merge"] == "neighbours"
+    # The nodes table alone tells the SQL function the rule: its answers are the core's.
+    got = spark.sql("SELECT stream, pos_start, pos_end FROM approx_match_seq(pattern => "
+                    "'PATTERN T1; T2; T1', mode => 'intervals', level => 1, "
+                    "sketch => TABLE(sk_nb_nodes))").collect()
+    expected = []
+    events = events.sort_by([("ts", "ascending"), ("id", "ascending")])
+    for stream in sorted(set(events.column("case_id").to_pylist())):
+        sub = events.filter(pc.equal(events.column("case_id"), stream))
+        tree = SketchTree.build(sub.column("type").to_pylist(),
+                                np.asarray(sub.column("ts").cast(pa.int64()).to_numpy()), cfg)
+        found = evaluate_sketch("PATTERN T1; T2; T1", tree, level=1)
+        expected += [(stream, m.pos_start, m.pos_end) for m in found.rows()]
+    assert sorted(tuple(r) for r in got) == sorted(expected) and expected
+    # The rule is frozen: registering the sketch as aligned later is refused.
+    aligned = sketch_from_mapping(settings, "sk_nb", {
+        "source": source.name, "stream_col": "case_id", "type_col": "type", "ts_col": "ts",
+        "id_col": "id", "m": 16, "k": 2, "C": 2, "seeds": [5, 9]})
+    with pytest.raises(Exception, match="merge='aligned'.*froze merge='neighbours'"):
+        run(spark, settings, aligned)
