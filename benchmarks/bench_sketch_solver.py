@@ -200,8 +200,8 @@ def thesis_against_ours(n_events: int = N_EVENTS, probes: int = PROBES) -> list[
     """The thesis's rule (``cep/sketch/thesis_solver.py``) and ours on the thesis's inputs.
 
     M = 2 GB, C = 100, fpq = 10^-4, s = 3 (section 5.2.1), N = ``n_events``: each chosen
-    ``(m, k)`` builds the tree of the same stream (the tree rule of section 3 decides where
-    it merges), and the false-positive rate of absent names is measured at the leaves and at
+    ``(m, k)`` builds the tree of the same stream under each merge rule (the thesis's
+    Algorithm 2, ``neighbours``, and our aligned groups), and the false-positive rate of absent names is measured at the leaves and at
     the top-level nodes (the filters the thesis sizes for).
     """
     from cep.sketch.config import SketchConfig
@@ -215,14 +215,17 @@ def thesis_against_ours(n_events: int = N_EVENTS, probes: int = PROBES) -> list[
     ours = solve(fpq=FPQ, memory_bytes=2 * 2 ** 30, n_events=n_events, window=100,
                  query_length=3)
     rows = []
-    for rule, m, k, height in (("thesis", thesis.m, thesis.k, thesis.height),
-                               ("ours", ours.m, ours.k, ours.height)):
-        config = SketchConfig(m=-(-m // 8) * 8, k=k, C=100)
+    for rule, m, k, height, merge in (
+            (rule, m, k, height, merge)
+            for rule, m, k, height in (("thesis", thesis.m, thesis.k, thesis.height),
+                                       ("ours", ours.m, ours.k, ours.height))
+            for merge in ("neighbours", "aligned")):
+        config = SketchConfig(m=-(-m // 8) * 8, k=k, C=100, merge=merge)
         started = time.perf_counter()
         tree = SketchTree.build(events.types(), events.ts_us, config)
         seconds = time.perf_counter() - started
         stats = tree.stats()
-        out = {"rule": rule, "m": config.m, "k": k, "solver_height": height,
+        out = {"rule": rule, "merge": merge, "m": config.m, "k": k, "solver_height": height,
                "tree_height": stats["levels"] - 1, "nodes": stats["nodes"],
                "top_nodes": int(tree.is_top.sum()), "filter_mib": stats["bytes"] / 2 ** 20,
                "build_s": seconds}
@@ -295,11 +298,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="only the thesis's rule against ours on the thesis's inputs")
     args = parser.parse_args(argv)
     if args.thesis:
-        print("| rule | m | k | solver h | tree h | nodes | top nodes | filters MiB | build s "
-              "| leaf FP | top FP | strict ms (extra) | next ms (extra) |\n"
-              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+        print("| rule | merge | m | k | solver h | tree h | nodes | top nodes | filters MiB "
+              "| build s | leaf FP | top FP | strict ms (extra) | next ms (extra) |\n"
+              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         for r in thesis_against_ours(args.events):
-            print(f"| {r['rule']} | {r['m']:,} | {r['k']} | {r['solver_height']} | "
+            print(f"| {r['rule']} | {r['merge']} | {r['m']:,} | {r['k']} | {r['solver_height']} | "
                   f"{r['tree_height']} | {r['nodes']:,} | {r['top_nodes']:,} | "
                   f"{r['filter_mib']:.1f} | {r['build_s']:.2f} | {r['leaf_fp']:.2e} | "
                   f"{r['top_fp']:.2e} | {r['strict-contiguity_ms']:.2f} "
