@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test unit fuzz install jars data bench clean flink-venv
+.PHONY: demo test unit fuzz install jars data bench clean flink-venv exec-venv
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -26,7 +26,7 @@ data: jars
 demo: jars
 	$(PY) -m jobs demo
 
-test: jars flink-venv
+test: jars flink-venv exec-venv
 	$(PY) -m pytest
 
 unit: install
@@ -43,6 +43,16 @@ clean:
 
 # PyFlink (the MATCH_RECOGNIZE baseline of the benchmarks and of tests/flink's conformance run)
 # in its own venv: it pins numpy/pyarrow versions that clash with ours.
+# The executors' Python of the standalone-cluster tests (docs/cluster.md): only the
+# third-party packages, never the project (the session ships its code).
+exec-venv: .venv-exec/.installed
+
+.venv-exec/.installed: pyproject.toml | $(STAMP)
+	$(PYTHON) -m venv .venv-exec
+	$(PY) -m jobs.code_bundle > .venv-exec/requirements.txt
+	.venv-exec/bin/python -m pip install --quiet -r .venv-exec/requirements.txt
+	touch .venv-exec/.installed
+
 flink-venv: .venv-flink/bin/python
 
 .venv-flink/bin/python:

@@ -134,12 +134,30 @@ def session_conf(settings: Settings, jars: list[Path]) -> dict[str, str]:
         # cron log or a scheduler's captured output.
         "spark.ui.showConsoleProgress": "true" if settings.show_progress and _interactive()
                                         else "false",
-        "spark.executorEnv.PYSPARK_PYTHON": sys.executable,
+        "spark.executorEnv.PYSPARK_PYTHON": executor_python(settings),
     }
     conf.update(local_only(settings.master))
     conf.update(settings.spark_extra)
     conf.update(REQUIRED_CONF)
     return shim_conf(settings, conf)
+
+
+def executor_python(settings: Settings) -> str:
+    """The Python the executors run: this interpreter for a local master; on a cluster the
+    ``spark.pyspark.python`` of conf/spark.toml ``[spark]`` when given (the executors' own
+    path), else this interpreter's path (executors on the same image).
+
+    Example:
+        >>> from dataclasses import replace
+        >>> s = load_settings(overrides={"master": "spark://h:7077"})
+        >>> executor_python(replace(s, spark_extra={"spark.pyspark.python": "/opt/py/bin/python"}))
+        '/opt/py/bin/python'
+        >>> executor_python(replace(s, master="local[2]", spark_extra={})) == sys.executable
+        True
+    """
+    if settings.master.startswith("local"):
+        return sys.executable
+    return settings.spark_extra.get("spark.pyspark.python", sys.executable)
 
 
 def local_only(master: str) -> dict[str, str]:
@@ -182,8 +200,9 @@ def build_session(
         DeltaJarsUnavailable: the Delta jars cannot be resolved or loaded.
     """
     settings = settings or load_settings(overrides=overrides)
-    # Workers must run this interpreter, or they start without pyarrow and numpy.
-    os.environ["PYSPARK_PYTHON"] = sys.executable
+    # Workers must run this interpreter, or they start without pyarrow and numpy; a cluster's
+    # executors run the Python its operator names (spark.pyspark.python, docs/cluster.md).
+    os.environ["PYSPARK_PYTHON"] = executor_python(settings)
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     os.environ.setdefault("TZ", "UTC")
     jars = ensure_delta_jars(settings)
@@ -196,6 +215,8 @@ def build_session(
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     _check_delta_loaded(spark, settings)
+    if not settings.master.startswith("local"):
+        ship_code(spark, settings)
 
     from sql_ext.recognize_hook import install_rewriter
 
@@ -208,6 +229,27 @@ def build_session(
     elif register:
         register_tables(spark, settings, names=register)
     return spark
+
+
+def ship_code(spark: "SparkSession", settings: Settings) -> Path:
+    """Give a cluster's executors the project's code, then check they can run it.
+
+    The executors' Python needs only the third-party packages: the project's own are zipped
+    once per code version (:func:`jobs.code_bundle.build_bundle`, in the scratch directory)
+    and added with ``addPyFile``; then one small job imports every needed module on the
+    executors (:func:`jobs.code_bundle.check_executors`).
+
+    Raises:
+        ExecutorPackagesMissing: a module does not import on an executor (CEP-SETUP-002).
+    """
+    from jobs.code_bundle import build_bundle, check_executors
+
+    bundle = build_bundle(settings.scratch_dir / "pyfiles")
+    context = spark.sparkContext
+    if not any(Path(added).name == bundle.name for added in context.listFiles):
+        context.addPyFile(str(bundle))
+    check_executors(spark)
+    return bundle
 
 
 def _check_delta_loaded(spark: "SparkSession", settings: Settings) -> None:
