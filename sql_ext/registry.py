@@ -55,7 +55,7 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
     FunctionSpec(
         "approx_match_seq",
         "approx_match_seq(pattern STRING, sketch TABLE; named: policy STRING, mode STRING, "
-        "level INT)",
+        "level INT, resume STRING)",
         "mode 'exists' (default): stream, matched BOOLEAN; mode 'intervals': "
         "stream, match_id BIGINT, pos_start BIGINT, pos_end BIGINT, ts_start TIMESTAMP, "
         "ts_end TIMESTAMP, node_ids ARRAY<BIGINT>, level INT (stream: the nodes table's type)",

@@ -7,10 +7,12 @@ Arrow batches on the executors.
     SELECT * FROM approx_match_seq(pattern => 'PATTERN A; !C; B WITHIN 1 HOUR',
                                    mode => 'intervals', level => 1, policy => 'skip-till-any-match',
                                    sketch => TABLE(SELECT * FROM ev_sketch_nodes VERSION AS OF 3))
+    SELECT * FROM approx_match_seq('PATTERN A; B', TABLE(ev_sketch_nodes), mode => 'intervals',
+                                   resume => 'after-match')
 
 ``analyze`` (once per query) compiles the pattern with :func:`cep.sketch.compile_sketch_query`
 (a construct a sketch cannot answer is a ``CEP-SKETCH-020..029`` error with line, column and
-caret), checks ``policy``, ``mode`` and ``level`` (``CEP-SQL-020``) and the columns of the
+caret), checks ``policy``, ``mode``, ``level`` and ``resume`` (``CEP-SQL-020``) and the columns of the
 table (``CEP-SQL-021``), asks Spark for just the columns the evaluation reads and for the rows
 of each stream together (``STREAM_BUCKETS`` buckets of the stream's hash; the call carries no
 ``PARTITION BY``). Each task sorts its rows by stream and answers all its streams in one pass
@@ -26,7 +28,10 @@ Output (``docs/sql.md``); ``stream`` has the nodes table's own type:
 - ``mode => 'intervals'``: ``stream, match_id BIGINT, pos_start BIGINT, pos_end BIGINT,
   ts_start TIMESTAMP, ts_end TIMESTAMP, node_ids ARRAY<BIGINT>, level INT``, one row per match
   (docs/sketch.md section 4), ``match_id`` 1-based per stream in the order of the records,
-  ``level`` the accuracy level of the answer.
+  ``level`` the accuracy level of the answer. ``resume => 'after-match'`` keeps only the
+  matches the thesis's search finds when it resumes at the unit holding the last event of the
+  match before (Baltus 2021, sections 4.3.1, 4.3.2; :func:`cep.sketch.evaluate.evaluate_streams`);
+  the default ``'every-start'`` keeps every start's matches, which may overlap.
 """
 
 from __future__ import annotations
@@ -42,6 +47,8 @@ from udfs.shell import (PlannedResult, TableFunction, bind_call, constant, plann
 MODES = ("exists", "intervals")
 DEFAULT_MODE = "exists"
 POLICIES = ("strict-contiguity", "skip-till-next-match", "skip-till-any-match")
+RESUMES = ("every-start", "after-match")
+DEFAULT_RESUME = "every-start"
 # Buckets of the stream: a sketch has few streams with many node rows each.
 STREAM_BUCKETS = 16
 
@@ -56,7 +63,7 @@ NODE_COLUMNS: tuple[tuple[str, str], ...] = (
 
 class ApproxMatchSeqArgumentError(CepError):
     """An argument of ``approx_match_seq`` (not the pattern) is missing, not a constant, of the
-    wrong type or out of range (unknown mode or policy, negative level)."""
+    wrong type or out of range (unknown mode, policy or resume, negative level)."""
 
     code = "CEP-SQL-020"
 
@@ -85,6 +92,7 @@ class SketchCallPlan:
         mode: ``"exists"`` or ``"intervals"``.
         level: the accuracy level.
         stream: the name of the nodes table's stream column (the output column's name).
+        resume: ``"every-start"`` or ``"after-match"`` (where the next match may start).
     """
 
     pattern: str
@@ -92,11 +100,13 @@ class SketchCallPlan:
     mode: str
     level: int
     stream: str = "stream"
+    resume: str = DEFAULT_RESUME
 
 
 # ---- argument checks (driver) ------------------------------------------------------------------
 
-def check_arguments(pattern: Any, policy: Any, mode: Any, level: Any) -> SketchCallPlan:
+def check_arguments(pattern: Any, policy: Any, mode: Any, level: Any,
+                    resume: Any = None) -> SketchCallPlan:
     """Check the scalar arguments (Python values) and compile the pattern once.
 
     Raises:
@@ -105,11 +115,15 @@ def check_arguments(pattern: Any, policy: Any, mode: Any, level: Any) -> SketchC
 
     Example:
         >>> check_arguments("PATTERN A; B", None, None, None)
-        SketchCallPlan(pattern='PATTERN A; B', policy=None, mode='exists', level=0, stream='stream')
+        SketchCallPlan(pattern='PATTERN A; B', policy=None, mode='exists', level=0, stream='stream', resume='every-start')
         >>> check_arguments("PATTERN A; B", None, "all", None)
         Traceback (most recent call last):
         ...
         udfs.approx_match_seq.ApproxMatchSeqArgumentError: CEP-SQL-020: argument mode: expected one of 'exists', 'intervals', found 'all'
+        >>> check_arguments("PATTERN A; B", None, "intervals", None, "after")
+        Traceback (most recent call last):
+        ...
+        udfs.approx_match_seq.ApproxMatchSeqArgumentError: CEP-SQL-020: argument resume: expected one of 'every-start', 'after-match' or NULL, found 'after'
     """
     if not isinstance(pattern, str):
         raise ApproxMatchSeqArgumentError(f"argument pattern: expected a string, found {pattern!r}")
@@ -125,8 +139,13 @@ def check_arguments(pattern: Any, policy: Any, mode: Any, level: Any) -> SketchC
     if isinstance(level, bool) or not isinstance(level, int) or level < 0:
         raise ApproxMatchSeqArgumentError(
             f"argument level: expected an integer >= 0 (0: answer at the leaves), found {level!r}")
+    resume = DEFAULT_RESUME if resume is None else resume
+    if resume not in RESUMES:
+        raise ApproxMatchSeqArgumentError(
+            f"argument resume: expected one of {', '.join(map(repr, RESUMES))} or NULL, "
+            f"found {resume!r}")
     compiled_query(pattern, policy)  # raises the pattern's error with code and caret
-    return SketchCallPlan(pattern, policy, mode, level)
+    return SketchCallPlan(pattern, policy, mode, level, resume=resume)
 
 
 def _kind_ok(data_type: Any, kind: str) -> bool:
@@ -185,16 +204,17 @@ def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
     """The analysis of one call (see the module docstring)."""
     err = ApproxMatchSeqArgumentError
     call = bind_call("approx_match_seq", args, kwargs, leading=("pattern",), table="sketch",
-                     keyed=False, options=("policy", "mode", "level"), error=err)
-    pattern, sketch, policy, mode, level = (call.get(n) for n in ("pattern", "sketch", "policy",
-                                                                  "mode", "level"))
+                     keyed=False, options=("policy", "mode", "level", "resume"), error=err)
+    pattern, sketch, policy, mode, level, resume = (
+        call.get(n) for n in ("pattern", "sketch", "policy", "mode", "level", "resume"))
     plan = check_arguments(constant(pattern, "pattern", err, required=True),
                            constant(policy, "policy", err), constant(mode, "mode", err),
-                           constant(level, "level", err))
+                           constant(level, "level", err), constant(resume, "resume", err))
     fields = table_fields(sketch, "sketch", err)
     select = node_selection(fields)
     stream = fields["stream"]
-    plan = SketchCallPlan(plan.pattern, plan.policy, plan.mode, plan.level, stream.name)
+    plan = SketchCallPlan(plan.pattern, plan.policy, plan.mode, plan.level, stream.name,
+                          resume=plan.resume)
     return PlannedResult(schema=output_schema(plan.mode, stream), select=select, plan=plan,
                          partitionBy=stream_partitioning(fields))
 
@@ -329,7 +349,8 @@ def stream_trees(cols: dict[str, Any]) -> Iterator[tuple[int, int, Any, Any]]:
             config = config_of_rows(key, m=cols["m"][lo:hi], k=cols["k"][lo:hi], seeds=seeds,
                                     config_version=cols["config_version"][lo:hi],
                                     level=cols["level"][lo:hi], n_events=cols["n_events"][lo:hi],
-                                    is_open=cols["is_open"][lo:hi])
+                                    is_open=cols["is_open"][lo:hi], idx=cols["idx"][lo:hi],
+                                    pos_start=cols["pos_start"][lo:hi])
         except CorruptSketchError as err:
             raise SketchRowsError(err.message) from None
         bits = decode_bits_matrix(cols["bits_data"], cols["bits_offsets"][lo:hi + 1], config.m,
@@ -387,7 +408,7 @@ def forest_answer(plan: SketchCallPlan, query: Any, cols: dict[str, Any], bounds
     if forest is None:
         return None
     units, unit_bounds = cut_forest(forest, query.names, plan.level)
-    return evaluate_streams(query, units, unit_bounds, mode=plan.mode)
+    return evaluate_streams(query, units, unit_bounds, mode=plan.mode, resume=plan.resume)
 
 
 def partition_forest(cols: dict[str, Any], bounds: Any) -> Any:
@@ -425,7 +446,7 @@ def stream_answers(plan: SketchCallPlan, query: Any, cols: dict[str, Any]) -> An
     answers = []
     for _, _, _, tree in stream_trees(cols):
         answers.append(evaluate_sketch(query, tree, level=plan.level, mode=plan.mode,
-                                       membership="bloom"))
+                                       membership="bloom", resume=plan.resume))
     if plan.mode == "exists":
         return np.array(answers, dtype=bool)
     stream = np.repeat(np.arange(len(answers), dtype=np.int64), [len(a) for a in answers])

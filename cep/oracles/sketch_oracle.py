@@ -10,9 +10,21 @@ positions ``j*C .. j*C + C - 1``, the last one possibly open), or the caller giv
 - **skip-till-next-match** starts a run at every unit satisfying the first component and scans
   the units one by one for each next component, then checks ``NOT`` and ``WITHIN``.
 
+Under strict-contiguity an ``AND`` component is the thesis's reading (Baltus 2021, section 4.2,
+and 4.3.4: "the disjunction of all permutations"): some order of its names puts each next name
+in the same unit as the one before or in the unit right after it. With every name in one unit
+that is case (1), "all events occur in the Bloom filter of a single node"; with every name in
+its own unit it is case (2), a permutation as a sequence over strictly contiguous nodes; names
+sharing a unit inside such a sequence are the mixed forms between the two (docs/sketch.md
+section 4).
+
 A match is ``(pos_start of the first unit, pos_end of the last unit, ts_start of the first unit,
-ts_end of the last unit, node ids bound per slot)``; the answer is the sorted set of them. Small
-inputs only: it is meant to be obviously right, not fast.
+ts_end of the last unit, node ids bound per slot)``; the answer is the sorted set of them. With
+``resume="after-match"`` (the thesis's sections 4.3.1 and 4.3.2: the interval "is saved and the
+search continues starting from the leaf that contains the last event") the sorted set is then
+walked from the left: the first record is kept, and each later record is kept when its first
+unit is at or after the last unit of the record kept before it and after that record's first
+unit. Small inputs only: it is meant to be obviously right, not fast.
 
 Example:
     >>> units = leaf_sets(list("ABxCBAC"), ts=range(7), window=2)
@@ -24,6 +36,11 @@ Example:
     [(0, 3, 0, 3, (0, 1)), (0, 6, 0, 6, (0, 3)), (4, 6, 4, 6, (2, 3))]
     >>> oracle_sketch_matches("PATTERN A; C", units, policy="strict-contiguity")
     [(0, 3, 0, 3, (0, 1)), (4, 6, 4, 6, (2, 3))]
+    >>> oracle_sketch_matches("PATTERN AND(B, C)", units, policy="strict-contiguity")
+    [(0, 3, 0, 3, (0, 1)), (2, 5, 2, 5, (2, 1)), (4, 6, 4, 6, (2, 3))]
+    >>> oracle_sketch_matches("PATTERN A; C", units, policy="skip-till-any-match",
+    ...                       resume="after-match")
+    [(0, 3, 0, 3, (0, 1)), (4, 6, 4, 6, (2, 3))]
 """
 
 from __future__ import annotations
@@ -32,9 +49,18 @@ import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from cep.sketch.query import ANY_MATCH, NEXT_MATCH, STRICT, SketchLimitError, SketchQuery, compile_sketch_query
+from cep.sketch.query import (
+    ANY_MATCH,
+    NEXT_MATCH,
+    STRICT,
+    SketchArgumentError,
+    SketchLimitError,
+    SketchQuery,
+    compile_sketch_query,
+)
 
 DEFAULT_MAX_CANDIDATES = 2_000_000
+RESUMES = ("every-start", "after-match")
 
 Record = tuple[int, int, int, int, tuple[int, ...]]
 
@@ -69,21 +95,22 @@ def leaf_sets(names: Sequence[str], ts: Sequence[int], window: int) -> list[Orac
 
 
 def oracle_sketch_events(query: SketchQuery | str, names: Sequence[str], ts: Sequence[int], window: int, *,
-                         policy: str | None = None,
-                         max_candidates: int = DEFAULT_MAX_CANDIDATES) -> list[Record]:
+                         policy: str | None = None, max_candidates: int = DEFAULT_MAX_CANDIDATES,
+                         resume: str = "every-start") -> list[Record]:
     """The leaf-level answer straight from the events (see :func:`oracle_sketch_matches`)."""
     return oracle_sketch_matches(query, leaf_sets(names, ts, window), policy=policy,
-                                 max_candidates=max_candidates)
+                                 max_candidates=max_candidates, resume=resume)
 
 
 def oracle_sketch_exists(query: SketchQuery | str, units: Sequence[OracleUnit], *, policy: str | None = None,
                          max_candidates: int = DEFAULT_MAX_CANDIDATES) -> bool:
-    """Whether the query has a match over ``units``."""
+    """Whether the query has a match over ``units`` (the same under either ``resume``)."""
     return bool(oracle_sketch_matches(query, units, policy=policy, max_candidates=max_candidates))
 
 
 def oracle_sketch_matches(query: SketchQuery | str, units: Sequence[OracleUnit], *, policy: str | None = None,
-                          max_candidates: int = DEFAULT_MAX_CANDIDATES) -> list[Record]:
+                          max_candidates: int = DEFAULT_MAX_CANDIDATES,
+                          resume: str = "every-start") -> list[Record]:
     """Every match of ``query`` over ``units`` (in position order), by brute force.
 
     Args:
@@ -91,13 +118,18 @@ def oracle_sketch_matches(query: SketchQuery | str, units: Sequence[OracleUnit],
         units: the units in position order, each with its exact name set.
         policy: the policy when ``query`` is text naming none.
         max_candidates: the most unit tuples skip-till-any / strict may enumerate.
+        resume: ``"every-start"`` (every match) or ``"after-match"`` (the matches the thesis's
+            search keeps; see the module docstring).
 
     Returns:
         The sorted, distinct match records ``(pos_start, pos_end, ts_start, ts_end, node_ids)``.
 
     Raises:
         SketchLimitError: more than ``max_candidates`` tuples to enumerate.
+        SketchArgumentError: an unknown ``resume``.
     """
+    if resume not in RESUMES:
+        raise SketchArgumentError(f"resume must be one of {', '.join(RESUMES)}, not {resume!r}")
     q = compile_sketch_query(query, policy) if isinstance(query, str) else query
     us = [u for u in units if _in_window(q, u)]
     # One slot per name/OR component and per name of an AND component: (component, names).
@@ -111,7 +143,7 @@ def oracle_sketch_matches(query: SketchQuery | str, units: Sequence[OracleUnit],
     def holds(i: int, group: tuple[str, ...]) -> bool:
         return any(name in us[i].names for name in group)
 
-    found: set[Record] = set()
+    found: dict[Record, tuple[int, int]] = {}  # record -> (its first unit, its last unit)
     if q.policy == NEXT_MATCH:
         bindings = _runs(q, us, slots, holds)
     else:
@@ -127,9 +159,21 @@ def oracle_sketch_matches(query: SketchQuery | str, units: Sequence[OracleUnit],
     for binding in bindings:
         if _accept(q, us, slots, binding):
             first, last = min(binding), max(binding)
-            found.add((us[first].pos_start, us[last].pos_end, us[first].ts_start, us[last].ts_end,
-                       tuple(us[i].node_id for i in binding)))
-    return sorted(found)
+            found[(us[first].pos_start, us[last].pos_end, us[first].ts_start, us[last].ts_end,
+                   tuple(us[i].node_id for i in binding))] = (first, last)
+    if resume == "every-start":
+        return sorted(found)
+    kept: list[Record] = []
+    for record in sorted(found):
+        first, _ = found[record]
+        if kept:
+            kept_first, kept_last = found[kept[-1]]
+            # The search resumes at the unit holding the kept match's last event; a match
+            # starting in the kept match's own first unit is not a new find.
+            if first < kept_last or first <= kept_first:
+                continue
+        kept.append(record)
+    return kept
 
 
 def _in_window(q: SketchQuery, u: OracleUnit) -> bool:
@@ -190,9 +234,13 @@ def _accept(q: SketchQuery, us: list[OracleUnit], slots: list[tuple[int, tuple[s
             if any(name in us[v].names for name in q.gaps[c]):
                 return False
     if q.policy == STRICT:
-        # an AND component lives in one unit (all names in that one unit)
-        if any(len(set(units_of[c])) != 1 for c in range(k)):
-            return False
+        # An AND component: some permutation of its names lies over consecutive units, each
+        # next name in the same unit as the one before it or in the unit right after it.
+        # (A name / OR component has one unit: always true.)
+        for c in range(k):
+            if not any(all(b - a in (0, 1) for a, b in zip(order, order[1:]))
+                       for order in itertools.permutations(units_of[c])):
+                return False
     first, last = min(binding), max(binding)
     w = q.within
     if w is not None:

@@ -12,15 +12,29 @@ extends them with ``searchsorted`` over the sorted indices of the units that sat
 - **skip-till-any-match**: every candidate after the last unit (and, with ``WITHIN``, before the
   last unit the window allows): rows are repeated by their candidate counts (``repeat`` /
   ``cumsum``), after checking the total against ``SketchLimits.max_partial_matches``.
-- **strict-contiguity**: the next component must hold in the unit right after the last one (all
-  names of an ``AND`` in that one unit).
+- **strict-contiguity**: the next component must hold in the unit right after the last one. An
+  ``AND`` of ``n`` names binds its names to a gapless run of ``1..n`` consecutive units starting
+  there, in any order, several names to a unit (Baltus 2021, section 4.2: "all events in the
+  Bloom filter of a single node", or the disjunction of the permutations over strictly
+  contiguous nodes, section 4.3.4). The layouts are enumerated name by name over the offsets
+  ``0..n-1`` from the run's start, vectorised over the rows, dropping a partial layout as soon
+  as its unused offsets can no longer be filled; ``n`` is at most
+  :data:`cep.sketch.query.MAX_STRICT_AND_NAMES`.
 - ``NOT(X)`` between components: prefix counts of the units holding ``X`` give, per row, the
   number of them strictly between the two components, which must be 0. At the end (with
   ``WITHIN``): none after the last unit among the units whose start is inside the window.
 - ``WINDOW`` keeps the contiguous stretch of units that intersect it; ``WITHIN`` compares
   ``ts_start(last unit) - ts_end(first unit)`` (or positions, for ``EVENTS``) with the span.
+- ``resume``: ``"every-start"`` (default) answers a match for every start unit, so matches may
+  overlap (as in the thesis's section 2.3 example); ``"after-match"`` is the thesis's search of
+  sections 4.3.1 and 4.3.2, which saves a match and "continues starting from the leaf that
+  contains the last event": of the sorted records, per stream, the first is kept and each next
+  kept one is the first record whose first unit is at or after the kept one's last unit and
+  after its first unit. The chain is followed by pointer doubling over the records, not by a
+  loop per match.
 
-A loop runs per component (and per name of an ``AND``), never per unit, per event or per
+A loop runs per component (and per name of an ``AND``, and per name and offset of an ``AND``
+under strict-contiguity; per doubling step of ``resume``), never per unit, per event or per
 stream: :func:`evaluate_streams` answers the units of many streams laid end to end in the same
 steps (every candidate search stops at the end of the match's stream), and
 :func:`evaluate_units` is its one-stream case.
@@ -37,6 +51,12 @@ Example:
     True
     >>> len(evaluate_units(q, u.slice(3, 5)))
     0
+    >>> strict = compile_sketch_query("PATTERN A; AND(B, C)", "strict-contiguity")
+    >>> [(m.pos_start, m.pos_end, m.node_ids) for m in evaluate_units(strict, u).rows()]
+    [(0, 5, (0, 1, 2)), (4, 9, (2, 3, 4))]
+    >>> nxt = compile_sketch_query("PATTERN A; B")
+    >>> [m.node_ids for m in evaluate_units(nxt, u, resume="after-match").rows()]
+    [(0, 1), (2, 3)]
 """
 
 from __future__ import annotations
@@ -59,6 +79,9 @@ from cep.sketch.query import (
 from cep.sketch.units import Units, cut
 
 MODES = ("exists", "intervals")
+EVERY_START = "every-start"
+AFTER_MATCH = "after-match"
+RESUMES = (EVERY_START, AFTER_MATCH)
 
 
 @dataclass(frozen=True)
@@ -118,7 +141,8 @@ class SketchMatches:
 
 def evaluate_sketch(query: SketchQuery | str, tree: Any, *, level: int = 0, mode: str = "intervals",
                     membership: str = "bloom", prune: bool = True, policy: str | None = None,
-                    limits: SketchLimits = DEFAULT_LIMITS) -> bool | SketchMatches:
+                    limits: SketchLimits = DEFAULT_LIMITS, resume: str = EVERY_START
+                    ) -> bool | SketchMatches:
     """Answer ``query`` over one stream's tree at accuracy ``level`` (sketch or twin membership).
 
     Args:
@@ -130,14 +154,17 @@ def evaluate_sketch(query: SketchQuery | str, tree: Any, *, level: int = 0, mode
         prune: skip nodes holding none of the query's names (the answer is the same).
         policy: the policy when ``query`` is text that names none.
         limits: enumeration bounds.
+        resume: where the next match may start, ``"every-start"`` or ``"after-match"``
+            (see :func:`evaluate_streams`).
     """
     q = compile_sketch_query(query, policy) if isinstance(query, str) else query
     units = cut(tree, q.names, level, membership=membership, prune=prune)
-    return evaluate_units(q, units, mode=mode, limits=limits)
+    return evaluate_units(q, units, mode=mode, limits=limits, resume=resume)
 
 
 def evaluate_units(query: SketchQuery, units: Units, *, mode: str = "intervals",
-                   limits: SketchLimits = DEFAULT_LIMITS) -> bool | SketchMatches:
+                   limits: SketchLimits = DEFAULT_LIMITS, resume: str = EVERY_START
+                   ) -> bool | SketchMatches:
     """Answer ``query`` over a sequence of units (docs/sketch.md section 4).
 
     Args:
@@ -145,17 +172,19 @@ def evaluate_units(query: SketchQuery, units: Units, *, mode: str = "intervals",
         units: the units in position order (a cut, possibly pruned).
         mode: ``"exists"`` or ``"intervals"``.
         limits: enumeration bounds.
+        resume: where the next match may start, ``"every-start"`` or ``"after-match"``
+            (see :func:`evaluate_streams`).
 
     Returns:
         A bool for ``"exists"``; the deduplicated, sorted matches for ``"intervals"``.
 
     Raises:
-        SketchArgumentError: unknown mode.
-        SketchLimitError: skip-till-any-match would create more than
-            ``limits.max_partial_matches`` partial matches in one step.
+        SketchArgumentError: unknown mode or resume.
+        SketchLimitError: skip-till-any-match (or the layouts of a strict ``AND``) would create
+            more than ``limits.max_partial_matches`` partial matches in one step.
     """
     bounds = np.array([0, len(units)], dtype=np.int64)
-    answer = evaluate_streams(query, units, bounds, mode=mode, limits=limits)
+    answer = evaluate_streams(query, units, bounds, mode=mode, limits=limits, resume=resume)
     if mode == "exists":
         return bool(answer[0])
     return answer.matches
@@ -178,8 +207,8 @@ class StreamMatches:
 
 
 def evaluate_streams(query: SketchQuery, units: Units, bounds: np.ndarray, *,
-                     mode: str = "intervals", limits: SketchLimits = DEFAULT_LIMITS
-                     ) -> np.ndarray | StreamMatches:
+                     mode: str = "intervals", limits: SketchLimits = DEFAULT_LIMITS,
+                     resume: str = EVERY_START) -> np.ndarray | StreamMatches:
     """Answer ``query`` over the units of many streams laid end to end, in one pass.
 
     Stream ``s`` owns units ``bounds[s] .. bounds[s + 1] - 1`` (in position order). A match
@@ -196,6 +225,14 @@ def evaluate_streams(query: SketchQuery, units: Units, bounds: np.ndarray, *,
             ``bounds[-1] == len(units)``); a stream may have no unit.
         mode: ``"exists"`` or ``"intervals"``.
         limits: enumeration bounds (per step, over all streams together).
+        resume: ``"every-start"`` (default): every start unit that begins a match gives its
+            matches, which may overlap. ``"after-match"``: the thesis's search (Baltus 2021,
+            sections 4.3.1, 4.3.2: the interval "is saved and the search continues starting
+            from the leaf that contains the last event"): per stream, of the sorted records,
+            the first is kept, and each next kept record is the first one whose first unit is
+            at or after the last unit of the record kept before it, and after that record's
+            first unit (a match inside one unit would otherwise be found again). Existence
+            does not change (the first match is always kept).
 
     Returns:
         ``"exists"``: a bool array, one entry per stream; ``"intervals"``: the
@@ -216,6 +253,8 @@ def evaluate_streams(query: SketchQuery, units: Units, bounds: np.ndarray, *,
     """
     if mode not in MODES:
         raise SketchArgumentError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
+    if resume not in RESUMES:
+        raise SketchArgumentError(f"resume must be one of {', '.join(RESUMES)}, not {resume!r}")
     bounds = np.asarray(bounds, dtype=np.int64)
     units, bounds = _window_units(query, units, bounds)
     evaluation = _Evaluation(query, units, limits, bounds)
@@ -224,7 +263,7 @@ def evaluate_streams(query: SketchQuery, units: Units, bounds: np.ndarray, *,
         found = np.zeros(len(bounds) - 1, dtype=bool)
         found[evaluation.stream[rows.first]] = True
         return found
-    return _matches(units, rows, query.slots, evaluation.stream)
+    return _matches(units, rows, query.slots, evaluation.stream, resume)
 
 
 def _window_units(query: SketchQuery, units: Units, bounds: np.ndarray
@@ -372,7 +411,7 @@ class _Evaluation:
             if policy == NEXT_MATCH:
                 rows, cfirst, prev_last = self.next_step(rows, comp)
             elif policy == STRICT:
-                rows, cfirst, prev_last = self.strict_step(rows, comp)
+                rows, cfirst, prev_last = self.strict_step(rows, comp, i)
             else:
                 rows, cfirst, prev_last = self.any_step(rows, comp, i)
             gap = self.q.gaps[i - 1]
@@ -461,23 +500,89 @@ class _Evaluation:
     # strict-contiguity
 
     def strict_first(self, comp: SketchComponent) -> _Rows:
-        if comp.kind == "and":
-            m = np.ones(self.n, dtype=bool)
-            for name in comp.names:
-                m &= self.u.has(name)
-            starts = np.flatnonzero(m).astype(np.int64)
-            return _Rows(starts, starts, [starts] * len(comp.names))
+        """The first component under strict-contiguity: a run starts at every unit holding it
+        (for an ``AND``, any of its names: the first unit of a layout holds at least one)."""
         starts = self.cand(comp.names)
-        return _Rows(starts, starts, [starts])
+        if comp.kind != "and":
+            return _Rows(starts, starts, [starts])
+        which, slots, last = self.strict_and(starts, comp, 0)
+        return _Rows(starts[which], last, slots)
 
-    def strict_step(self, rows: _Rows, comp: SketchComponent) -> tuple[_Rows, np.ndarray, np.ndarray]:
+    def strict_step(self, rows: _Rows, comp: SketchComponent, index: int
+                    ) -> tuple[_Rows, np.ndarray, np.ndarray]:
+        """The next component under strict-contiguity: in the unit right after the row's last
+        one (an ``AND``: a layout whose run starts there)."""
         nxt = rows.last + 1
         ok = nxt < self.end[rows.last]
+        if comp.kind == "and":
+            rows, nxt = rows.keep(ok), nxt[ok]
+            which, slots, _ = self.strict_and(nxt, comp, index)
+            return self._extend(rows.take(which), slots, np.ones(which.shape, dtype=bool))
         at = np.minimum(nxt, self.n - 1)  # rows exist, so n >= 1
         groups = _groups(comp)
         for group in groups:
             ok &= self.mask(group)[at]
         return self._extend(rows, [nxt] * len(groups), ok)
+
+    def strict_and(self, start: np.ndarray, comp: SketchComponent, index: int
+                   ) -> tuple[np.ndarray, list[np.ndarray], np.ndarray]:
+        """Every layout of an ``AND`` under strict-contiguity whose run starts at ``start``.
+
+        A layout binds each name to a unit holding it, such that the bound units are exactly
+        ``start .. start + L - 1`` for some ``L`` in ``1..n`` (a gapless run inside the
+        stream; a unit may hold several of the names). This is Baltus 2021, section 4.2,
+        case (1) ("all events occur in the Bloom filter of a single node", ``L = 1``) and case
+        (2) (the permutations as sequences over strictly contiguous nodes, ``L = n``), and the
+        mixed forms in between, where names that share a unit are case (1) inside case (2).
+
+        Names are placed one at a time at offsets ``0..n-1`` from the start, every row of every
+        start at once. A partial layout whose unused offsets below its highest used one
+        outnumber the names still to place can never become gapless, so it is dropped at once;
+        the last name leaves no gap at all.
+
+        Args:
+            start: the unit each run starts at (one entry per input row).
+            comp: the ``AND`` component.
+            index: the component's 0-based position (for the limit's message).
+
+        Returns:
+            ``(which, slots, last)``: per layout, the input row it extends, the unit bound to
+            each name (written order) and the run's last unit.
+
+        Raises:
+            SketchLimitError: more than ``limits.max_partial_matches`` partial layouts of one
+                stream after placing one name.
+        """
+        n_names = len(comp.names)
+        which = np.arange(start.shape[0], dtype=np.int64)
+        used = np.zeros(start.shape[0], dtype=np.int64)   # bit o: offset o is bound
+        count = np.zeros(start.shape[0], dtype=np.int64)  # how many offsets are bound
+        high = np.full(start.shape[0], -1, dtype=np.int64)  # the highest bound offset
+        offsets: list[np.ndarray] = []
+        for t, name in enumerate(comp.names):
+            left = n_names - t - 1  # names still to place after this one
+            has = self.u.has(name)
+            s, end = start[which], self.end[start[which]]
+            fits = []
+            for o in range(n_names):
+                at = s + o
+                fresh = ((used >> o) & 1) == 0
+                gaps = np.maximum(high, o) + 1 - (count + fresh)
+                fits.append((at < end) & has[np.minimum(at, self.n - 1)] & (gaps <= left))
+            # Row-major: the layouts of one row stay together, offsets in increasing order.
+            row, off = (x.astype(np.int64) for x in np.nonzero(np.stack(fits, axis=1)))
+            if row.shape[0]:
+                most = int(np.bincount(self.stream[start[which[row]]]).max())
+                self.check_limit(most, f"component {index + 1} ({', '.join(comp.names)})")
+            count = count[row] + (((used[row] >> off) & 1) == 0)
+            used = used[row] | (np.int64(1) << off)
+            high = np.maximum(high[row], off)
+            which = which[row]
+            offsets = [x[row] for x in offsets] + [off]
+        # The last name was placed with no name left to fill a gap, so every layout left is
+        # gapless: its bound offsets are exactly 0 .. high.
+        slots = [start[which] + x for x in offsets]
+        return which, slots, start[which] + high
 
     # skip-till-any-match
 
@@ -526,16 +631,78 @@ def _groups(comp: SketchComponent) -> list[tuple[str, ...]]:
     return [(name,) for name in comp.names] if comp.kind == "and" else [comp.names]
 
 
-def _matches(units: Units, rows: _Rows, n_slots: int, stream: np.ndarray) -> StreamMatches:
+def _matches(units: Units, rows: _Rows, n_slots: int, stream: np.ndarray,
+             resume: str = EVERY_START) -> StreamMatches:
     """Deduplicated match records of ``rows`` (unit indices into ``units``), sorted by stream
-    (``stream`` gives each unit's) and then as :class:`SketchMatches` sorts them."""
+    (``stream`` gives each unit's) and then as :class:`SketchMatches` sorts them; with
+    ``resume="after-match"`` only the chain :func:`after_match` keeps."""
     if not rows.first.shape[0]:
         empty = SketchMatches(_EMPTY, _EMPTY, _EMPTY, _EMPTY, np.zeros((0, n_slots), dtype=np.int64))
         return StreamMatches(_EMPTY, empty)
+    # The first and last unit ride along as the last two columns: within a stream they are
+    # functions of pos_start and pos_end (the units partition the positions), so they change
+    # neither the deduplication nor the order.
     table = np.column_stack([stream[rows.first], units.pos_start[rows.first], units.pos_end[rows.last],
                              units.ts_start[rows.first], units.ts_end[rows.last]]
-                            + [units.node_id[s] for s in rows.slots]).astype(np.int64)
+                            + [units.node_id[s] for s in rows.slots]
+                            + [rows.first, rows.last]).astype(np.int64)
     table = np.unique(table, axis=0)
+    if resume == AFTER_MATCH:
+        table = table[after_match(table[:, 0], table[:, -2], table[:, -1])]
     return StreamMatches(table[:, 0].copy(), SketchMatches(
         table[:, 1].copy(), table[:, 2].copy(), table[:, 3].copy(), table[:, 4].copy(),
-        table[:, 5:].copy()))
+        table[:, 5:-2].copy()))
+
+
+def after_match(stream: np.ndarray, first: np.ndarray, last: np.ndarray) -> np.ndarray:
+    """Which of the sorted records ``resume="after-match"`` keeps (see :func:`evaluate_streams`).
+
+    Records are sorted by stream, then first unit (unit indices grow with the stream). Per
+    stream the first record is kept; from a kept record the next kept one is the first record
+    whose first unit is at or after the kept one's last unit and after its first unit. Only the
+    first record of each first unit can be that one, so those are the candidates, and
+    ``next[i]`` (a ``searchsorted``) maps each candidate to its successor, always a later one.
+    The kept records are the path from each stream's first candidate: with pointer doubling
+    (``jump[k] = next`` applied ``2^k`` times) each candidate's distance to the end of its path
+    is found in ``log2`` steps, and a candidate is on its stream head's path exactly when
+    walking that many fewer steps from the head lands on it.
+
+    Example:
+        >>> # One stream; records (first, last): (0, 2) (1, 1) (2, 2) (2, 3) (3, 5) (4, 4) (5, 5)
+        >>> after_match(np.zeros(7, dtype=np.int64), np.array([0, 1, 2, 2, 3, 4, 5]),
+        ...             np.array([2, 1, 2, 3, 5, 4, 5])).tolist()
+        [True, False, True, False, True, False, True]
+    """
+    n = first.shape[0]
+    keep = np.zeros(n, dtype=bool)
+    if not n:
+        return keep
+    cand = np.flatnonzero(np.concatenate(([True], (first[1:] != first[:-1]) | (stream[1:] != stream[:-1]))))
+    f, l, st = first[cand], last[cand], stream[cand]
+    m = cand.shape[0]
+    nxt = np.searchsorted(f, np.maximum(l, f + 1), side="left").astype(np.int64)
+    # Past the last candidate or into the next stream: the path ends (sentinel m).
+    inside = np.flatnonzero(nxt < m)
+    same = np.zeros(m, dtype=bool)
+    same[inside] = st[nxt[inside]] == st[inside]
+    nxt[~same] = m
+    jump = [np.concatenate((nxt, [m]))]
+    while (1 << len(jump)) <= m:
+        jump.append(jump[-1][jump[-1]])
+    # depth[i]: steps from candidate i to the last candidate of its path.
+    depth = np.zeros(m + 1, dtype=np.int64)
+    at = np.arange(m + 1, dtype=np.int64)
+    for k in range(len(jump) - 1, -1, -1):
+        ahead = jump[k][at]
+        move = ahead != m
+        at = np.where(move, ahead, at)
+        depth += move.astype(np.int64) << k
+    head = np.flatnonzero(np.concatenate(([True], st[1:] != st[:-1])))
+    head_of = head[np.searchsorted(head, np.arange(m), side="right") - 1]
+    steps = depth[head_of] - depth[:m]
+    walk = head_of.copy()
+    reach = np.maximum(steps, 0)
+    for k in range(len(jump)):
+        walk = np.where((reach >> k) & 1 == 1, jump[k][walk], walk)
+    keep[cand[(steps >= 0) & (walk == np.arange(m))]] = True
+    return keep

@@ -20,6 +20,7 @@ CEP-SKETCH-026 an ``AND`` argument that is not a class name (nested ``SEQ``, ``O
 CEP-SKETCH-027 an ``OR`` argument that is not a class name (nested ``SEQ``, ``AND``, ``NOT``)
 CEP-SKETCH-028 ``NOT`` over something else than a class name or an ``OR`` of class names
 CEP-SKETCH-029 ``SLIDE``
+CEP-SKETCH-030 an ``AND`` of more than :data:`MAX_STRICT_AND_NAMES` names under strict-contiguity
 =============  ===============================================================================
 
 Errors without a position: CEP-SKETCH-036 (:class:`SketchArgumentError`, a bad argument such as
@@ -70,15 +71,24 @@ E_AND_ARGUMENT = "CEP-SKETCH-026"
 E_OR_ARGUMENT = "CEP-SKETCH-027"
 E_NOT_ARGUMENT = "CEP-SKETCH-028"
 E_SLIDE = "CEP-SKETCH-029"
+E_AND_ARITY = "CEP-SKETCH-030"
 E_ARGUMENT = "CEP-SKETCH-036"
 E_POLICY = "CEP-SKETCH-037"
 E_LIMIT = "CEP-SKETCH-039"
 
 _NAMES_ONLY = "a sketch keeps only the names of the events"
 
+# The most names one AND may have under strict-contiguity. There its names may lie in any order
+# over consecutive units, several names to a unit (Baltus 2021, sections 4.2 and 4.3.4: the
+# disjunction of the permutations, plus "all in a single node"), so one start unit has up to
+# Fubini(n) layouts: 1, 3, 13, 75, 541, 4683 for n = 1..6, 47293 for 7. Six is also the
+# largest AND the exact matcher expands into permutations (6! = 720, under its limit of 1024).
+# The other policies bind each name on its own (linear in n) and need no such bound.
+MAX_STRICT_AND_NAMES = 6
+
 
 class UnsupportedSketchPatternError(PatternSemanticError):
-    """The pattern is valid but uses a construct a sketch cannot answer (CEP-SKETCH-020..029).
+    """The pattern is valid but uses a construct a sketch cannot answer (CEP-SKETCH-020..030).
 
     Carries ``code``, ``line``, ``column`` and ``snippet`` like every ``PatternError``.
 
@@ -232,7 +242,9 @@ def compile_sketch_query(text: str | Query, policy: str | None = None) -> Sketch
 
     Raises:
         PatternError: the text does not parse (``CEP-PAT-...``).
-        UnsupportedSketchPatternError: a construct a sketch cannot answer (``CEP-SKETCH-020..029``).
+        UnsupportedSketchPatternError: a construct a sketch cannot answer (``CEP-SKETCH-020..029``),
+            or an ``AND`` of more than :data:`MAX_STRICT_AND_NAMES` names under
+            strict-contiguity (``CEP-SKETCH-030``).
         SketchArgumentError, SketchPolicyError: an unknown or conflicting policy.
 
     Example:
@@ -254,6 +266,8 @@ def compile_sketch_query(text: str | Query, policy: str | None = None) -> Sketch
             continue
         components.append(_component(part))
         negated.append([])
+    if chosen == STRICT:
+        _check_strict_and(source, components)
     gaps = tuple(tuple(dict.fromkeys(g)) for g in negated[1:-1])
     trailing = tuple(dict.fromkeys(negated[-1]))
     # The parser already rejects NOT first (CEP-PAT-205) and NOT last without WITHIN (CEP-PAT-206).
@@ -286,6 +300,23 @@ def _component(node: ast.PatternNode) -> SketchComponent:
         return SketchComponent("or", tuple(dict.fromkeys(_event_names(node))), node.span)
     assert isinstance(node, ast.And)
     return SketchComponent("and", tuple(p.cls for p in node.parts), node.span)  # type: ignore[union-attr]
+
+
+def _check_strict_and(source: str, components: list[SketchComponent]) -> None:
+    """Refuse an ``AND`` with more than :data:`MAX_STRICT_AND_NAMES` names under strict-contiguity.
+
+    Raises:
+        UnsupportedSketchPatternError: CEP-SKETCH-030, pointing at the first such ``AND``.
+    """
+    for comp in components:
+        if comp.kind == "and" and len(comp.names) > MAX_STRICT_AND_NAMES:
+            raise UnsupportedSketchPatternError(
+                E_AND_ARITY,
+                f"a sketch answers an AND of at most {MAX_STRICT_AND_NAMES} names under "
+                f"strict-contiguity, this one has {len(comp.names)}: its names may lie over "
+                "consecutive units in any order, which is up to 4683 layouts per start unit for "
+                "6 names and 47293 for 7; use fewer names or skip-till-next-match",
+                source, comp.span[0], comp.span[1])
 
 
 def _event_names(node: ast.PatternNode) -> list[str]:

@@ -91,7 +91,7 @@ def sketches(spark, settings) -> dict[str, Any]:
 
 
 def call(pattern: str, policy: str | None = None, mode: str | None = None, level: int | None = None,
-         table: str = "TABLE(ams_nodes)") -> str:
+         table: str = "TABLE(ams_nodes)", resume: str | None = None) -> str:
     """The SQL text of one approx_match_seq call (named arguments, the table last)."""
     args = [f"pattern => {sql_string(pattern)}"]
     if policy is not None:
@@ -100,6 +100,8 @@ def call(pattern: str, policy: str | None = None, mode: str | None = None, level
         args.append(f"mode => {sql_string(mode)}")
     if level is not None:
         args.append(f"level => {level}")
+    if resume is not None:
+        args.append(f"resume => {sql_string(resume)}")
     args.append(f"sketch => {table}")
     return f"approx_match_seq({', '.join(args)})"
 
@@ -165,6 +167,37 @@ def test_exists_equals_cep_and_has_no_false_negatives(spark, sketches, policy: s
             assert got[(i, stream)] is evaluate_sketch(q, tree, level=level, mode="exists")
             if not q.negated_names:
                 assert got[(i, stream)] >= bool(twin_oracle(q, tree, level))
+
+
+def test_strict_and_across_units_and_resume_after_match(spark, sketches) -> None:
+    # Issue 23, in one statement: a strict AND whose names lie in neighbouring units (Baltus
+    # 2021, section 4.2, case (2)), and resume => 'after-match' (sections 4.3.1, 4.3.2).
+    calls = [("PATTERN AND(A, B, C)", "strict-contiguity", None),
+             ("PATTERN A; B", "skip-till-next-match", "after-match"),
+             ("PATTERN A; AND(B, C)", "strict-contiguity", "after-match")]
+    sql = " UNION ALL ".join(
+        f"SELECT {i} AS q, stream, match_id, pos_start, pos_end, unix_micros(ts_start) AS t0, "
+        f"unix_micros(ts_end) AS t1, node_ids FROM {call(p, policy, 'intervals', resume=resume)}"
+        for i, (p, policy, resume) in enumerate(calls))
+    got: dict[tuple[int, str], list] = {}
+    for r in sorted(spark.sql(sql).collect(), key=lambda r: (r.q, r.stream, r.match_id)):
+        got.setdefault((r.q, r.stream), []).append((r.pos_start, r.pos_end, r.t0, r.t1, tuple(r.node_ids)))
+    for i, (pattern, policy, resume) in enumerate(calls):
+        q = compile_sketch_query(pattern, policy)
+        for stream, tree in sketches["full"].items():
+            expected = records(evaluate_sketch(q, tree, resume=resume or "every-start"))
+            assert got.get((i, stream), []) == expected, (pattern, stream)
+    # The data shows what is new: AND records over more than one unit, which the twin (exact
+    # sets) finds too; and overlapping skip-till-next matches that after-match drops.
+    across = [(s, rec) for (i, s), recs in got.items() if i == 0 for rec in recs if len(set(rec[4])) > 1]
+    assert across
+    for stream, rec in across:
+        assert rec in twin_oracle(compile_sketch_query(calls[0][0], calls[0][1]),
+                                  sketches["full"][stream], 0)
+    assert any(len(got.get((1, s), [])) < len(evaluate_sketch("PATTERN A; B", t))
+               for s, t in sketches["full"].items())
+    message = sql_error(spark, f"SELECT * FROM {call('PATTERN A; B', resume='after')}")
+    assert "CEP-SQL-020: argument resume: expected one of 'every-start', 'after-match'" in message
 
 
 def test_the_data_has_bloom_false_positives(sketches) -> None:
@@ -373,12 +406,13 @@ def test_a_task_answers_streams_of_two_configurations_as_each_alone(mode: str) -
     streams = random_streams(7)
     tables = [tree_to_arrow(s, SketchTree.build(names, ts, CONFIG if i % 2 else other))
               for i, (s, (names, ts)) in enumerate(streams.items())]
-    plan = check_arguments("PATTERN A; B", None, mode, 0)
-    together = answer_table(plan, selected(pa.concat_tables(tables))).to_pylist()
-    alone = [row for t in tables for row in answer_table(plan, selected(t)).to_pylist()]
-    assert sorted(together, key=str) == sorted(alone, key=str)
-    if mode == "exists":
-        assert len(together) == len(streams), together
+    for resume in ("every-start", "after-match"):
+        plan = check_arguments("PATTERN A; B", None, mode, 0, resume)
+        together = answer_table(plan, selected(pa.concat_tables(tables))).to_pylist()
+        alone = [row for t in tables for row in answer_table(plan, selected(t)).to_pylist()]
+        assert sorted(together, key=str) == sorted(alone, key=str)
+        if mode == "exists":
+            assert len(together) == len(streams), together
 
 
 def test_sketch_stats_of_all_streams_at_once_equal_one_at_a_time() -> None:

@@ -44,9 +44,12 @@ VECTORS = [
     ("PATTERN SEQ(A, OR(B, C))", STRICT, [(0, 3, 0, 30, (0, 1)), (4, 7, 40, 70, (2, 3))]),
     ("PATTERN SEQ(A, OR(B, C))", ANY, [(0, 3, 0, 30, (0, 1)), (0, 5, 0, 50, (0, 2)), (0, 7, 0, 70, (0, 3)),
                                        (0, 9, 0, 90, (0, 4)), (4, 7, 40, 70, (2, 3)), (4, 9, 40, 90, (2, 4))]),
-    # SEQ(A, AND(B, C)): B and C each in their first unit after A; strict: both in the next unit.
+    # SEQ(A, AND(B, C)): B and C each in their first unit after A. Strict: B and C over a gapless
+    # run of units starting right after A, any order, sharing allowed: after L0, B in L1 and C in
+    # L2; after L2, both in L3, or C in L3 and B in L4 (L4 holds no C, so not B in L3, C in L4).
     ("PATTERN SEQ(A, AND(B, C))", NEXT, [(0, 5, 0, 50, (0, 1, 2)), (4, 7, 40, 70, (2, 3, 3))]),
-    ("PATTERN SEQ(A, AND(B, C))", STRICT, [(4, 7, 40, 70, (2, 3, 3))]),
+    ("PATTERN SEQ(A, AND(B, C))", STRICT, [(0, 5, 0, 50, (0, 1, 2)), (4, 7, 40, 70, (2, 3, 3)),
+                                           (4, 9, 40, 90, (2, 4, 3))]),
     ("PATTERN SEQ(A, AND(B, C))", ANY, [(0, 5, 0, 50, (0, 1, 2)), (0, 7, 0, 70, (0, 1, 3)),
                                         (0, 7, 0, 70, (0, 3, 2)), (0, 7, 0, 70, (0, 3, 3)),
                                         (0, 9, 0, 90, (0, 4, 2)), (0, 9, 0, 90, (0, 4, 3)),
@@ -55,9 +58,11 @@ VECTORS = [
     ("PATTERN SEQ(A, NOT(B), C)", NEXT, [(4, 7, 40, 70, (2, 3))]),
     ("PATTERN SEQ(A, NOT(B), C)", STRICT, [(4, 7, 40, 70, (2, 3))]),
     ("PATTERN SEQ(A, NOT(B), C)", ANY, [(4, 7, 40, 70, (2, 3))]),
-    # AND alone: a run starts at every unit holding B or C; strict: both names in one unit.
+    # AND alone: a run starts at every unit holding B or C. Strict: both in one unit (L3), or
+    # one in a unit and the other in the next: B L1 + C L2, C L2 + B L3, C L3 + B L4.
     ("PATTERN AND(B, C)", NEXT, [(2, 5, 20, 50, (1, 2)), (4, 7, 40, 70, (3, 2)), (6, 7, 60, 70, (3, 3))]),
-    ("PATTERN AND(B, C)", STRICT, [(6, 7, 60, 70, (3, 3))]),
+    ("PATTERN AND(B, C)", STRICT, [(2, 5, 20, 50, (1, 2)), (4, 7, 40, 70, (3, 2)), (6, 7, 60, 70, (3, 3)),
+                                   (6, 9, 60, 90, (4, 3))]),
     ("PATTERN AND(B, C)", ANY, [(2, 5, 20, 50, (1, 2)), (2, 7, 20, 70, (1, 3)), (4, 7, 40, 70, (3, 2)),
                                 (4, 9, 40, 90, (4, 2)), (6, 7, 60, 70, (3, 3)), (6, 9, 60, 90, (4, 3))]),
     # WITHIN (half-open): ts_start(last unit) - ts_end(first unit) < w; L0 -> L2 is 40 - 10 = 30.
