@@ -64,7 +64,7 @@ TARGET = 100_000
 
 def measure_ours(n: int, window: int, overlap: str, repeats: int = 2) -> dict[str, Any]:
     """One row: ``match_prob`` stages on ``n`` synthetic time points, best CPU time of ``repeats``."""
-    stream = synthetic_pstream(n, seed=SEED)
+    stream = synthetic_pstream(n, seed=SEED, noise="split")
     pattern = compile_prob(PATTERN)
     best: dict[str, float] = {}
     for _ in range(repeats):
@@ -115,7 +115,7 @@ def naive_group_probability(pattern: ProbPattern, masses: np.ndarray, window: in
 
 def measure_naive(window: int, overlap: str, n: int = NAIVE_N, cap: int = NAIVE_CAP) -> dict[str, Any]:
     """The naive row on the first ``n`` time points, checked against the transducer."""
-    stream = synthetic_pstream(n, seed=SEED)
+    stream = synthetic_pstream(n, seed=SEED, noise="split")
     pattern = compile_prob(PATTERN)
     matches = find_matches(pattern, stream, window=window, threshold=THRESHOLD)
     groups = group_matches(matches, overlap, window)
@@ -147,7 +147,7 @@ def measure_naive(window: int, overlap: str, n: int = NAIVE_N, cap: int = NAIVE_
 
 def measure_naive_windows(window: int, n: int = WINDOW_N, cap: int = WINDOW_CAP) -> dict[str, Any]:
     """Naive and transducer P(match inside each sliding window of ``window`` time points)."""
-    stream = synthetic_pstream(n + window - 1, seed=SEED)
+    stream = synthetic_pstream(n + window - 1, seed=SEED, noise="split")
     pattern = compile_prob(PATTERN)
     tr = cached_transducer(pattern, window)
     starts = np.arange(n, dtype=np.int64)

@@ -48,7 +48,7 @@ def long_rows(streams: int, per_stream: int) -> list[tuple[str, int, str, float]
     """The long layout ``(stream, t, value, p)`` of ``streams`` synthetic streams."""
     rows = []
     for s in range(streams):
-        cols = long_columns(synthetic_pstream(per_stream, seed=s))
+        cols = long_columns(synthetic_pstream(per_stream, seed=s, noise="split"))
         rows += [(f"s{s:02d}", int(t), str(v), float(p))
                  for t, v, p in zip(cols["t"].tolist(), cols["value"].tolist(), cols["p"].tolist())]
     return rows
@@ -58,7 +58,7 @@ def core_groups(streams: int, per_stream: int) -> tuple[int, float]:
     """Groups found by the core over all streams, and its CPU seconds."""
     found, seconds = 0, 0.0
     for s in range(streams):
-        stream = synthetic_pstream(per_stream, seed=s)
+        stream = synthetic_pstream(per_stream, seed=s, noise="split")
         c0 = time.process_time()
         found += len(match_prob(PATTERN, stream, window=10, threshold=0.01))
         seconds += time.process_time() - c0

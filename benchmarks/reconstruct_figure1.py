@@ -16,8 +16,12 @@ are multiples of 0.1 for one producing all five numbers:
 
 It prints the solutions: four streams. Two number the matches as DESIGN.md lists them when
 matches are ordered by (start, end): m1..m4 = [1,3], [1,6], [2,5], [4,6]; the other two are
-their mirror images (0.09 on [1,3] and 0.07 on [4,6]). docs/prob.md section 6 shows one,
-tests/cep/prob/test_figure1.py checks the two in DESIGN.md's order. About 10 s.
+their mirror images (0.09 on [1,3] and 0.07 on [4,6]). About 10 s.
+
+Historical: the paper's text is now available (``../shared/seeds/002_cc1ed863d7a1915b.txt``) and
+prints the stream in Fig. 1 (t3 = a 0.1, b 0.8, c 0.1; t4 = a 0.1, b 0.7, c 0.2); it is one of
+the two solutions in DESIGN.md's order. Fig. 9's state vectors, which this search does not use,
+tell the two apart. docs/prob.md and tests/cep/prob/test_figure1.py use the printed stream.
 
 Run from the project root::
 

@@ -237,8 +237,8 @@ def _trends(spark: "SparkSession", settings: Settings) -> None:
 FIGURE_1_VIEW = (
     "CREATE OR REPLACE TEMPORARY VIEW figure_1 AS SELECT * FROM VALUES\n"
     "  ('fig1', 1, 'a', 1.0), ('fig1', 2, 'a', 0.3), ('fig1', 2, 'b', 0.7),\n"
-    "  ('fig1', 3, 'a', 0.2), ('fig1', 3, 'b', 0.7), ('fig1', 3, 'c', 0.1),\n"
-    "  ('fig1', 4, 'a', 0.1), ('fig1', 4, 'b', 0.8), ('fig1', 4, 'c', 0.1),\n"
+    "  ('fig1', 3, 'a', 0.1), ('fig1', 3, 'b', 0.8), ('fig1', 3, 'c', 0.1),\n"
+    "  ('fig1', 4, 'a', 0.1), ('fig1', 4, 'b', 0.7), ('fig1', 4, 'c', 0.2),\n"
     "  ('fig1', 5, 'b', 0.9), ('fig1', 5, 'c', 0.1), ('fig1', 6, 'c', 1.0) AS v(stream, t, value, p)")
 
 PROB_QUERIES: tuple[tuple[str, str], ...] = (

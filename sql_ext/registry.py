@@ -72,7 +72,8 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
     FunctionSpec(
         "cet_trends",
         "cet_trends(pattern STRING, [key_col STRING,] events TABLE; named: output STRING, "
-        "max_trends BIGINT, ts_col STRING, id_col STRING, type_col STRING, window_col STRING)",
+        "max_trends BIGINT, ts_col STRING, id_col STRING, type_col STRING, window_col STRING, "
+        "completeness STRING)",
         "output 'trends' (default): <key_col>, window_start, window_end, trend_id BIGINT, "
         "length INT, first_ts, last_ts, event_ids ARRAY<BIGINT>; output 'count': <key_col>, "
         "window_start, window_end, n_trends DECIMAL(38,0)",
@@ -83,7 +84,7 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
         "match_prob",
         "match_prob(pattern STRING, [key_col STRING,] pstream TABLE; named: overlap STRING, "
         "threshold DOUBLE, window INT, output STRING, t_col STRING, value_col STRING, "
-        "p_col STRING, probs_col STRING, tolerance DOUBLE)",
+        "p_col STRING, probs_col STRING, tolerance DOUBLE, transducer_mode STRING)",
         "output 'groups' (default): <key_col>, t_start BIGINT, t_end BIGINT, "
         "probability DOUBLE, n_matches BIGINT, core_start BIGINT, core_end BIGINT; output "
         "'matches': <key_col>, match_id BIGINT, t_start BIGINT, t_end BIGINT, "
@@ -94,7 +95,7 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
         "predict_match",
         "predict_match(subscription STRING, [key_col STRING,] events TABLE; named: "
         "lookahead INT, threshold DOUBLE, model BINARY, output STRING, combine STRING, "
-        "smoothing DOUBLE, ts_col STRING, id_col STRING, type_col STRING)",
+        "smoothing DOUBLE, ts_col STRING, id_col STRING, type_col STRING, definition STRING)",
         "output 'keys' (default): <key_col>, instance STRING, state STRING, progress INT, "
         "probability DOUBLE, p_exact DOUBLE, matched BOOLEAN, matches BIGINT, events BIGINT, "
         "last_ts <ts type>; output 'events': <key_col>, instance STRING, id <id type>, "

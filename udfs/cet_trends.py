@@ -34,6 +34,10 @@ Decisions (docs/trends.md, "In SQL"):
   ``WITHIN``/``SLIDE`` do not cut.
 * ``max_trends`` (default 1,000,000) bounds the trends of one key; more is ``CEP-TREND-020``
   before any trend is enumerated, with the advice to ask for ``output => 'count'``.
+* ``completeness`` (default ``'ends'``): which of the paper's two definitions of a complete
+  trend to answer: ``'ends'`` (no event can be added at either end, section 3) or
+  ``'maximal'`` (not a sub-sequence of any other trend, section 1); docs/trends.md, "Paper vs
+  ours". Another value is ``CEP-SQL-030``.
 """
 
 from __future__ import annotations
@@ -49,7 +53,7 @@ from udfs.shell import (PlannedResult, TableFunction, bind_call, planned, quote 
 
 OUTPUTS = ("trends", "count")
 MAX_DECIMAL = 10 ** 38 - 1
-OPTIONS = ("output", "max_trends", "ts_col", "id_col", "type_col", "window_col")
+OPTIONS = ("output", "max_trends", "ts_col", "id_col", "type_col", "window_col", "completeness")
 # Buckets of the key: the keys of a bucket are answered in one task, each on its own.
 KEY_BUCKETS = 16
 
@@ -81,6 +85,7 @@ class TrendCallPlan:
     windowed: bool
     pushed: bool = False  # class test and filters computed by Spark as the column __keep
     given_windows: bool = False  # windows from window_col (Spark's window()), not cut here
+    completeness: str = "ends"  # 'ends' (section 3) or 'maximal' (line 43)
 
 
 def _constant(arg: Any, name: str, *, required: bool = False) -> Any:
@@ -99,6 +104,26 @@ def _string(arg: Any, name: str) -> str | None:
     if value is not None and not isinstance(value, str):
         raise CetTrendsArgumentError(f"argument {name}: expected a string, found {value!r}")
     return value
+
+
+def check_completeness_argument(value: Any) -> str:
+    """``completeness`` after its check (default ``'ends'``).
+
+    Example:
+        >>> check_completeness_argument(None), check_completeness_argument("maximal")
+        ('ends', 'maximal')
+        >>> check_completeness_argument("longest")
+        Traceback (most recent call last):
+        ...
+        udfs.cet_trends.CetTrendsArgumentError: CEP-SQL-030: argument completeness: expected one of 'ends', 'maximal', found 'longest'
+    """
+    from cep.trends import COMPLETENESS, DEFAULT_COMPLETENESS
+
+    value = DEFAULT_COMPLETENESS if value is None else value
+    if value not in COMPLETENESS:
+        raise CetTrendsArgumentError(f"argument completeness: expected one of "
+                                     f"{', '.join(map(repr, COMPLETENESS))}, found {value!r}")
+    return str(value)
 
 
 def _field(fields: dict[str, Any], name: str, role: str) -> Any:
@@ -146,7 +171,8 @@ def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
     call = bind_call("cet_trends", args, kwargs, leading=("pattern",), table="events",
                      keyed=True, options=OPTIONS, error=CetTrendsArgumentError)
     pattern, key_col, events = call.get("pattern"), call.get("key_col"), call.get("events")
-    output, max_trends, ts_col, id_col, type_col, window_col = (call.get(n) for n in OPTIONS)
+    output, max_trends, ts_col, id_col, type_col, window_col, completeness = (
+        call.get(n) for n in OPTIONS)
     text = _constant(pattern, "pattern", required=True)
     if not isinstance(text, str):
         raise CetTrendsArgumentError(f"argument pattern: expected a string, found {text!r}")
@@ -154,6 +180,7 @@ def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
         raise CetTrendsArgumentError("argument events must be a TABLE(...) argument")
     out_kind, limit = check_arguments(_constant(output, "output"), _constant(max_trends,
                                                                              "max_trends"))
+    complete = check_completeness_argument(_constant(completeness, "completeness"))
     fields = {f.name.lower(): f for f in events.dataType.fields}
     ts_f = _field(fields, _string(ts_col, "ts_col") or "ts", "ts_col")
     id_f = _field(fields, _string(id_col, "id_col") or "id", "id_col")
@@ -229,7 +256,7 @@ def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
     plan = TrendCallPlan(text, out_kind, limit, ts_kind, attributes, type_f is not None,
                          key_f.name if key_f is not None else None,
                          query.within is not None or window_f is not None,
-                         keep is not None, window_f is not None)
+                         keep is not None, window_f is not None, complete)
     if not partition_by:
         return PlannedResult(schema=StructType(out), withSinglePartition=True, select=select,
                              plan=plan)
@@ -385,7 +412,8 @@ def answer_table(plan: TrendCallPlan, table: Any) -> Any:
 
         if plan.output == "count":
             for start, n in sorted(window_counts(query, k_ts, k_attrs, types=k_types,
-                                                 tiebreak=k_ids).items()):
+                                                 tiebreak=k_ids,
+                                                 completeness=plan.completeness).items()):
                 if n > MAX_DECIMAL:
                     name = None if keys is None else keys[key].as_py()
                     raise TrendCountOverflowError(
@@ -398,7 +426,7 @@ def answer_table(plan: TrendCallPlan, table: Any) -> Any:
                 out["n_trends"].append(Decimal(n))
             continue
         trends = window_trends(query, k_ts, k_attrs, types=k_types, tiebreak=k_ids,
-                               max_trends=plan.max_trends)
+                               max_trends=plan.max_trends, completeness=plan.completeness)
         trend_id, last_start = 0, object()
         for start, rows_ in trends:
             trend_id = trend_id + 1 if start == last_start else 1

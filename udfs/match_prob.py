@@ -8,6 +8,8 @@ Arrow batches on the executors::
     SELECT * FROM match_prob(pattern => 'PATTERN a, b+, c', overlap => 'complete',
                              threshold => 0.01, window => 6, output => 'matches',
                              key_col => 'sensor', pstream => TABLE(readings))
+    SELECT * FROM match_prob('PATTERN a, b+, c', TABLE(readings), window => 6,
+                             transducer_mode => 'paper')
 
 The table holds one or more probabilistic streams (docs/sql.md, ``match_prob``), one per value
 of ``key_col`` (default ``stream``), in one of two layouts, chosen in ``analyze`` from its
@@ -19,9 +21,10 @@ columns:
   STRING, ``p_col`` numeric).
 
 ``analyze`` compiles the pattern (:func:`cep.prob.compile_prob`: errors with code, line,
-column and caret), checks ``overlap``, ``output``, ``threshold`` and ``window`` with the core's
-own checks (``CEP-PROB-011``; a window missing from both the argument and the pattern is an
-error before any task runs), checks the columns and the adapter's own arguments
+column and caret), checks ``overlap``, ``output``, ``threshold``, ``window`` and
+``transducer_mode`` (``'window'``, the default, or ``'paper'``: the paper's transducer without
+window, :data:`cep.prob.answer.MODES`) with the core's own checks (``CEP-PROB-011``; a window
+missing from both the argument and the pattern is an error before any task runs), checks the columns and the adapter's own arguments
 (``CEP-SQL-040``, naming what was expected and the columns found), asks Spark for the rows of
 each stream together (``KEY_BUCKETS`` buckets of the key's hash, so the call carries no
 ``PARTITION BY``) and for just the columns it reads (DECIMAL / FLOAT probabilities cast to
@@ -86,6 +89,7 @@ class ProbCallPlan:
     layout: str  # "long" or "wide"
     tolerance: float
     key: str = "stream"  # the key column's name (the output column's name)
+    transducer_mode: str = "window"  # "window" or "paper" (cep.prob.answer.MODES)
 
 
 def _constant(arg: Any, name: str) -> Any:
@@ -167,19 +171,23 @@ def _is_prob_map(data_type: Any) -> bool:
 
 
 def check_arguments(pattern: Any, overlap: Any = None, threshold: Any = None,
-                    window: Any = None, output: Any = None, tolerance: Any = None) -> ProbCallPlan:
+                    window: Any = None, output: Any = None, tolerance: Any = None,
+                    transducer_mode: Any = None) -> ProbCallPlan:
     """The plan of a call from its plain argument values (NULL: the default), layout ``long``.
 
     The pattern is compiled (errors with code, line, column and caret), ``overlap``,
-    ``output``, ``threshold`` and ``window`` are checked by the core (``CEP-PROB-011``), the
-    tolerance here (``CEP-SQL-040``). ``match_prob`` calls it in ``analyze``.
+    ``output``, ``threshold``, ``window`` and ``transducer_mode`` are checked by the core
+    (``CEP-PROB-011``), the tolerance here (``CEP-SQL-040``). ``match_prob`` calls it in
+    ``analyze``.
 
     Example:
         >>> check_arguments("PATTERN a, b+, c WITHIN 6 EVENTS", "COMPLETE", 0.01)
-        ProbCallPlan(pattern='PATTERN a, b+, c WITHIN 6 EVENTS', overlap='complete', threshold=0.01, window=6, output='groups', layout='long', tolerance=1e-06, key='stream')
+        ProbCallPlan(pattern='PATTERN a, b+, c WITHIN 6 EVENTS', overlap='complete', threshold=0.01, window=6, output='groups', layout='long', tolerance=1e-06, key='stream', transducer_mode='window')
+        >>> check_arguments("PATTERN a, b+, c", window=6, transducer_mode="Paper").transducer_mode
+        'paper'
     """
     from cep.prob import resolve_window
-    from cep.prob.answer import OUTPUTS, OVERLAPS, check_choice
+    from cep.prob.answer import MODES, OUTPUTS, OVERLAPS, check_choice
     from cep.prob.matches import check_threshold
 
     if pattern is None:
@@ -192,12 +200,14 @@ def check_arguments(pattern: Any, overlap: Any = None, threshold: Any = None,
     threshold = _number(threshold)
     threshold = check_threshold(0.0 if threshold is None else threshold)
     window = resolve_window(compiled, window)
+    mode = check_choice("transducer_mode", "window" if transducer_mode is None else transducer_mode,
+                        MODES)
     return ProbCallPlan(pattern, overlap, threshold, window, output, "long",
-                        check_tolerance(tolerance))
+                        check_tolerance(tolerance), transducer_mode=mode)
 
 
 OPTIONS = ("overlap", "threshold", "window", "output", "t_col", "value_col", "p_col",
-           "probs_col", "tolerance")
+           "probs_col", "tolerance", "transducer_mode")
 
 
 def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
@@ -209,13 +219,14 @@ def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
     call = bind_call("match_prob", args, kwargs, leading=("pattern",), table="pstream",
                      keyed=True, options=OPTIONS, error=MatchProbArgumentError)
     pattern, key_col, pstream = call.get("pattern"), call.get("key_col"), call.get("pstream")
-    overlap, threshold, window, output, t_col, value_col, p_col, probs_col, tolerance = (
-        call.get(n) for n in OPTIONS)
+    (overlap, threshold, window, output, t_col, value_col, p_col, probs_col, tolerance,
+     transducer_mode) = (call.get(n) for n in OPTIONS)
     if pstream is None or not pstream.isTable:
         raise MatchProbArgumentError("argument pstream must be a TABLE(...) argument")
     plan = check_arguments(_constant(pattern, "pattern"), _constant(overlap, "overlap"),
                            _constant(threshold, "threshold"), _constant(window, "window"),
-                           _constant(output, "output"), _constant(tolerance, "tolerance"))
+                           _constant(output, "output"), _constant(tolerance, "tolerance"),
+                           _constant(transducer_mode, "transducer_mode"))
     names = column_names(key_col=_constant(key_col, "key_col"),
                          t_col=_constant(t_col, "t_col"),
                          value_col=_constant(value_col, "value_col"),
@@ -282,7 +293,8 @@ def answer_rows(plan: ProbCallPlan, stream: Any) -> list[Any]:
     from cep.prob import match_prob
 
     return match_prob(_compiled(plan.pattern), stream, overlap=plan.overlap,
-                      threshold=plan.threshold, window=plan.window, output=plan.output)
+                      threshold=plan.threshold, window=plan.window, output=plan.output,
+                      transducer_mode=plan.transducer_mode)
 
 
 class MatchProb(TableFunction):
@@ -419,11 +431,12 @@ def answer_table(plan: ProbCallPlan, table: Any) -> Any:
 def answer_groups(plan: ProbCallPlan, stream: Any) -> dict[str, Any]:
     """The groups of one built stream under ``plan``, as columns (``group_columns``)."""
     from cep.prob import group_columns, resolve_window
-    from cep.prob.answer import OVERLAPS, check_choice
+    from cep.prob.answer import MODES, OVERLAPS, check_choice
 
     pattern = _compiled(plan.pattern)
     return group_columns(pattern, stream, check_choice("overlap", plan.overlap, OVERLAPS),
-                         plan.threshold, resolve_window(pattern, plan.window))
+                         plan.threshold, resolve_window(pattern, plan.window),
+                         transducer_mode=check_choice("transducer_mode", plan.transducer_mode, MODES))
 
 
 def _group_output(plan: ProbCallPlan, keys: Any, parts: list[dict[str, Any]]) -> Any:

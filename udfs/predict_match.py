@@ -13,8 +13,11 @@ and Jacobsen, DEBS 2010)::
 
 ``analyze`` compiles the subscription (:func:`cep.predict.compile_subscription`: ``CEP-PAT-...``
 and ``CEP-PRED-001`` .. ``003`` with line, column and caret), checks ``lookahead``,
-``threshold``, ``output``, ``combine`` and ``smoothing`` with the core's
-:func:`cep.predict.check_arguments` (``CEP-PRED-011``), resolves the columns (``CEP-SQL-050``
+``threshold``, ``output``, ``combine``, ``smoothing`` and ``definition`` with the core's
+:func:`cep.predict.check_arguments` and :func:`cep.predict.answer.check_definition`
+(``CEP-PRED-011``; ``definition => 'first_passage'`` is ours and the default, ``'paper'`` the
+paper's ``alpha(n) = P^n[i, F]`` and ``beta(n) = alpha(1) + ... + alpha(n)`` trained as its line
+387, docs/predict.md "Paper vs ours"), resolves the columns (``CEP-SQL-050``
 for a missing column, a column of the wrong type or an argument that is not a constant;
 ``CEP-PAT-203`` with a caret for an attribute the table does not have) and asks Spark for just
 the columns the subscription reads: the timestamp (TIMESTAMP, TIMESTAMP_NTZ and DATE as UTC
@@ -59,7 +62,7 @@ from udfs.shell import (PlannedResult, TableFunction, bind_call, keyed, planned,
 # Buckets of the key_col form (as match_seq): one task answers many keys, each on its own.
 KEY_BUCKETS = 64
 OPTIONS = ("lookahead", "threshold", "model", "output", "combine", "smoothing", "ts_col",
-           "id_col", "type_col")
+           "id_col", "type_col", "definition")
 
 
 class PredictMatchArgumentError(CepError):
@@ -83,6 +86,7 @@ class PredictCallPlan:
         attributes: lower-cased attribute names of ``__a0, __a1, ...``.
         model_given: the ``model`` argument was passed (and is not a NULL literal).
         model_blob: the blob when ``model`` is a constant (checked in ``analyze``).
+        definition: ``'first_passage'`` (ours) or ``'paper'`` (:data:`cep.predict.answer.DEFINITIONS`).
     """
 
     subscription: str
@@ -98,6 +102,7 @@ class PredictCallPlan:
     attributes: tuple[str, ...]
     model_given: bool = False
     model_blob: bytes | None = None
+    definition: str = "first_passage"
 
 
 def output_fields(output: str, key: str | None, id_type: str, ts_type: str) -> list[str]:
@@ -237,7 +242,7 @@ def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
     call = bind_call("predict_match", args, kwargs, leading=("subscription",), table="events",
                      keyed=True, options=OPTIONS, error=PredictMatchArgumentError)
     subscription, key_col, events = (call.get(n) for n in ("subscription", "key_col", "events"))
-    lookahead, threshold, model, output, combine, smoothing, ts_col, id_col, type_col = (
+    lookahead, threshold, model, output, combine, smoothing, ts_col, id_col, type_col, definition = (
         call.get(n) for n in OPTIONS)
     if events is None or not events.isTable:
         raise PredictMatchArgumentError("argument events must be a TABLE(...) argument")
@@ -245,6 +250,9 @@ def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
         _constant(subscription, "subscription"), _constant(lookahead, "lookahead"),
         _constant(threshold, "threshold"), _constant(output, "output"),
         _constant(combine, "combine"), _constant(smoothing, "smoothing"))
+    from cep.predict.answer import check_definition
+
+    definition_checked = check_definition(_constant(definition, "definition"))
     fields = {f.name.lower(): f for f in events.dataType.fields}
     ts_f = _field(fields, _string(ts_col, "ts_col") or "ts", "ts_col")
     id_name = _string(id_col, "id_col")
@@ -315,7 +323,7 @@ def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
         schema.insert(0, StructField(key_f.name, key_f.dataType))
     key = key_f.name if key_f is not None else None
     plan = PredictCallPlan(text, look, theta, out_kind, comb, smooth, ts_kind, id_f is not None,
-                           needs_type, key, tuple(attributes), model_given, blob)
+                           needs_type, key, tuple(attributes), model_given, blob, definition_checked)
     return keyed(StructType(schema), select, plan, key, KEY_BUCKETS)
 
 
@@ -415,7 +423,8 @@ def answer_partition(plan: PredictCallPlan, model: Any, ts: Any, ids: Any, types
     types = None if types is None else types[order]
     attrs = {name: values[order] for name, values in attrs.items()}
     common = dict(lookahead=plan.lookahead, threshold=plan.threshold, output=plan.output,
-                  combine=plan.combine, smoothing=plan.smoothing, model=model)
+                  combine=plan.combine, smoothing=plan.smoothing, model=model,
+                  definition=plan.definition)
     if codes is None or model is not None:
         ev = Events.from_columns(ts=ts, keys=None if codes is None else codes[order], ids=ids,
                                  types=types, attrs=attrs)

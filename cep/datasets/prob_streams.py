@@ -1,24 +1,27 @@
-"""Seeded synthetic probabilistic streams (our reading of Sugiura et al., DASFAA 2015, section 6).
+"""Seeded synthetic probabilistic streams (Sugiura et al., DASFAA 2015, section 6).
 
-The paper evaluates its matcher on synthetic probabilistic streams over the domain
-``{a, b, c, d}`` with noise in ``[0, 0.1]``. The paper's text is not available to us, so the
-generator below is our reading of that description (docs/prob-data.md says the same):
+The paper (section 6) generates a certain stream of 10,000 values from ``V = {a, b, c, d}``
+and, at every time point, "randomly choose[s] the occurrence probabilities" of the values
+other than the true one "from the range [0, 0.1]"; the true value gets 1 minus their sum.
+Two noise models (argument ``noise``):
 
-1. every time point ``t = 0, 1, ..., n - 1`` has one *true* value, drawn uniformly from the
-   domain;
-2. every time point has its own noise level ``eps_t ~ Uniform[0, max_noise]``;
-3. the true value gets probability ``1 - eps_t``; ``eps_t`` is split over the *other* values of
-   the domain in proportion to independent weights ``~ Uniform(0, 1]`` (normalised per time
-   point), so every other value gets a probability in ``(0, eps_t]``.
+- ``'paper'`` (the default, the paper's): every time point ``t = 0 .. n - 1``
+  has one *true* value drawn uniformly from the domain; every *other* value gets its own
+  probability ``~ Uniform[0, max_noise]``, independently; the true value gets one minus
+  their sum (so in ``[1 - (k - 1) max_noise, 1]``: ``[0.7, 1]`` for four values and 0.1);
+- ``'split'`` (our pre-paper reading, kept for the benchmark tables measured on it): every time point has one noise level ``eps_t ~ Uniform[0, max_noise]``; the true value
+  gets ``1 - eps_t`` and ``eps_t`` is split over the other values in proportion to independent
+  weights ``~ Uniform(0, 1]``, so the true value is in ``[1 - max_noise, 1]``.
 
 Time points are independent, as the paper's model requires. Rows sum to 1 up to rounding
 (a few ulp). With ``max_noise = 0`` the stream is deterministic (one value with probability 1
 per time point).
 
 Determinism: one ``numpy.random.default_rng(seed)`` draws, in this order, all true values
-(``integers``), all noise levels (``uniform``) and all weights (``random``, shape
-``(n, len(domain))``). The same ``(n, seed, domain, max_noise)`` always gives the same stream
-(for the pinned numpy version); the domain is sorted first, so its order does not matter. The
+(``integers``), then for ``'paper'`` all noise probabilities (``uniform``, shape
+``(n, len(domain))``, the true value's column discarded), for ``'split'`` all noise levels
+(``uniform``) and all weights (``random``, shape ``(n, len(domain))``). The same
+``(n, seed, domain, max_noise, noise)`` always gives the same stream (for the pinned numpy version); the domain is sorted first, so its order does not matter. The
 work is vectorised over all time points (``10**7`` time points take a few seconds and about
 ``8 * n * len(domain)`` bytes).
 
@@ -30,10 +33,13 @@ Example:
     >>> s = synthetic_pstream(5, seed=1)
     >>> s.values, s.t.tolist()
     (('a', 'b', 'c', 'd'), [0, 1, 2, 3, 4])
-    >>> bool(np.allclose(s.probs.sum(axis=1), 1.0)), bool((s.probs.max(axis=1) >= 0.9).all())
+    >>> bool(np.allclose(s.probs.sum(axis=1), 1.0)), bool((s.probs.max(axis=1) >= 0.7).all())
     (True, True)
     >>> synthetic_pstream(5, seed=1) == s
     True
+    >>> p = synthetic_pstream(1000, seed=1, noise="paper")
+    >>> bool((p.probs.max(axis=1) >= 0.7).all()), bool((np.sort(p.probs, axis=1)[:, :3] <= 0.1).all())
+    (True, True)
 """
 
 from __future__ import annotations
@@ -47,13 +53,16 @@ import numpy as np
 from cep.errors import InputDataError
 from cep.prob.stream import ProbStream
 
-__all__ = ["DOMAIN", "MAX_NOISE", "long_columns", "synthetic_pstream", "wide_maps"]
+__all__ = ["DOMAIN", "MAX_NOISE", "NOISE_MODELS", "long_columns", "synthetic_pstream", "wide_maps"]
 
 DOMAIN: tuple[str, ...] = ("a", "b", "c", "d")
 """The paper's domain."""
 
 MAX_NOISE = 0.1
-"""The paper's upper bound of the noise level."""
+"""The paper's upper bound of each non-true value's probability ('paper') or of the noise level ('split')."""
+
+NOISE_MODELS = ("paper", "split")
+"""The noise models of :func:`synthetic_pstream` (module docstring)."""
 
 # The probability matrix is materialised: bound it well below anything that could fit a test.
 _MAX_CELLS = 1 << 34
@@ -94,14 +103,17 @@ def _check_domain(domain: object) -> tuple[str, ...]:
 
 
 def synthetic_pstream(n: int, *, seed: int, domain: tuple[str, ...] = DOMAIN,
-                      max_noise: float = MAX_NOISE) -> ProbStream:
+                      max_noise: float = MAX_NOISE, noise: str = "paper") -> ProbStream:
     """A seeded synthetic probabilistic stream of ``n`` time points (module docstring).
 
     Args:
         n: the number of time points (``t = 0 .. n - 1``), at least 0.
         seed: seed of ``numpy.random.default_rng`` (an integer >= 0).
         domain: the values (at least 2 distinct non-empty strings; sorted in the result).
-        max_noise: upper bound of the per-time-point noise level, in ``[0, 1]``.
+        max_noise: upper bound, in ``[0, 1]``, of each other value's probability
+            (``'paper'``; then ``(len(domain) - 1) * max_noise <= 1``) or of the per-time-point
+            noise level (``'split'``).
+        noise: ``'paper'`` (default: section 6 of the paper) or ``'split'`` (module docstring).
 
     Returns:
         The :class:`~cep.prob.stream.ProbStream` (``stream`` is ``""``).
@@ -125,14 +137,26 @@ def synthetic_pstream(n: int, *, seed: int, domain: tuple[str, ...] = DOMAIN,
     if (isinstance(max_noise, bool) or not isinstance(max_noise, numeric)
             or not math.isfinite(max_noise) or not 0.0 <= max_noise <= 1.0):
         raise InputDataError(f"max_noise must be a number in [0, 1], found {max_noise!r}")
+    if noise not in NOISE_MODELS:
+        raise InputDataError(f"noise must be one of {', '.join(map(repr, NOISE_MODELS))}, found {noise!r}")
     k = len(values)
+    if noise == "paper" and (k - 1) * float(max_noise) > 1.0:
+        raise InputDataError(f"noise 'paper' needs (len(domain) - 1) * max_noise <= 1 (the true value "
+                             f"gets one minus the others), found {k - 1} * {max_noise}")
     if n * k > _MAX_CELLS:
         raise InputDataError(f"n * len(domain) must be at most {_MAX_CELLS:,} (the probability "
                              f"matrix is held in memory), found {n:,} * {k}")
     rng = np.random.default_rng(seed)
     truth = rng.integers(0, k, size=n)
-    eps = rng.uniform(0.0, float(max_noise), size=n)
     rows = np.arange(n)
+    if noise == "paper":
+        # Section 6: each other value's probability ~ U[0, max_noise], independently; the true
+        # value gets one minus their sum.
+        probs = rng.uniform(0.0, float(max_noise), size=(n, k))
+        probs[rows, truth] = 0.0
+        probs[rows, truth] = 1.0 - probs.sum(axis=1)
+        return ProbStream(np.arange(n, dtype=np.int64), values, probs)
+    eps = rng.uniform(0.0, float(max_noise), size=n)
     # Weights in (0, 1] (never all zero), built in place in the result matrix: the true value's
     # column is zeroed, the rest scaled to sum to eps_t, then the true value gets 1 - eps_t.
     probs = rng.random((n, k))

@@ -17,6 +17,10 @@ None). For each partition:
    paths (depth-first search, an event alone when it is both), the count their number (also
    counted without listing them, by a memoised depth-first search, for larger inputs).
 
+:func:`oracle_complete_trends` checks both of the paper's definitions of "complete" from
+scratch: it lists every path of a window (any start, any end) and keeps those that no event
+extends at either end (``'ends'``) or that are a sub-sequence of no other path (``'maximal'``).
+
 Small inputs only: it is meant to be obviously right, not fast.
 
 Example:
@@ -126,6 +130,64 @@ def oracle_trend_counts(query: Query | str, ts: Any, columns: Mapping[str, Any],
     """Window start -> number of complete trends (counted over the pairwise edges)."""
     kwargs.setdefault("listing", False)
     return {w: win.count for w, win in oracle_trend_windows(query, ts, columns, **kwargs).items()}
+
+
+def oracle_complete_trends(window: OracleWindow, completeness: str = "ends",
+                           max_trends: int = 20_000) -> tuple[tuple[int, ...], ...]:
+    """The complete trends of one window under either definition of Mei et al., by brute force.
+
+    Independent of the source-to-sink shortcut above: it lists **every** trend of the window
+    (every path of its event edges, of any length, from any event) and keeps those that the
+    definition calls complete, read literally:
+
+    - ``'ends'`` (section 3, seed text line 119): no event ``e_k`` of the window can be added
+      after the last event or before the first one so that the longer sequence is a trend;
+    - ``'maximal'`` (section 1, line 43): the trend is not a sub-sequence of any other trend
+      (events may be inserted anywhere, also between two of its events).
+
+    Args:
+        window: a window of :func:`oracle_trend_windows`.
+        completeness: ``'ends'`` or ``'maximal'``.
+        max_trends: the most trends (paths) the window may hold; more raises.
+
+    Returns:
+        The complete trends as sorted tuples of input rows.
+
+    Raises:
+        ValueError: an unknown ``completeness``.
+        MatchLimitError: more than ``max_trends`` paths.
+
+    Example:
+        >>> import numpy as np
+        >>> w = oracle_trend_windows("PATTERN s+ WHERE s[i].p > s[i-1].p", np.arange(4),
+        ...                          {"p": np.array([1, 3, 2, 4])}, types=np.array(["s"] * 4))[0]
+        >>> oracle_complete_trends(w, "ends"), oracle_complete_trends(w, "maximal")
+        (((0, 1, 3), (0, 2, 3), (0, 3)), ((0, 1, 3), (0, 2, 3)))
+    """
+    if completeness not in ("ends", "maximal"):
+        raise ValueError(f"completeness must be 'ends' or 'maximal', found {completeness!r}")
+    succ = {e: sorted(k for j, k in window.edges if j == e) for e in window.rows}
+    every: list[tuple[int, ...]] = []
+    stack = [(e,) for e in window.rows]
+    while stack:
+        path = stack.pop()
+        every.append(path)
+        if len(every) > max_trends:
+            raise MatchLimitError(f"the window holds more than {max_trends} trends")
+        stack.extend(path + (k,) for k in succ[path[-1]])
+    if completeness == "ends":
+        keep = [p for p in every
+                if not any((e, p[0]) in window.edges or (p[-1], e) in window.edges
+                           for e in window.rows)]
+    else:
+        keep = [p for p in every if not any(len(o) > len(p) and _subsequence(p, o) for o in every)]
+    return tuple(sorted(keep))
+
+
+def _subsequence(short: tuple[int, ...], long: tuple[int, ...]) -> bool:
+    """``short`` occurs in ``long`` in order (not necessarily contiguously)."""
+    it = iter(long)
+    return all(any(x == y for y in it) for x in short)
 
 
 def _paths(e: int, succ: dict[int, list[int]], path: list[int], out: list[tuple[int, ...]],

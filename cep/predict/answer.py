@@ -49,6 +49,11 @@ from cep.predict.subscription import Boolean, Node, Sequence, Subscription, comp
 MAX_LOOKAHEAD = 100_000
 OUTPUTS = ("keys", "events")
 COMBINES = ("independent", "sum")
+DEFINITIONS = ("first_passage", "paper")
+"""``definition``: ``'first_passage'`` (ours, the default: ``beta(n)`` the probability of a match
+within ``n`` events, ``alpha(n)`` of the first match at exactly the ``n``-th; rows normalised by
+departures) or ``'paper'`` (P-ToPSS lines 387 and 395-397: ``alpha(n) = P^n[i, F]``, ``beta(n)`` its
+sum over ``1..n``, rows normalised by arrivals; :meth:`cep.predict.markov.Chain.occupancy`)."""
 
 InstanceKey = tuple[Any, tuple[Any, ...]]
 
@@ -70,6 +75,15 @@ class Prediction:
     trained: Model
     model: Model
     states: dict[InstanceKey, InstanceState]
+
+
+def check_definition(definition: Any) -> str:
+    """Validate ``definition`` (``CEP-PRED-011``); None means ``'first_passage'``."""
+    definition = "first_passage" if definition is None else definition
+    if definition not in DEFINITIONS:
+        raise PredictArgumentError(f"argument definition: expected one of {', '.join(DEFINITIONS)}, "
+                                   f"found {definition!r}")
+    return str(definition)
 
 
 def check_arguments(lookahead: Any, threshold: Any, output: Any = "keys",
@@ -111,7 +125,8 @@ def and_nodes(node: Node) -> list[Boolean]:
 def predict(subscription: str | Subscription, events: Events, *, lookahead: int,
             threshold: float = 0.0, model: Model | None = None,
             start: Mapping[InstanceKey, InstanceState] | None = None, output: str = "keys",
-            combine: str = "independent", smoothing: float = 0.0) -> Prediction:
+            combine: str = "independent", smoothing: float = 0.0,
+            definition: str = "first_passage") -> Prediction:
     """Run, train and predict (module docstring).
 
     Args:
@@ -124,6 +139,10 @@ def predict(subscription: str | Subscription, events: Events, *, lookahead: int,
         output: ``'keys'`` (one row per instance) or ``'events'`` (one row per event).
         combine: ``'independent'`` or ``'sum'`` (module docstring).
         smoothing: frequency pseudo-count weight (:func:`cep.predict.markov.build_chain`).
+        definition: ``'first_passage'`` (ours) or ``'paper'`` (``DEFINITIONS``); with ``'paper'``
+            ``probability`` is the paper's ``beta(lookahead)``, which can exceed 1 and is not
+            clipped, and ``p_exact`` its ``alpha(lookahead)``. The paper's ``|`` is
+            ``combine='sum'``.
 
     Raises:
         PatternError / UnsupportedSubscriptionError: a bad subscription.
@@ -131,6 +150,7 @@ def predict(subscription: str | Subscription, events: Events, *, lookahead: int,
     """
     lookahead, threshold, output, combine, smoothing = check_arguments(lookahead, threshold, output,
                                                                        combine, smoothing)
+    definition = check_definition(definition)
     sub = compile_subscription(subscription) if isinstance(subscription, str) else subscription
     if model is not None and model.subscription != sub.text:
         from cep.predict.errors import ModelFormatError
@@ -165,14 +185,16 @@ def predict(subscription: str | Subscription, events: Events, *, lookahead: int,
         leaf_model = used.leaves[li]
         extra = np.unique(np.r_[res.masks, res.end_masks, [b.masks[li] for b in begin if b is not None]])
         chain = build_chain(machine, leaf_model.counts, leaf_model.freq_sig, leaf_model.freq_count,
-                            extra, smoothing=smoothing)
-        alpha, beta = chain.first_passage(lookahead)
+                            extra, smoothing=smoothing,
+                            normalise="arrivals" if definition == "paper" else "departures")
+        alpha, beta = chain.occupancy(lookahead) if definition == "paper" else chain.first_passage(lookahead)
         idx = chain.index_of(res.masks)
         beta_of.append(beta[lookahead][idx])
         alpha_of.append(alpha[lookahead][idx])
     # Boolean nodes, per event.
     start_flags = [tuple(0 for _ in ands) if b is None else b.flags for b in begin]
-    fired, prob, flags = _combine(sub.root, results, beta_of, ands, starts, n, start_flags, combine)
+    fired, prob, flags = _combine(sub.root, results, beta_of, ands, starts, n, start_flags, combine,
+                                  clip=definition != "paper")
     single = isinstance(sub.root, Sequence)
     rows = _rows(sub, machines, ev, starts, inst_keys, results, prob, alpha_of if single else None,
                  fired, flags, ands, begin, threshold, output)
@@ -219,8 +241,8 @@ def _plain(v: Any) -> Any:
 
 
 def _combine(root: Node, results: list, beta_of: list[np.ndarray], ands: list[Boolean],
-             starts: np.ndarray, n: int, start_flags: list[tuple[int, ...]], combine: str
-             ) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
+             starts: np.ndarray, n: int, start_flags: list[tuple[int, ...]], combine: str,
+             clip: bool = True) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
     """Per event: whether the subscription matched, its probability, and each ``&`` node's flags."""
     flag_arrays = [np.zeros(n, dtype=np.int64) for _ in ands]
     leaf_counter = iter(range(len(results)))
@@ -233,7 +255,8 @@ def _combine(root: Node, results: list, beta_of: list[np.ndarray], ands: list[Bo
         if node.op == "|":
             fired = np.logical_or.reduce([f for f, _ in parts])
             if combine == "sum":
-                p = np.minimum(1.0, np.sum([q for _, q in parts], axis=0))
+                p = np.sum([q for _, q in parts], axis=0)
+                p = np.minimum(1.0, p) if clip else p
             else:
                 p = 1.0 - np.prod([1.0 - q for _, q in parts], axis=0)
             return fired, p
@@ -249,7 +272,8 @@ def _combine(root: Node, results: list, beta_of: list[np.ndarray], ands: list[Bo
         return fired, p
 
     fired, prob = walk(root)
-    return np.asarray(fired, dtype=bool), np.clip(np.asarray(prob, dtype=np.float64), 0.0, 1.0), flag_arrays
+    prob = np.asarray(prob, dtype=np.float64)
+    return np.asarray(fired, dtype=bool), np.clip(prob, 0.0, 1.0) if clip else prob, flag_arrays
 
 
 def _and_flags(parts: list[np.ndarray], starts: np.ndarray, n: int, start: list[int]

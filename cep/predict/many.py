@@ -68,8 +68,16 @@ from cep.predict.model import LeafModel, Model
 from cep.predict.run import TransitionCounts
 from cep.predict.subscription import Primitive, Sequence as SequenceNode, Subscription, compile_subscription
 
-__all__ = ["Alphabet", "ManyResult", "Workload", "alphabet", "beta_table", "compile_many",
-           "chunk_rows", "pair_chain", "project", "run_many", "walk"]
+__all__ = ["Alphabet", "MERGE_RULES", "ManyResult", "Workload", "alphabet", "beta_table", "compile_many",
+           "chunk_rows", "merge_counts", "pair_chain", "project", "run_many", "walk"]
+
+MERGE_RULES = ("future", "prefix")
+"""How :func:`merge_counts` merges states: ``'future'`` (ours, the default:
+:func:`cep.predict.merge.merge_tables` on our machines, states with the same future; the merged
+classes share one chain row, which is what ``run_many(..., merged=True)`` uses) or ``'prefix'``
+(the paper's section 4.3: :func:`cep.predict.paper.merge_prefix` on the paper's BuildStateMachine
+graphs, states reached by the same incoming transitions from equivalent states; the classes
+cannot share a chain row, since members wait for different next events)."""
 
 CHUNK = 4096
 """The most events per chunk: the states of a chunk are one ``(chunk, M)`` int32 block."""
@@ -538,3 +546,41 @@ def run_many(subscriptions: Workload | Sequence[str | Subscription] | Sequence[S
         probability = beta[int(lookahead)][end]
     return ManyResult(work, flat, freq, pairs, end.astype(np.int64), matches, probability, beta)
 
+
+def merge_counts(subscriptions: Workload | Sequence[str | Subscription], events: Events, *,
+                 rule: str = "future") -> tuple[int, int, float]:
+    """States without and with merging, and the commonality, by either rule (``MERGE_RULES``).
+
+    Args:
+        subscriptions: texts, compiled subscriptions or a :class:`Workload`.
+        events: the events (our machines' tables are built over the symbols that occur; the
+            paper's graphs do not depend on events).
+        rule: ``'future'`` (ours, the default) or ``'prefix'`` (the paper's).
+
+    Returns:
+        ``(unmerged, merged, commonality)``.
+
+    Raises:
+        PredictArgumentError: an unknown rule (``CEP-PRED-011``) or a subscription
+            :func:`compile_many` refuses.
+
+    Example:
+        >>> ev = Events.from_columns(ts=list(range(6)), types=list("abcdab"))
+        >>> subs = ["PATTERN a ; b ; c", "PATTERN a ; b ; d", "PATTERN a"]
+        >>> merge_counts(subs, ev), merge_counts(subs, ev, rule="prefix")      # Fig. 6
+        ((10, 10, 0.0), (10, 6, 0.4))
+    """
+    if rule not in MERGE_RULES:
+        raise PredictArgumentError(f"argument rule: expected one of {', '.join(MERGE_RULES)}, found {rule!r}")
+    work = _workload(subscriptions)
+    if rule == "prefix":
+        from cep.predict.paper import build_state_machine, merge_prefix
+
+        if work.subscriptions is None:
+            raise PredictArgumentError("merge_counts needs compiled subscriptions, not bare machines")
+        graphs = [build_state_machine(sub.root, tuple(ids[i] for i in sub.root.steps))
+                  for sub, ids in zip(work.subscriptions, work.local)]
+        r = merge_prefix(graphs)
+        return r.unmerged, r.merged, r.commonality
+    report = merge_tables(flat_table(work.machines, alphabet(work, events).sigs))
+    return report.unmerged, report.merged, report.commonality

@@ -18,6 +18,14 @@ us; docs/predict.md section 4 says so and what was checked instead):
 * ``beta(n)``: the probability of a match within the next ``n`` events, ``h_n`` (the sum of
   ``alpha(1..n)``). ``predict_match`` answers ``beta(lookahead)``.
 
+The paper's own definitions (section 5.2.2, lines 395-397) are different quantities, offered as
+:meth:`Chain.occupancy`: ``alpha_i(n) = P^n[i, F]``, the probability of *being* in a matched state
+after exactly ``n`` events (not of entering one for the first time), and ``beta_i(n) = sum_(k <= n)
+alpha_i(k)``, the expected number of the next ``n`` events after which the chain is in a matched
+state: not a probability (it can exceed 1), and it counts a chain that stays in a matched state
+once per event. ``normalise='arrivals'`` trains as the paper's line 387 (``p_ij = N(e_ij) /
+sum_k N(e_ki)``: divided by the arrivals at ``i``, not the departures).
+
 Rows of states never left during training are filled from the symbol frequencies of the
 training events (an i.i.d. event model: ``P[i, step(i, s)] += freq(s)``); with no training events
 at all a state stays where it is. ``smoothing`` > 0 mixes the frequency row into every row with
@@ -97,10 +105,35 @@ class Chain:
         alpha[1:] = beta[1:] - beta[:-1]
         return alpha, beta
 
+    def occupancy(self, n: int) -> tuple[np.ndarray, np.ndarray]:
+        """The paper's ``(alpha, beta)`` (lines 395-397), arrays of shape ``(n + 1, n_states)``.
+
+        Row ``m`` of ``alpha`` is ``P^m[i, F]`` summed over the matched states ``F``; row ``m`` of
+        ``beta`` is ``alpha(1) + ... + alpha(m)`` (row 0 of both is zero). Neither is clipped.
+
+        Example:
+            >>> c = Chain(np.array([1, 3]), np.array([0, 0, 1, 1]), np.array([0, 1, 0, 1]),
+            ...           np.array([0.5, 0.5, 0.0, 1.0]), np.array([False, True]))
+            >>> a, b = c.occupancy(3)
+            >>> a[:, 0].tolist(), b[:, 0].tolist()
+            ([0.0, 0.5, 0.75, 0.875], [0.0, 0.5, 1.25, 2.125])
+        """
+        S = self.n_states
+        alpha = np.zeros((n + 1, S))
+        v = self.accepting.astype(np.float64)
+        for m in range(1, n + 1):
+            v = np.bincount(self.src, weights=self.p * v[self.dst], minlength=S)
+            alpha[m] = v
+        beta = np.cumsum(alpha, axis=0)
+        return alpha, beta
+
+
+NORMALISE = ("departures", "arrivals")
+
 
 def build_chain(machine: SequenceMachine, counts: TransitionCounts, freq_sig: np.ndarray,
                 freq_count: np.ndarray, extra: np.ndarray | tuple = (), *, smoothing: float = 0.0,
-                max_states: int = MAX_STATES) -> Chain:
+                max_states: int = MAX_STATES, normalise: str = "departures") -> Chain:
     """Train the chain of ``machine`` from transition counts (module docstring).
 
     Args:
@@ -109,6 +142,10 @@ def build_chain(machine: SequenceMachine, counts: TransitionCounts, freq_sig: np
         freq_sig, freq_count: how often each signature occurred in training.
         extra: masks that must be states of the chain (the instances' current states).
         smoothing: weight of the frequency row mixed into observed rows (0: none).
+        normalise: ``'departures'`` (ours: ``n(i, j) / n(i)``, rows sum to 1) or ``'arrivals'``
+            (the paper's line 387: ``n(i, j)`` over the arrivals at ``i``, an instance's first
+            placement counting as one: ``max(arrivals, departures)``; rows can sum to less than
+            1, never more).
 
     Raises:
         PredictLimitError: more than ``max_states`` states (``CEP-PRED-020``).
@@ -117,9 +154,11 @@ def build_chain(machine: SequenceMachine, counts: TransitionCounts, freq_sig: np
     freq = np.asarray(freq_count, dtype=np.float64)
     freq = freq / freq.sum() if freq.sum() > 0 else freq
     observed: dict[int, dict[int, float]] = {}
+    arrived: dict[int, float] = {}
     for f, t, c in zip(counts.from_mask.tolist(), counts.to_mask.tolist(), counts.count.tolist()):
         row = observed.setdefault(f, {})
         row[t] = row.get(t, 0.0) + c
+        arrived[t] = arrived.get(t, 0.0) + c
     numbers = StateNumbers(f"the Markov chain of {' '.join(machine.aliases)!r}", max_states)
     states, add = numbers.masks, numbers.add
     for mask in [machine.start, *(int(e) for e in extra), *observed]:
@@ -133,6 +172,8 @@ def build_chain(machine: SequenceMachine, counts: TransitionCounts, freq_sig: np
         row: dict[int, float] = {}
         seen = observed.get(mask)
         total = sum(seen.values()) if seen else 0.0
+        if seen and normalise == "arrivals":
+            total = max(total, arrived.get(mask, 0.0))
         if seen:
             w = total / (total + smoothing) if smoothing > 0 else 1.0
             for t, c in seen.items():

@@ -12,13 +12,16 @@ This is what the SQL function runs per partition (DESIGN.md section 5, docs/sql.
   form groups but their worlds are in a group's probability, so the threshold never changes
   the probability of a group that exists with and without it.
 
-Example (the paper's figure 1 as reconstructed in docs/prob.md):
+Example (the paper's figure 1 as printed; docs/prob.md section 6):
     >>> from cep.prob.stream import from_wide
-    >>> s = from_wide([1, 2, 3, 4, 5, 6], [{"a": 1.0}, {"a": 0.3, "b": 0.7}, {"a": 0.2, "b": 0.7, "c": 0.1},
-    ...                                  {"a": 0.1, "b": 0.8, "c": 0.1}, {"b": 0.9, "c": 0.1}, {"c": 1.0}])
+    >>> s = from_wide([1, 2, 3, 4, 5, 6], [{"a": 1.0}, {"a": 0.3, "b": 0.7}, {"a": 0.1, "b": 0.8, "c": 0.1},
+    ...                                  {"a": 0.1, "b": 0.7, "c": 0.2}, {"b": 0.9, "c": 0.1}, {"c": 1.0}])
     >>> g = match_prob("PATTERN a, b+, c", s, overlap="single", window=6)
     >>> [(r.t_start, r.t_end, round(r.probability, 10), r.n_matches) for r in g]
     [(1, 6, 0.9437, 10)]
+    >>> g = match_prob("PATTERN a, b+, c", s, overlap="single", window=6, threshold=0.1, transducer_mode="paper")
+    >>> [(r.t_start, r.t_end, round(r.probability, 10), r.n_matches) for r in g]
+    [(1, 6, 0.9437, 3)]
 """
 
 from __future__ import annotations
@@ -37,6 +40,12 @@ from cep.prob.transducer import Transducer, build_transducer, group_probabilitie
 
 OVERLAPS = ("single", "complete")
 OUTPUTS = ("groups", "matches")
+MODES = ("window", "paper")
+"""``transducer_mode``: ``'window'`` (default) counts the matches of at most ``w`` time points
+that cover the group's core ``[L, R]``; ``'paper'`` is the paper's transducer as published
+(section 5: ``|p| + 1`` states, no window, so every match inside the span counts however long;
+complete overlap uses ``T^A`` before the group's first match time ``t_f = R``, ``T`` at ``t_f`` and
+``T^B`` after it, i.e. the matches that contain ``t_f``). docs/prob.md, "Paper vs ours"."""
 
 
 @dataclass(frozen=True)
@@ -92,8 +101,8 @@ def check_choice(name: str, value: object, allowed: tuple[str, ...]) -> str:
 
 
 @lru_cache(maxsize=64)
-def cached_transducer(pattern: ProbPattern, window: int) -> Transducer:
-    """:func:`build_transducer`, built once per (pattern, window) in a process."""
+def cached_transducer(pattern: ProbPattern, window: int | None) -> Transducer:
+    """:func:`build_transducer`, built once per (pattern, window) in a process (None: the paper's)."""
     return build_transducer(pattern, window)
 
 
@@ -106,7 +115,8 @@ def group_matches(matches: Matches, overlap: str, window: int) -> Groups:
 
 def match_prob(pattern: ProbPattern | str, stream: ProbStream, *, overlap: str = "single",
                threshold: float = 0.0, window: int | None = None, output: str = "groups",
-               transducer: Transducer | None = None) -> list[GroupRow] | list[MatchRow]:
+               transducer: Transducer | None = None,
+               transducer_mode: str = "window") -> list[GroupRow] | list[MatchRow]:
     """Matches or groups of one stream with their probabilities (module docstring).
 
     Args:
@@ -118,6 +128,9 @@ def match_prob(pattern: ProbPattern | str, stream: ProbStream, *, overlap: str =
         output: ``'groups'`` or ``'matches'``.
         transducer: a prebuilt transducer for this pattern and window; by default one is
             built (and cached) for the window bounded by the longest group span.
+        transducer_mode: how group probabilities are computed (groups only): ``'window'``
+            (default, matches of at most ``window`` time points covering the group's core) or
+            ``'paper'`` (the paper's ``|p| + 1``-state transducer without window; ``MODES``).
 
     Raises:
         PatternError: a bad pattern (``CEP-PAT-...``, ``CEP-PROB-001..003``).
@@ -127,13 +140,14 @@ def match_prob(pattern: ProbPattern | str, stream: ProbStream, *, overlap: str =
     p = compile_prob(pattern) if isinstance(pattern, str) else pattern
     overlap = check_choice("overlap", overlap, OVERLAPS)
     output = check_choice("output", output, OUTPUTS)
+    transducer_mode = check_choice("transducer_mode", transducer_mode, MODES)
     threshold = check_threshold(threshold)
     w = resolve_window(p, window)
     if output == "matches":
         matches = find_matches(p, stream, window=w, threshold=threshold, values=True)
         return [MatchRow(i + 1, int(matches.t_start[i]), int(matches.t_end[i]), float(matches.probability[i]),
                          matches.values_of(i)) for i in range(len(matches))]
-    columns = group_columns(p, stream, overlap, threshold, w, transducer)
+    columns = group_columns(p, stream, overlap, threshold, w, transducer, transducer_mode)
     cores = (columns["core_start"].tolist(), columns["core_end"].tolist()) if overlap == "complete" \
         else ([None] * len(columns["t_start"]),) * 2
     return [GroupRow(*row) for row in zip(columns["t_start"].tolist(), columns["t_end"].tolist(),
@@ -142,13 +156,15 @@ def match_prob(pattern: ProbPattern | str, stream: ProbStream, *, overlap: str =
 
 
 def group_columns(pattern: ProbPattern, stream: ProbStream, overlap: str, threshold: float,
-                  window: int, transducer: Transducer | None = None) -> dict[str, np.ndarray]:
+                  window: int, transducer: Transducer | None = None,
+                  transducer_mode: str = "window") -> dict[str, np.ndarray]:
     """The groups of one stream as columns (the fields of :class:`GroupRow`, int64/float64);
     the arguments already checked (:func:`match_prob` checks them).
 
     ``core_start``/``core_end`` are time points under complete overlap and meaningless under
     single overlap (the row form makes them None). The Arrow adapter reads these columns
-    directly instead of one object per group.
+    directly instead of one object per group. ``transducer_mode='paper'`` computes the
+    probabilities with the paper's transducer (``MODES``); the groups are the same.
 
     Example:
         >>> from cep.prob.stream import from_long
@@ -162,9 +178,15 @@ def group_columns(pattern: ProbPattern, stream: ProbStream, overlap: str, thresh
     groups = group_matches(matches, overlap, window)
     # A run inside a span is never longer than the span, so the longest group bounds the
     # transducer's window: fewer states, the same probabilities (docs/prob.md, "Speed").
-    longest = int((groups.t_end - groups.t_start).max()) + 1 if len(groups) else 1
-    tr = transducer if transducer is not None else cached_transducer(pattern, min(window, longest))
-    prob = group_probabilities(tr, stream, groups.t_start, groups.t_end, groups.core_start, groups.core_end)
+    core_start = groups.core_start
+    if transducer_mode == "paper":
+        tr = transducer if transducer is not None else cached_transducer(pattern, None)
+        if overlap == "complete":  # T^A before t_f, T at t_f, T^B after (section 5.2); t_f = R
+            core_start = groups.core_end
+    else:
+        longest = int((groups.t_end - groups.t_start).max()) + 1 if len(groups) else 1
+        tr = transducer if transducer is not None else cached_transducer(pattern, min(window, longest))
+    prob = group_probabilities(tr, stream, groups.t_start, groups.t_end, core_start, groups.core_end)
     t0 = int(stream.t[0]) if len(stream) else 0
     shifted = {name: np.asarray(values, dtype=np.int64) + t0 for name, values in (
         ("t_start", groups.t_start), ("t_end", groups.t_end), ("core_start", groups.core_start),

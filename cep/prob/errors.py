@@ -15,7 +15,7 @@ CEP-PROB-010   :class:`ProbStreamError`              a probabilistic stream that
                                                      probabilities do not sum to 1, a duplicate
                                                      time point or value, a gap, a NULL
 CEP-PROB-011   :class:`ProbArgumentError`            a bad argument (overlap, output, threshold,
-                                                     window)
+                                                     window, transducer_mode)
 CEP-PROB-020   :class:`ProbLimitError`               more partial runs or matches than the limit
 =============  ====================================  ==============================================
 
@@ -59,7 +59,7 @@ class ProbStreamError(_PlainProbError):
 
 
 class ProbArgumentError(_PlainProbError):
-    """An argument of ``match_prob`` (overlap, output, threshold, window) is not valid."""
+    """An argument of ``match_prob`` (overlap, output, threshold, window, transducer_mode) is not valid."""
 
     code = E_ARGUMENT
 

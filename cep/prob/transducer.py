@@ -22,6 +22,15 @@ Our transducer, built from the pattern's NFA (:mod:`cep.prob.pattern`) and the w
 - a value that no class accepts is one symbol, so ``M(t)`` is a sum over a handful of 0/1
   matrices weighted by the symbol probabilities at ``t``.
 
+**The paper's transducer** (``window=None``, what ``transducer_mode='paper'`` of :func:`cep.prob.match_prob`
+builds): no window, so a state only records *which* NFA states hold a live run (the subset
+construction of "any prefix, then the pattern", with MATCHED absorbing). For ``a, b+, c`` that
+is the paper's Fig. 8 with ``|p| + 1 = 4`` states (MATCHED = the paper's state 3, ``{}`` = 0,
+``{q1}`` = 1, ``{q2}`` = 2) and its matrix is equation (4); every match inside the span counts,
+however long. The paper builds it from the NFA by three rules (section 5); for patterns whose
+first class recurs (``a, a, b``) those rules lose runs, the subset construction does not
+(docs/prob.md, "Paper vs ours").
+
 :func:`group_probabilities` evolves the vectors of **all groups at once**: at offset ``k``
 every group whose span is longer than ``k`` reads its time point ``t_start + k``; the update is
 a gather-and-sum over states (``np.add.reduceat``) per flag combination and symbol, so the
@@ -61,8 +70,9 @@ class Transducer:
 
     Attributes:
         pattern: the compiled pattern.
-        window: the longest match, in time points.
-        states: per state, the youngest run length in each NFA state 1..Q (0 = none);
+        window: the longest match, in time points; None for the paper's transducer (no window).
+        states: per state, the youngest run length in each NFA state 1..Q (0 = none; without
+            a window 1 = a run is there);
             state 0 is MATCHED (absorbing), state 1 the empty state.
         table: ``table[phase][s, symbol]`` = next state (phases as in ``PHASES``).
         order, bounds, targets: per (phase, symbol), the source states sorted by target, the
@@ -70,7 +80,7 @@ class Transducer:
     """
 
     pattern: ProbPattern
-    window: int
+    window: int | None
     states: tuple[tuple[int, ...], ...]
     table: np.ndarray
     order: tuple[tuple[np.ndarray, ...], ...]
@@ -82,15 +92,22 @@ class Transducer:
         return len(self.states)
 
     def describe(self, state: int) -> str:
-        """A readable name: ``MATCHED``, ``{}`` or the live runs, e.g. ``{q2: 3}``."""
+        """A readable name: ``MATCHED``, ``{}`` or the live runs, e.g. ``{q2:3}`` (``{q2}`` without a window)."""
         if state == MATCHED:
             return "MATCHED"
-        runs = [f"q{q + 1}:{ln}" for q, ln in enumerate(self.states[state]) if ln]
+        runs = [f"q{q + 1}" if self.window is None else f"q{q + 1}:{ln}"
+                for q, ln in enumerate(self.states[state]) if ln]
         return "{" + ", ".join(runs) + "}"
 
 
-def build_transducer(pattern: ProbPattern, window: int, *, max_states: int = MAX_STATES) -> Transducer:
+def build_transducer(pattern: ProbPattern, window: int | None, *, max_states: int = MAX_STATES) -> Transducer:
     """Enumerate the reachable transducer states of ``pattern`` under ``window`` (module docstring).
+
+    Args:
+        pattern: the compiled pattern.
+        window: the longest match that counts, in time points; None builds the paper's
+            transducer (no window: every match counts; states are sets of NFA states).
+        max_states: the bound on the states (``CEP-PROB-020``).
 
     Raises:
         ProbLimitError: more than ``max_states`` states (``CEP-PROB-020``).
@@ -99,6 +116,8 @@ def build_transducer(pattern: ProbPattern, window: int, *, max_states: int = MAX
     n_sym = pattern.n_symbols
     accepting = pattern.accepting
     reach = _steps_to_accept(pattern)
+    unbounded = window is None
+    limit = 1 << 30 if window is None else window
     empty = (0,) * q_count
     index: dict[tuple[int, ...], int] = {(-1,): MATCHED, empty: EMPTY}
     states: list[tuple[int, ...]] = [(-1,), empty]
@@ -112,10 +131,11 @@ def build_transducer(pattern: ProbPattern, window: int, *, max_states: int = MAX
             for sym in range(n_sym):
                 nxt = [0] * q_count
                 for q, ln in enumerate(cur):
-                    if ln and ln < window:
+                    if ln and ln < limit:
+                        grown = 1 if unbounded else ln + 1  # without a window: presence only
                         for q2 in pattern.nfa[q + 1][sym]:
-                            if nxt[q2 - 1] == 0 or ln + 1 < nxt[q2 - 1]:
-                                nxt[q2 - 1] = ln + 1
+                            if nxt[q2 - 1] == 0 or grown < nxt[q2 - 1]:
+                                nxt[q2 - 1] = grown
                 if can_start:
                     for q2 in pattern.nfa[0][sym]:
                         nxt[q2 - 1] = 1
@@ -123,11 +143,12 @@ def build_transducer(pattern: ProbPattern, window: int, *, max_states: int = MAX
                     row.append(MATCHED)
                     continue
                 # Drop runs that cannot reach an accepting state within the window any more.
-                key = tuple(ln if ln and ln + reach[q + 1] <= window else 0 for q, ln in enumerate(nxt))
+                key = tuple(ln if ln and ln + reach[q + 1] <= limit else 0 for q, ln in enumerate(nxt))
                 if key not in index:
                     if len(states) >= max_states:
-                        raise ProbLimitError(f"the pattern needs more than {max_states:,} transducer states "
-                                             f"under window {window}; shorten the window")
+                        where = ("without a window (the paper's transducer)" if unbounded
+                                 else f"under window {window}; shorten the window")
+                        raise ProbLimitError(f"the pattern needs more than {max_states:,} transducer states {where}")
                     index[key] = len(states)
                     states.append(key)
                     for r in rows:
@@ -185,7 +206,7 @@ def group_probabilities(tr: Transducer, stream: ProbStream, start: np.ndarray, e
 
     All arguments are positions in ``stream`` (0-based, inclusive), one entry per group; the
     matches counted have any probability (the threshold does not apply) and at most
-    ``tr.window`` time points.
+    ``tr.window`` time points (any number for the paper's transducer, ``tr.window`` None).
     """
     return _evolve(tr, stream, start, end, core_start, core_end, masses, keep=False)[0]
 

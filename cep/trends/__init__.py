@@ -21,6 +21,7 @@ Example:
 
 from __future__ import annotations
 
+from cep.trends.anchors import AnchoredResult, anchor_events, anchored_trends
 from cep.trends.answer import window_counts, window_graph, window_trends
 from cep.trends.count import count_by_window, count_trends, path_counts
 from cep.trends.dynamic import DynamicGraph, build_graph_dynamic
@@ -29,17 +30,22 @@ from cep.trends.errors import (
     CorruptTrendGraphError,
     TrendInputError,
     TrendLimitError,
+    TrendOptionError,
     UnsupportedTrendPatternError,
 )
 from cep.trends.extract import DEFAULT_MAX_TRENDS, extract_trends
 from cep.trends.filters import event_mask
 from cep.trends.graph import AttributeIndex, TrendGraph, build_graph
+from cep.trends.maximal import COMPLETENESS, DEFAULT_COMPLETENESS, maximal_path_counts, reduced_edges
 from cep.trends.prefilter import end_events, endpoints, start_events
 from cep.trends.query import NeighbourPredicate, TrendQuery, compile_trend
 from cep.trends.windows import assign_windows
 
 __all__ = [
+    "COMPLETENESS",
+    "DEFAULT_COMPLETENESS",
     "DEFAULT_MAX_TRENDS",
+    "AnchoredResult",
     "AttributeIndex",
     "CorruptTrendGraphError",
     "DynamicGraph",
@@ -47,8 +53,11 @@ __all__ = [
     "TrendGraph",
     "TrendInputError",
     "TrendLimitError",
+    "TrendOptionError",
     "TrendQuery",
     "UnsupportedTrendPatternError",
+    "anchor_events",
+    "anchored_trends",
     "assign_windows",
     "build_graph",
     "build_graph_dynamic",
@@ -60,7 +69,9 @@ __all__ = [
     "enumerate_edges",
     "event_mask",
     "extract_trends",
+    "maximal_path_counts",
     "path_counts",
+    "reduced_edges",
     "start_events",
     "window_counts",
     "window_graph",

@@ -28,6 +28,7 @@ from cep.trends.count import count_by_window
 from cep.trends.extract import DEFAULT_MAX_TRENDS, extract_trends
 from cep.trends.filters import event_mask
 from cep.trends.graph import TrendGraph, build_graph
+from cep.trends.maximal import DEFAULT_COMPLETENESS, check_completeness
 from cep.trends.operands import lookup
 from cep.trends.query import TrendQuery, compile_trend
 from cep.trends.windows import assign_windows, timestamps
@@ -65,19 +66,31 @@ def window_graph(query: TrendQuery | str, ts: np.ndarray, columns: Mapping[str, 
 
 
 def window_counts(query: TrendQuery | str, ts: np.ndarray, columns: Mapping[str, object], *,
-                  types: np.ndarray | None = None, tiebreak: np.ndarray | None = None) -> dict[int | float, int]:
-    """Window start -> number of complete trends (exact), for every non-empty window."""
-    return count_by_window(window_graph(query, ts, columns, types=types, tiebreak=tiebreak))
+                  types: np.ndarray | None = None, tiebreak: np.ndarray | None = None,
+                  completeness: str = DEFAULT_COMPLETENESS) -> dict[int | float, int]:
+    """Window start -> number of complete trends (exact), for every non-empty window.
+
+    ``completeness``: ``'ends'`` (default) or ``'maximal'`` (:mod:`cep.trends.maximal`).
+    """
+    check_completeness(completeness)
+    return count_by_window(window_graph(query, ts, columns, types=types, tiebreak=tiebreak),
+                           completeness)
 
 
 def window_trends(query: TrendQuery | str, ts: np.ndarray, columns: Mapping[str, object], *,
                   types: np.ndarray | None = None, tiebreak: np.ndarray | None = None,
-                  max_trends: int = DEFAULT_MAX_TRENDS) -> list[tuple[int | float, np.ndarray]]:
+                  max_trends: int = DEFAULT_MAX_TRENDS,
+                  completeness: str = DEFAULT_COMPLETENESS) -> list[tuple[int | float, np.ndarray]]:
     """Every complete trend as ``(window start, input rows in ts order)``.
+
+    ``completeness``: ``'ends'`` (default) or ``'maximal'`` (:mod:`cep.trends.maximal`).
 
     Raises:
         TrendLimitError: more than ``max_trends`` trends (checked before enumerating).
+        TrendOptionError: an unknown ``completeness``.
     """
+    check_completeness(completeness)
     graph = window_graph(query, ts, columns, types=types, tiebreak=tiebreak)
     starts = graph.window_starts.tolist()
-    return [(starts[int(graph.window[t[0]])], graph.row[t]) for t in extract_trends(graph, max_trends)]
+    return [(starts[int(graph.window[t[0]])], graph.row[t])
+            for t in extract_trends(graph, max_trends, completeness)]

@@ -13,7 +13,7 @@ Counts are exact Python ints (they grow exponentially with the window; no float,
 
 The sum over the predecessors is never taken edge by edge. Events are visited in (window, ts)
 order and the sums come from prefix sums over the attribute vertices (Mei et al., ICPP 2021,
-section 4.1: an event's to-edges are ranges, so its contribution is one deposit):
+section 4.3: an event's to-edges are ranges, so its contribution is one deposit):
 
 - **join keys only** (``=`` predicates, ``[attr]``): the predecessors of ``k`` are the events
   that offered ``key_in[k]`` before ``k``'s tie group, a prefix of that key's deposits, so
@@ -53,11 +53,15 @@ import numpy as np
 
 from cep.trends.graph import POINTS_AND_GAPS, TrendGraph
 from cep.trends.links import Links, links, point_of, range_coordinates
+from cep.trends.maximal import DEFAULT_COMPLETENESS, MAXIMAL, check_completeness, maximal_path_counts
 from cep.trends.prefilter import end_events
 
 
-def count_trends(graph: TrendGraph) -> int:
+def count_trends(graph: TrendGraph, completeness: str = DEFAULT_COMPLETENESS) -> int:
     """The number of complete trends in all windows of ``graph`` (an exact Python int).
+
+    ``completeness`` chooses the reading of "complete" (:mod:`cep.trends.maximal`): ``'ends'``
+    (the default, extendable at neither end) or ``'maximal'`` (a sub-sequence of no other trend).
 
     Example:
         >>> import numpy as np
@@ -66,16 +70,24 @@ def count_trends(graph: TrendGraph) -> int:
         >>> count_trends(g)  # id 1: 0-1-3, 0-3; id 2: 2-4
         3
     """
-    return sum(count_by_window(graph).values())
+    return sum(count_by_window(graph, completeness).values())
 
 
-def count_by_window(graph: TrendGraph) -> dict[int | float, int]:
+def count_by_window(graph: TrendGraph, completeness: str = DEFAULT_COMPLETENESS) -> dict[int | float, int]:
     """Window start -> number of complete trends, for every window of ``graph``.
 
-    Every window with an event has at least one trend (an event alone is a trend).
+    Every window with an event has at least one trend (an event alone is a trend). With
+    ``completeness='maximal'`` the DP runs over the transitive reduction of the event DAG
+    (:func:`cep.trends.maximal.maximal_path_counts`); the end events are the same.
+
+    Raises:
+        TrendOptionError: ``completeness`` is neither ``'ends'`` nor ``'maximal'``.
     """
     ln = links(graph)
-    f = path_counts(graph, ln)
+    if check_completeness(completeness) == MAXIMAL:
+        f = maximal_path_counts(graph, ln)
+    else:
+        f = path_counts(graph, ln)
     ends = np.flatnonzero(end_events(graph, ln))
     cuts = np.searchsorted(graph.window[ends], np.arange(graph.n_windows + 1)).tolist()
     ends_list = ends.tolist()

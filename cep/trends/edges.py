@@ -1,7 +1,7 @@
 """Event edges from the ABI graph: every ``j -> k`` with ``ts(j) < ts(k)`` and all predicates true.
 
 An edge needs ``from_vertex[k]`` inside ``j``'s range for every predicate (the intersection of
-the predicates' range edges, Mei et al., ICPP 2021, section 4.1) and ``k`` after ``j``'s tie
+the predicates' range edges, Mei et al., ICPP 2021, section 4.3) and ``k`` after ``j``'s tie
 group. Enumeration is output-sensitive and vectorised (no Python loop per event):
 
 - with an ``=`` predicate: the events are sorted by (join key, position); the successors of

@@ -18,6 +18,8 @@ CEP-TREND-007  :class:`UnsupportedTrendPatternError`  a clause or policy trends 
                                                    strict contiguity)
 CEP-TREND-008  :class:`UnsupportedTrendPatternError`  a ``DEFINE`` with a join variable
 CEP-TREND-010  :class:`TrendInputError`             event columns of the wrong shape or type
+CEP-TREND-011  :class:`TrendOptionError`            an option (``completeness``, ``to_edges``) with
+                                                   a value the core does not know
 CEP-TREND-020  :class:`TrendLimitError`             more complete trends than ``max_trends``
 CEP-TREND-030  :class:`CorruptTrendGraphError`      stored graph arrays that do not form a graph
 =============  ==================================  =================================================
@@ -48,6 +50,7 @@ E_STRING = "CEP-TREND-006"
 E_CLAUSE = "CEP-TREND-007"
 E_DEFINE = "CEP-TREND-008"
 E_INPUT = "CEP-TREND-010"
+E_OPTION = "CEP-TREND-011"
 E_LIMIT = "CEP-TREND-020"
 E_CORRUPT = "CEP-TREND-030"
 
@@ -72,6 +75,14 @@ class TrendInputError(_PlainTrendError):
     the predicates cannot compare (e.g. a column mixing strings and numbers)."""
 
     code = E_INPUT
+
+
+class TrendOptionError(_PlainTrendError):
+    """A named option of the trend core has a value it does not know; the message lists the
+    values it accepts (``completeness``: ``'ends'`` / ``'maximal'``, ``to_edges``: ``'range'`` /
+    ``'basic'``)."""
+
+    code = E_OPTION
 
 
 class TrendLimitError(_PlainTrendError):

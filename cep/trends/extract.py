@@ -1,6 +1,6 @@
 """Extracting the complete trends themselves: anchor-based, vectorised breadth-first search.
 
-Mei et al., ICPP 2021, section 4.4: trends are extracted between *anchors* by breadth-first
+Mei et al., ICPP 2021, section 5.2: trends are extracted between *anchors* by breadth-first
 search, and the partial trends are concatenated by depth-first search. Here the anchors are
 the start events and the end events of the pre-filter (:mod:`cep.trends.prefilter`):
 
@@ -35,17 +35,36 @@ from cep.trends.edges import enumerate_edges
 from cep.trends.errors import TrendLimitError
 from cep.trends.graph import TrendGraph
 from cep.trends.links import links
+from cep.trends.maximal import DEFAULT_COMPLETENESS, MAXIMAL, reduced_edges
 from cep.trends.prefilter import endpoints
 
 DEFAULT_MAX_TRENDS = 1_000_000
 
 
-def extract_trends(graph: TrendGraph, max_trends: int = DEFAULT_MAX_TRENDS) -> list[np.ndarray]:
+def check_limit(graph: TrendGraph, max_trends: int, completeness: str = DEFAULT_COMPLETENESS) -> None:
+    """Raise :class:`TrendLimitError` when the windows hold more than ``max_trends`` trends
+    (counted by the DP, nothing enumerated)."""
+    per_window = count_by_window(graph, completeness)
+    total = sum(per_window.values())
+    if total > max_trends:
+        worst = max(per_window, key=per_window.__getitem__)
+        raise TrendLimitError(
+            f"the events hold {total} complete trends (the window starting at {worst} alone has "
+            f"{per_window[worst]}), more than max_trends={max_trends}; ask for the number of "
+            "trends instead (output => 'count') or raise max_trends")
+
+
+def extract_trends(graph: TrendGraph, max_trends: int = DEFAULT_MAX_TRENDS,
+                   completeness: str = DEFAULT_COMPLETENESS) -> list[np.ndarray]:
     """Every complete trend of every window of ``graph``, as arrays of event positions.
 
     Args:
         graph: the ABI graph.
         max_trends: the most trends to return; more raises before enumerating.
+        completeness: ``'ends'`` (default: no event can be added at either end, the paper's
+            section 3) or ``'maximal'`` (no other trend holds it as a sub-sequence, the
+            paper's line 43): then the walk follows the transitive reduction of the event DAG
+            (:mod:`cep.trends.maximal`).
 
     Returns:
         The trends in lexicographic order of their positions (so by window, then start event);
@@ -54,21 +73,15 @@ def extract_trends(graph: TrendGraph, max_trends: int = DEFAULT_MAX_TRENDS) -> l
 
     Raises:
         TrendLimitError: the windows hold more than ``max_trends`` trends (``CEP-TREND-020``).
+        TrendOptionError: an unknown ``completeness`` (``CEP-TREND-011``).
     """
-    per_window = count_by_window(graph)
-    total = sum(per_window.values())
-    if total > max_trends:
-        worst = max(per_window, key=per_window.__getitem__)
-        raise TrendLimitError(
-            f"the events hold {total} complete trends (the window starting at {worst} alone has "
-            f"{per_window[worst]}), more than max_trends={max_trends}; ask for the number of "
-            "trends instead (output => 'count') or raise max_trends")
+    check_limit(graph, max_trends, completeness)
     n = graph.n_events
     if n == 0:
         return []
     ln = links(graph)
     is_start, is_end = endpoints(graph, ln)
-    src, dst = enumerate_edges(graph, ln)
+    src, dst = reduced_edges(graph, ln) if completeness == MAXIMAL else enumerate_edges(graph, ln)
     offsets = np.searchsorted(src, np.arange(n + 1)).astype(np.int64)
     # The trie: level by level, node ids are global positions in these lists.
     vertices = [np.flatnonzero(is_start).astype(np.int64)]

@@ -1,7 +1,7 @@
 """Event columns as the trend core reads them, and the two operands of a neighbour predicate.
 
 For a predicate ``c[i].A op f(c[i-1].B)`` every event ``e`` has two values (Mei et al., ICPP
-2021, section 4.1, Algorithm 1, lines 1-3):
+2021, section 4.4, Algorithm 1, line 9, "extractVals"):
 
 - ``lval(e) = e.A``: what the event offers to a predecessor (the left side when ``e`` is ``i``);
 - ``rval(e) = f(e.B)``: what the event asks of a successor (the right side when ``e`` is ``i-1``).

@@ -1,6 +1,6 @@
 """The pre-filter: start events (no predecessor) and end events (no successor), vectorised.
 
-Mei et al., ICPP 2021, section 4.3, Algorithm 3: a complete trend starts at an event no
+Mei et al., ICPP 2021, section 5.4, Algorithm 3: a complete trend starts at an event no
 event of the window can precede and ends at one no event can follow, so before any trend is
 counted or extracted, the *start* and *end* vertices are found from the ABI graph alone,
 without materialising edges. Here, for ``k`` (start test) and ``j`` (end test):

@@ -208,3 +208,36 @@ def test_windows_from_spark_window_equal_windows_cut_by_the_engine(spark, check_
                                "c[i].amount > c[i-1].amount', window_col => 'src', "
                                "events => TABLE(trend_checks))")
     assert "CEP-SQL-030: window_col 'src' must be the STRUCT<start, end>" in message
+
+
+def test_paper_examples_under_both_readings_of_complete(spark) -> None:
+    # Mei et al. (seed 003): Fig. 2 (line 97; Q1, the accounts of tests/cep/trends/
+    # test_trend_paper.py) and Table 2 with e[i].attr > e[i-1].attr * 2 (lines 155, 177), under
+    # 'ends' (section 3, the default) and 'maximal' (line 43). One query for all of them.
+    checks = ("TABLE(SELECT * FROM VALUES "
+              + ", ".join(f"({i + 1}, TIMESTAMP'2024-01-01 {10 + i}:00:00', '{s}', '{d}', "
+                          "'not covered')"
+                          for i, (s, d) in enumerate(zip("ABBAAC", "BCABCA")))
+              + " AS t(id, ts, src, dest, type))")
+    table2 = ("TABLE(SELECT * FROM VALUES "
+              + ", ".join(f"({i + 1}, {i + 1}, {v})" for i, v in enumerate([32, 7, 15, 35, 40, 17]))
+              + " AS t(id, ts, attr))")
+    q1 = sql_string("PATTERN check+ c[] WHERE c.type = 'not covered' AND c[i].src = c[i-1].dest "
+                    "WITHIN 1 WEEK SLIDE 1 DAY")
+    q = sql_string("PATTERN e+ WHERE e[i].attr > e[i-1].attr * 2")
+    calls = [(f"fig2 {c}", f"pattern => {q1}, completeness => '{c}', events => {checks}")
+             for c in ("ends", "maximal")]
+    calls += [("table2 ends", f"pattern => {q}, events => {table2}"),
+              ("table2 maximal", f"pattern => {q}, completeness => 'maximal', events => {table2}")]
+    sql = " UNION ALL ".join(f"SELECT '{name}' AS example, event_ids FROM cet_trends({args})"
+                             for name, args in calls)
+    got: dict[str, set[tuple[int, ...]]] = {}
+    for r in spark.sql(sql).collect():
+        got.setdefault(r.example, set()).add(tuple(r.event_ids))
+    fig2 = {(1, 2, 6), (1, 3, 5, 6), (1, 3, 4)}  # line 97, as printed
+    assert got == {"fig2 ends": fig2, "fig2 maximal": fig2,
+                   "table2 ends": {(1,), (2, 3, 4), (2, 3, 5), (2, 4), (2, 5), (2, 6)},
+                   "table2 maximal": {(1,), (2, 3, 4), (2, 3, 5), (2, 6)}}
+    message = sql_error(spark, f"SELECT * FROM cet_trends(pattern => {q}, "
+                               f"completeness => 'longest', events => {table2})")
+    assert "CEP-SQL-030: argument completeness: expected one of 'ends', 'maximal'" in message

@@ -1,8 +1,9 @@
 """match_prob from Spark SQL == cep.prob.match_prob on the same streams, both table layouts.
 
-The paper's figure 1 (Sugiura et al., DASFAA 2015; DESIGN.md section 4) comes out exactly in
-SQL; seeded random small streams (several per table) give the core's answer for both overlaps,
-both outputs and two thresholds; a Delta table read ``VERSION AS OF`` an older version gives
+The paper's figure 1 as printed (Sugiura et al., DASFAA 2015, lines 28-31 of the seed text;
+DESIGN.md section 4) and its section 4 examples (the theta = 0.1 group, the ``<a b c>`` groups)
+come out exactly in SQL, in both transducer modes; seeded random small streams (several per
+table) give the core's answer for both overlaps, both outputs and two thresholds; a Delta table read ``VERSION AS OF`` an older version gives
 the old answer; typed errors reach the SQL caller with their codes; user strings stay data.
 """
 
@@ -19,8 +20,8 @@ from sql_ext.quoting import sql_string
 pytestmark = pytest.mark.spark
 
 PATTERN = "PATTERN a, b+, c"
-FIG1 = [{"a": 1.0}, {"a": 0.3, "b": 0.7}, {"a": 0.2, "b": 0.7, "c": 0.1},
-        {"a": 0.1, "b": 0.8, "c": 0.1}, {"b": 0.9, "c": 0.1}, {"c": 1.0}]
+FIG1 = [{"a": 1.0}, {"a": 0.3, "b": 0.7}, {"a": 0.1, "b": 0.8, "c": 0.1},
+        {"a": 0.1, "b": 0.7, "c": 0.2}, {"b": 0.9, "c": 0.1}, {"c": 1.0}]  # Fig. 1, as printed
 PAPER_MATCHES = {(1, 3): 0.07, (1, 6): 0.3528, (2, 5): 0.0168, (4, 6): 0.09}
 
 
@@ -123,6 +124,42 @@ def test_figure_1_long_and_wide(spark, fig1) -> None:
         sorted(tuple(r)[1:] for r in by_layout["wide"])
 
 
+def test_section_4_examples_in_one_query(spark, fig1) -> None:
+    """Lines 151-157, 182 and 188 of the paper through SQL in one query (five calls, both layouts,
+    both transducer modes); the expected values are those of the core tests
+    (tests/cep/prob/test_paper_sections.py), where both modes give them."""
+    abc, abpc = sql_string("PATTERN a, b, c"), sql_string(PATTERN)
+    calls = {
+        "theta groups paper": f"{abpc}, TABLE(fig1_wide), window => 6, threshold => 0.1, "
+                              "transducer_mode => 'paper'",
+        "theta matches": f"{abpc}, TABLE(fig1_long), window => 6, threshold => 0.1, output => 'matches'",
+        "abc complete paper": f"{abc}, TABLE(fig1_wide), window => 6, overlap => 'complete', "
+                              "transducer_mode => 'PAPER'",
+        "abc single": f"{abc}, TABLE(fig1_long), window => 6",
+        "theta complete paper": f"{abpc}, TABLE(fig1_long), window => 6, threshold => 0.1, "
+                                "overlap => 'complete', transducer_mode => 'paper'",
+    }
+    parts = []
+    for label, args in calls.items():
+        cols = ("match_id, CAST(NULL AS BIGINT), CAST(NULL AS BIGINT)" if "matches" in label
+                else "n_matches, core_start, core_end")
+        parts.append(f"SELECT '{label}' AS c, sid, t_start, t_end, probability, {cols} "
+                     f"FROM match_prob({args}, key_col => 'sid')")
+    rows = spark.sql(" UNION ALL ".join(parts)).collect()
+    got: dict[str, list[tuple]] = {}
+    for r in rows:
+        assert r.sid == 7
+        got.setdefault(r.c, []).append((r.t_start, r.t_end, round(r.probability, 12), *tuple(r)[5:]))
+    assert {k: sorted(v) for k, v in got.items()} == {
+        "theta groups paper": [(1, 6, 0.9437, 3, None, None)],
+        "theta matches": [(1, 4, 0.112, 1, None, None), (1, 6, 0.3528, 2, None, None),
+                          (2, 6, 0.1512, 3, None, None)],
+        "abc complete paper": [(1, 5, 0.125, 3, 3, 3), (2, 6, 0.145, 3, 4, 4)],
+        "abc single": [(1, 6, 0.2087, 4, None, None)],
+        "theta complete paper": [(1, 6, 0.88, 3, 2, 4)],
+    }
+
+
 def test_random_streams_equal_the_core(spark) -> None:
     streams = random_streams(11)
     spark.createDataFrame(long_rows(streams), "stream STRING, t BIGINT, value STRING, p DOUBLE") \
@@ -190,6 +227,8 @@ def test_errors_reach_the_caller_with_their_code(spark, fig1) -> None:
                           (", window => 6, output => 'worlds'", "output must be one of"),
                           (", window => 6, threshold => 1.5", "threshold must be a number in [0, 1]"),
                           (", window => 0", "window must be a positive number"),
+                          (", window => 6, transducer_mode => 'exact'",
+                           "transducer_mode must be one of 'window', 'paper'; found 'exact'"),
                           ("", "match_prob needs a window")]:
         message = sql_error(spark, call(PATTERN, "fig1_long", extra + ", key_col => 'sid'"))
         assert f"CEP-PROB-011: {needle}" in message, extra

@@ -151,6 +151,17 @@ def test_keys_and_events_equal_the_core(spark, pm_events) -> None:
     assert any(summed[(r.user, r.instance)] > r.probability + 1e-9 for r in keys if r.c == "bool")
 
 
+def test_paper_definition_equals_the_core(spark, pm_events) -> None:
+    # definition => 'paper': P-ToPSS's beta(n) = alpha(1) + ... + alpha(n), trained by arrivals
+    cases = [("p-seq", SEQ, {"lookahead": 3, "definition": "paper"}),
+             ("p-bool", BOOL, {"lookahead": 2, "definition": "paper", "combine": "sum"})]
+    keys = spark.sql(" UNION ALL ".join(keys_sql(tag, sub, sql_args(kw)) for tag, sub, kw in cases)).collect()
+    for tag, sub, kw in cases:
+        expected = core(sub, pm_events, **kw)
+        assert expected != core(sub, pm_events, lookahead=kw["lookahead"]), tag   # another number
+        same([tuple(r)[1:] for r in keys if r.c == tag], expected, prob_at=(4, 5))
+
+
 def test_one_stream_form_and_a_numeric_timestamp(spark, pm_events) -> None:
     # Without key_col the table is one stream and the output has no key column. ts as BIGINT
     # seconds: the time condition is then in raw units and the timestamps come back as BIGINT.
@@ -305,6 +316,8 @@ def test_arguments_are_checked_in_analyze() -> None:
         (dict(lookahead=3, output="rows"), "CEP-PRED-011: argument output: expected one of keys, events"),
         (dict(lookahead=3, combine="max"), "CEP-PRED-011: argument combine"),
         (dict(lookahead=3, smoothing=-1), "CEP-PRED-011: argument smoothing"),
+        (dict(lookahead=3, definition="occupancy"),
+         "CEP-PRED-011: argument definition: expected one of first_passage, paper, found 'occupancy'"),
         (dict(lookahead=3, ts_col="status"), "CEP-SQL-050: ts_col 'status' must be a TIMESTAMP, TIMESTAMP_NTZ, DATE or a number, found string"),
         (dict(lookahead=3, id_col="nope"), "CEP-SQL-050: id_col 'nope' is not a column"),
         (dict(lookahead=3, key_col="who"), "CEP-SQL-050: key_col 'who' is not a column"),

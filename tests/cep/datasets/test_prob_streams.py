@@ -23,7 +23,7 @@ domains = st.lists(names, min_size=2, max_size=6, unique=True).map(tuple)
 def test_every_generated_stream_is_a_valid_probabilistic_stream(n: int, seed: int,
                                                                 domain: tuple[str, ...],
                                                                 max_noise: float) -> None:
-    s = synthetic_pstream(n, seed=seed, domain=domain, max_noise=max_noise)
+    s = synthetic_pstream(n, seed=seed, domain=domain, max_noise=max_noise, noise="split")
     k = len(domain)
     assert s.values == tuple(sorted(domain))
     assert s.t.dtype == np.int64 and s.t.tolist() == list(range(n))
@@ -49,7 +49,7 @@ def test_every_generated_stream_is_a_valid_probabilistic_stream(n: int, seed: in
 
 
 def test_the_true_value_gets_one_minus_the_noise_and_the_rest_is_spread() -> None:
-    s = synthetic_pstream(20_000, seed=3)
+    s = synthetic_pstream(20_000, seed=3, noise="split")
     top = s.probs.max(axis=1)
     eps = 1.0 - top
     assert s.values == DOMAIN and MAX_NOISE == 0.1
