@@ -3,7 +3,8 @@
 ``python -m tests.cluster.driver SPEC OUT``: SPEC is a JSON file with ``master``,
 ``warehouse``, ``executor_python``, ``statements`` (a list of SQL texts) and optionally
 ``sketches`` (``[name, sketches.toml mapping, [source versions to run up to]]``: the sketch
-job's first run and its incremental ones); OUT receives ``{"executor_python": [...],
+job's first run and its incremental ones), ``marker`` (a file written before the statements of
+``after_marker`` run, so a test can kill a worker during them); OUT receives ``{"executor_python": [...],
 "results": [[row, ...], ...], "missing": [...]}`` with rows as lists of strings. The session is
 the project's own (:func:`jobs.session.build_session`): it ships the code.
 """
@@ -45,8 +46,16 @@ def main(spec_path: str, out_path: str) -> int:
     for statement in spec["statements"]:
         rows = spark.sql(statement).collect()
         results.append([[None if v is None else str(v) for v in row] for row in rows])
+    missing = missing_on_executors(spark)
+    if spec.get("marker"):
+        # The test kills a worker once this file exists: the statements after it run while
+        # the cluster loses an executor.
+        Path(spec["marker"]).write_text("running")
+    for statement in spec.get("after_marker", []):
+        rows = spark.sql(statement).collect()
+        results.append([[None if v is None else str(v) for v in row] for row in rows])
     Path(out_path).write_text(json.dumps({"executor_python": sorted(probe), "results": results,
-                                          "missing": missing_on_executors(spark)}))
+                                          "missing": missing}))
     spark.stop()
     return 0
 

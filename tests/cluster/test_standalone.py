@@ -118,3 +118,45 @@ def test_functions_and_the_sketch_job_give_the_local_rows(spark, settings, clust
     nodes = {name: as_strings(spark.sql(f"SELECT {columns} FROM delta.`{warehouse / name}`")
                               .collect()) for name in ("clsk_far_nodes", "clsk_near_nodes")}
     assert nodes["clsk_far_nodes"] == nodes["clsk_near_nodes"] and nodes["clsk_near_nodes"]
+
+
+LONG = ("SELECT user, count(*) AS matches, sum(n_events) AS events FROM match_seq("
+        "pattern => 'PATTERN A; B; C WITHIN 1 HOUR', key_col => 'user', events => TABLE("
+        "SELECT id, concat('u', id % 40) AS user, element_at(array('A', 'B', 'C', 'D'), "
+        "cast(id % 7 % 4 + 1 AS INT)) AS type, timestamp_seconds(id) AS ts "
+        "FROM range(300000))) GROUP BY user")
+
+
+def test_a_worker_killed_mid_query_gives_the_same_answer(spark, settings, cluster,
+                                                         tmp_path) -> None:
+    """SIGKILL one worker's whole process group (worker JVM, its executor and Python workers)
+    while a query runs: Spark reruns the lost tasks on the other worker; the rows are the
+    local session's. Runs last in this module: the cluster keeps one worker afterwards."""
+    import os
+    import signal
+    import time
+
+    marker = tmp_path / "running"
+    spec = {"master": cluster.url, "warehouse": str(settings.warehouse_dir),
+            "executor_python": str(EXEC_PYTHON), "statements": [], "marker": str(marker),
+            "after_marker": [LONG]}
+    (tmp_path / "spec.json").write_text(json.dumps(spec))
+    driver = subprocess.Popen([sys.executable, "-m", "tests.cluster.driver",
+                               str(tmp_path / "spec.json"), str(tmp_path / "out.json")],
+                              cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                              text=True)
+    deadline = time.monotonic() + 300
+    while not marker.exists():
+        assert driver.poll() is None, driver.stderr.read()[-4000:]  # type: ignore[union-attr]
+        assert time.monotonic() < deadline, "the driver never reached the query"
+        time.sleep(0.2)
+    time.sleep(3.0)  # tasks of the query are running on both executors now
+    victim = cluster.workers[0]
+    assert driver.poll() is None, "the query ended before the worker could be killed"
+    os.killpg(victim.pid, signal.SIGKILL)
+    _, err = driver.communicate(timeout=600)
+    assert driver.returncode == 0, err[-4000:]
+    assert victim.wait(30) == -signal.SIGKILL
+    assert "Lost executor" in err  # Spark saw the loss (its scheduler logs it as an ERROR)
+    far = json.loads((tmp_path / "out.json").read_text())["results"][0]
+    assert as_strings(far) == as_strings(spark.sql(LONG).collect())
