@@ -5,7 +5,8 @@ The cluster (tests/cluster/standalone.py) runs on loopback; its executors' Pytho
 proves the session shipped the code (jobs/code_bundle.py). A driver process on the cluster
 (tests/cluster/driver.py) and the test run's local session read the same Delta tables and
 must give the same rows: the SQL functions, MATCH_RECOGNIZE, and the sketch job's first and
-incremental runs (node rows compared bit for bit).
+incremental runs (node rows compared bit for bit with the core's), and a worker SIGKILLed in
+the middle of a query. One driver process does all of it: each JVM start costs seconds.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 
 from tests.cluster.standalone import EXEC_PYTHON, ROOT, standalone_cluster
@@ -83,80 +85,92 @@ def tables(spark, settings) -> list[int]:
     return [1, 2]
 
 
-def run_driver(cluster, settings, spec: dict, tmp: Path) -> dict:
-    (tmp / "spec.json").write_text(json.dumps(spec))
-    done = subprocess.run([sys.executable, "-m", "tests.cluster.driver", str(tmp / "spec.json"),
-                           str(tmp / "out.json")], cwd=ROOT, capture_output=True, text=True,
-                          timeout=600)
-    assert done.returncode == 0, done.stderr[-4000:]
-    return json.loads((tmp / "out.json").read_text())
-
-
-def test_functions_and_the_sketch_job_give_the_local_rows(spark, settings, cluster, tables,
-                                                          tmp_path) -> None:
-    from delta_tables.sketch_conf import sketch_from_mapping
-    from jobs.state.sketch import run_sketch
-
-    warehouse = settings.warehouse_dir
-    sketch = {**SKETCH, "source": "cl_events"}
-    spec = {"master": cluster.url, "warehouse": str(warehouse),
-            "executor_python": str(EXEC_PYTHON), "statements": statements(warehouse, "clsk_far"),
-            "sketches": [["clsk_far", sketch, tables]]}
-    far = run_driver(cluster, settings, spec, tmp_path)
-    # The executors ran the venv without the project, and found everything they import.
-    assert far["executor_python"] == [str(EXEC_PYTHON)] and far["missing"] == []
-
-    local_conf = sketch_from_mapping(settings, "clsk_near", sketch)
-    for version in tables:
-        run_sketch(spark, settings, local_conf, until_version=version, quiet=True)
-    near = [as_strings(spark.sql(s).collect()) for s in statements(warehouse, "clsk_near")]
-    assert len(far["results"]) == len(near)
-    for statement, got, want in zip(statements(warehouse, "clsk_near"), far["results"], near):
-        assert as_strings(got) == want, statement
-    assert sum(len(rows) for rows in near) > 20  # the statements do find rows
-    columns = "stream, node_id, level, idx, is_top, is_open, bits"
-    nodes = {name: as_strings(spark.sql(f"SELECT {columns} FROM delta.`{warehouse / name}`")
-                              .collect()) for name in ("clsk_far_nodes", "clsk_near_nodes")}
-    assert nodes["clsk_far_nodes"] == nodes["clsk_near_nodes"] and nodes["clsk_near_nodes"]
-
-
 LONG = ("SELECT user, count(*) AS matches, sum(n_events) AS events FROM match_seq("
         "pattern => 'PATTERN A; B; C WITHIN 1 HOUR', key_col => 'user', events => TABLE("
         "SELECT id, concat('u', id % 40) AS user, element_at(array('A', 'B', 'C', 'D'), "
         "cast(id % 7 % 4 + 1 AS INT)) AS type, timestamp_seconds(id) AS ts "
-        "FROM range(300000))) GROUP BY user")
+        "FROM range(600000))) GROUP BY user")
 
 
-def test_a_worker_killed_mid_query_gives_the_same_answer(spark, settings, cluster,
-                                                         tmp_path) -> None:
-    """SIGKILL one worker's whole process group (worker JVM, its executor and Python workers)
-    while a query runs: Spark reruns the lost tasks on the other worker; the rows are the
-    local session's. Runs last in this module: the cluster keeps one worker afterwards."""
+@pytest.fixture(scope="module")
+def far(cluster, settings, tables, tmp_path_factory) -> dict:
+    """One driver process on the cluster (a JVM start is the cost): the sketch job's first and
+    incremental runs, every statement, then a long query during which one worker's whole
+    process group (worker JVM, its executor, their Python workers) is SIGKILLed."""
     import os
     import signal
     import time
 
-    marker = tmp_path / "running"
-    spec = {"master": cluster.url, "warehouse": str(settings.warehouse_dir),
-            "executor_python": str(EXEC_PYTHON), "statements": [], "marker": str(marker),
-            "after_marker": [LONG]}
-    (tmp_path / "spec.json").write_text(json.dumps(spec))
+    tmp = tmp_path_factory.mktemp("driver")
+    marker = tmp / "running"
+    warehouse = settings.warehouse_dir
+    spec = {"master": cluster.url, "warehouse": str(warehouse),
+            "executor_python": str(EXEC_PYTHON), "statements": statements(warehouse, "clsk_far"),
+            "sketches": [["clsk_far", {**SKETCH, "source": "cl_events"}, tables]],
+            "marker": str(marker), "after_marker": [LONG]}
+    (tmp / "spec.json").write_text(json.dumps(spec))
     driver = subprocess.Popen([sys.executable, "-m", "tests.cluster.driver",
-                               str(tmp_path / "spec.json"), str(tmp_path / "out.json")],
+                               str(tmp / "spec.json"), str(tmp / "out.json")],
                               cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                               text=True)
-    deadline = time.monotonic() + 300
+    deadline = time.monotonic() + 480
     while not marker.exists():
-        assert driver.poll() is None, driver.stderr.read()[-4000:]  # type: ignore[union-attr]
-        assert time.monotonic() < deadline, "the driver never reached the query"
+        if driver.poll() is not None:
+            pytest.fail(f"the driver failed: {driver.stderr.read()[-4000:]}")  # type: ignore[union-attr]
+        if time.monotonic() > deadline:
+            driver.kill()
+            pytest.fail("the driver never reached the long query")
         time.sleep(0.2)
-    time.sleep(3.0)  # tasks of the query are running on both executors now
+    time.sleep(1.0)  # the long query is being planned or run: its tasks need several seconds
     victim = cluster.workers[0]
-    assert driver.poll() is None, "the query ended before the worker could be killed"
+    running = driver.poll() is None
     os.killpg(victim.pid, signal.SIGKILL)
     _, err = driver.communicate(timeout=600)
     assert driver.returncode == 0, err[-4000:]
-    assert victim.wait(30) == -signal.SIGKILL
-    assert "Lost executor" in err  # Spark saw the loss (its scheduler logs it as an ERROR)
-    far = json.loads((tmp_path / "out.json").read_text())["results"][0]
-    assert as_strings(far) == as_strings(spark.sql(LONG).collect())
+    out = json.loads((tmp / "out.json").read_text())
+    return {**out, "stderr": err, "running_at_kill": running,
+            "victim_status": victim.wait(30)}
+
+
+def test_functions_and_the_sketch_job_give_the_local_rows(spark, settings, far) -> None:
+    from delta_tables.sketch_conf import sketch_from_mapping
+    from delta_tables.sketch_state import tree_to_arrow
+    from cep.sketch import SketchTree
+
+    # The executors ran the venv without the project, and found everything they import.
+    assert far["executor_python"] == [str(EXEC_PYTHON)] and far["missing"] == []
+    warehouse = settings.warehouse_dir
+    # The same statements in the local session, over the same tables (the sketch the
+    # cluster's job wrote included): the same rows.
+    near = [as_strings(spark.sql(s).collect()) for s in statements(warehouse, "clsk_far")]
+    assert len(far["results"]) == len(near) + 1  # + the long query of the other test
+    for statement, got, want in zip(statements(warehouse, "clsk_far"), far["results"], near):
+        assert as_strings(got) == want, statement
+    assert sum(len(rows) for rows in near) > 20  # the statements do find rows
+    # The job's two runs on the cluster wrote the rows the core builds from all the events.
+    config = sketch_from_mapping(settings, "clsk_far", {**SKETCH, "source": "cl_events"}).config
+    events = spark.read.format("delta").load(str(warehouse / "cl_events")) \
+        .orderBy("ts", "id").toArrow()
+    users = events.column("user").to_pylist()
+    types = events.column("type").to_pylist()
+    micros = events.column("ts").cast(pa.int64()).to_pylist()
+    expected = []
+    for user in sorted(set(users)):
+        mine = [i for i, u in enumerate(users) if u == user]
+        tree = SketchTree.build([types[i] for i in mine], [micros[i] for i in mine], config)
+        expected += [(user, r["node_id"], r["level"], r["idx"], r["is_top"], r["is_open"],
+                      r["bits"]) for r in tree_to_arrow(user, tree).to_pylist()]
+    columns = "stream, node_id, level, idx, is_top, is_open, bits"
+    got = spark.sql(f"SELECT {columns} FROM delta.`{warehouse / 'clsk_far_nodes'}`").collect()
+    assert sorted(tuple(r) for r in got) == sorted(expected) and expected
+
+
+def test_a_worker_killed_mid_query_gives_the_same_answer(spark, far) -> None:
+    """SIGKILL of one worker while the long query runs: Spark reports the lost executor,
+    reruns its tasks on the other worker, and the rows are the local session's."""
+    import signal
+
+    assert far["running_at_kill"], "the query ended before the worker could be killed"
+    assert far["victim_status"] == -signal.SIGKILL
+    assert "Lost executor" in far["stderr"]  # Spark saw the loss (its scheduler logs an ERROR)
+    assert as_strings(far["results"][-1]) == as_strings(spark.sql(LONG).collect())
