@@ -38,7 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from cep.trends.edges import enumerate_edges
-from cep.trends.extract import DEFAULT_MAX_TRENDS, check_limit
+from cep.trends.extract import DEFAULT_MAX_TRENDS, check_limit, trie_paths
 from cep.trends.graph import TrendGraph
 from cep.trends.links import links
 from cep.trends.maximal import DEFAULT_COMPLETENESS, MAXIMAL, reduced_edges
@@ -116,8 +116,8 @@ def anchored_trends(graph: TrendGraph, anchors: int = 0, max_trends: int = DEFAU
     offsets = np.searchsorted(src, np.arange(n + 1)).astype(np.int64)
     started = time.perf_counter()
     cut = anchor_events(graph, anchors) & ~is_start
-    pieces, nodes = _bfs(np.flatnonzero(is_start | cut).astype(np.int64), cut | is_end, is_end,
-                         offsets, dst)
+    pieces, nodes = trie_paths(np.flatnonzero(is_start | cut).astype(np.int64), is_end,
+                               cut | is_end, offsets, dst)
     bfs_done = time.perf_counter()
     by_first: dict[int, list[list[int]]] = {}
     for piece in pieces:
@@ -140,37 +140,3 @@ def anchored_trends(graph: TrendGraph, anchors: int = 0, max_trends: int = DEFAU
     dfs_done = time.perf_counter()
     return AnchoredResult([np.array(t, dtype=np.int64) for t in trends], int(cut.sum()),
                           len(pieces), nodes, steps, peak, bfs_done - started, dfs_done - bfs_done)
-
-
-def _bfs(sources: np.ndarray, stop: np.ndarray, is_end: np.ndarray, offsets: np.ndarray,
-         dst: np.ndarray) -> tuple[list[list[int]], int]:
-    """The pieces from every source to the first stop event after it (or the source itself
-    when it is an end event), all sources together, one level per step; and the trie size."""
-    vertices, parents, done, depths = [sources], [np.full(len(sources), -1, dtype=np.int64)], [], []
-    first_id, depth, frontier = 0, 0, sources
-    while len(frontier):
-        ids = first_id + np.arange(len(frontier), dtype=np.int64)
-        finished = is_end[frontier] if depth == 0 else stop[frontier]
-        done.append(ids[finished])
-        depths.append(np.full(int(finished.sum()), depth, dtype=np.int64))
-        grow_ids, grow_v = ids[~finished], frontier[~finished]
-        lo, hi = offsets[grow_v], offsets[grow_v + 1]
-        counts = hi - lo
-        child_parent = np.repeat(grow_ids, counts)
-        starts = np.repeat(lo - (np.cumsum(counts) - counts), counts)
-        child_v = dst[starts + np.arange(int(counts.sum()), dtype=np.int64)]
-        first_id += len(frontier)
-        depth += 1
-        vertices.append(child_v)
-        parents.append(child_parent)
-        frontier = child_v
-    vertex, parent = np.concatenate(vertices), np.concatenate(parents)
-    node_ids, node_depths = np.concatenate(done), np.concatenate(depths)
-    out = np.zeros((len(node_ids), int(node_depths.max(initial=-1)) + 1), dtype=np.int64)
-    cursor = node_ids.copy()
-    for step in range(out.shape[1]):
-        active = node_depths >= step
-        out[active, node_depths[active] - step] = vertex[cursor[active]]
-        cursor[active] = parent[cursor[active]]
-    pieces = [row[:d + 1] for row, d in zip(out.tolist(), node_depths.tolist())]
-    return pieces, len(vertex)

@@ -83,16 +83,35 @@ def extract_trends(graph: TrendGraph, max_trends: int = DEFAULT_MAX_TRENDS,
     is_start, is_end = endpoints(graph, ln)
     src, dst = reduced_edges(graph, ln) if completeness == MAXIMAL else enumerate_edges(graph, ln)
     offsets = np.searchsorted(src, np.arange(n + 1)).astype(np.int64)
+    paths, _ = trie_paths(np.flatnonzero(is_start).astype(np.int64), is_end, is_end, offsets, dst)
+    trends = sorted(paths)
+    return [np.array(t, dtype=np.int64) for t in trends]
+
+
+def trie_paths(sources: np.ndarray, first_stop: np.ndarray, stop: np.ndarray,
+               offsets: np.ndarray, dst: np.ndarray) -> tuple[list[list[int]], int]:
+    """Every path from ``sources`` along the edges (CSR ``offsets``/``dst``) to its first stop
+    event, all sources together, one level per numpy step; and the size of the trie walked.
+
+    A source ends its path at once when ``first_stop`` holds for it; every later event ends
+    one when ``stop`` holds. :func:`extract_trends` passes the end events for both;
+    :mod:`cep.trends.anchors` stops at anchors too.
+
+    Example:
+        >>> offsets, dst = np.array([0, 2, 3, 3]), np.array([1, 2, 2])  # 0->1, 0->2, 1->2
+        >>> ends = np.array([False, False, True])
+        >>> trie_paths(np.array([0]), ends, ends, offsets, dst)
+        ([[0, 2], [0, 1, 2]], 4)
+    """
     # The trie: level by level, node ids are global positions in these lists.
-    vertices = [np.flatnonzero(is_start).astype(np.int64)]
-    parents = [np.full(len(vertices[0]), -1, dtype=np.int64)]
+    vertices = [sources]
+    parents = [np.full(len(sources), -1, dtype=np.int64)]
     done_nodes: list[np.ndarray] = []
     done_depths: list[np.ndarray] = []
-    first_id, depth = 0, 0
-    frontier = vertices[0]
+    first_id, depth, frontier = 0, 0, sources
     while len(frontier):
         ids = first_id + np.arange(len(frontier), dtype=np.int64)
-        end = is_end[frontier]
+        end = (first_stop if depth == 0 else stop)[frontier]
         done_nodes.append(ids[end])
         done_depths.append(np.full(int(end.sum()), depth, dtype=np.int64))
         grow_ids, grow_v = ids[~end], frontier[~end]
@@ -120,5 +139,4 @@ def extract_trends(graph: TrendGraph, max_trends: int = DEFAULT_MAX_TRENDS,
         cursor[active] = parent[cursor[active]]
     bounds = np.r_[out_start, len(flat)].tolist()
     values = flat.tolist()
-    trends = sorted(values[a:b] for a, b in zip(bounds[:-1], bounds[1:]))
-    return [np.array(t, dtype=np.int64) for t in trends]
+    return [values[a:b] for a, b in zip(bounds[:-1], bounds[1:])], len(vertex)
