@@ -139,6 +139,28 @@ def first_leaves(level: np.ndarray | int, index: np.ndarray | int, config: Sketc
     return index * np.power(np.int64(config.fanout), level)
 
 
+def child_index(level: np.ndarray, index: np.ndarray, offset: np.ndarray,
+                config: SketchConfig) -> np.ndarray:
+    """Index (at ``level - 1``) of child ``offset`` of inner nodes ``(level, index)``
+    (arrays broadcast together).
+
+    Example:
+        >>> child_index(np.array([2]), np.array([1]), np.array([1]), SketchConfig(m=64, k=1, C=4)).tolist()
+        [3]
+        >>> cfg = SketchConfig(m=64, k=1, C=4, merge="neighbours")
+        >>> child_index(np.array([2]), np.array([1]), np.array([1]), cfg).tolist()
+        [3]
+        >>> child_index(np.array([3]), np.array([1]), np.array([1]), cfg).tolist()
+        [5]
+    """
+    level = np.asarray(level, dtype=np.int64)
+    index = np.asarray(index, dtype=np.int64)
+    offset = np.asarray(offset, dtype=np.int64)
+    if config.merge == NEIGHBOURS:  # the right child starts 2**(level-1) leaves later
+        return index + offset * np.left_shift(np.int64(1), np.maximum(level - 1, 0))
+    return index * config.fanout + offset
+
+
 def child_indices(level: np.ndarray, index: np.ndarray, config: SketchConfig) -> np.ndarray:
     """Indices (at ``level - 1``) of the ``f`` children of inner nodes: int64 ``(n, f)``.
 
@@ -149,13 +171,9 @@ def child_indices(level: np.ndarray, index: np.ndarray, config: SketchConfig) ->
         >>> child_indices(np.array([2]), np.array([1]), cfg).tolist()
         [[1, 3]]
     """
-    level = np.asarray(level, dtype=np.int64)
-    index = np.asarray(index, dtype=np.int64)
-    f = config.fanout
-    if config.merge == NEIGHBOURS:
-        width = np.left_shift(np.int64(1), np.maximum(level - 1, 0))
-        return index[:, None] + np.arange(2, dtype=np.int64) * width[:, None]
-    return index[:, None] * f + np.arange(f, dtype=np.int64)
+    level = np.asarray(level, dtype=np.int64)[:, None]
+    index = np.asarray(index, dtype=np.int64)[:, None]
+    return child_index(level, index, np.arange(config.fanout, dtype=np.int64)[None, :], config)
 
 
 def _read_only(array: np.ndarray) -> np.ndarray:
@@ -834,6 +852,13 @@ class SketchTree:
         out = self.rows_of(ids)
         out[level == 0] = -1
         return out
+
+    def child_rows(self, rows: np.ndarray, offset: np.ndarray) -> np.ndarray:
+        """Row of child ``offset[i]`` of inner node ``rows[i]`` (``-1`` when it is missing)."""
+        rows = np.asarray(rows, dtype=np.int64)
+        level = self.level[rows].astype(np.int64)
+        return self.rows_of(node_ids(level - 1, child_index(level, self.index[rows], offset,
+                                                             self.config)))
 
     def parent_rows(self) -> np.ndarray:
         """Row of every node's parent, ``-1`` for top-level nodes."""

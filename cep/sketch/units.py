@@ -152,7 +152,8 @@ def cut(tree: Any, names: Sequence[str], level: int = 0, *, membership: str = "b
         tree: a sketch tree of one stream (:class:`cep.sketch.tree.SketchTree`): columnar node
             arrays (``level``, ``index``, ``node_id``, intervals), ``fanout``, ``member`` /
             ``twin_member`` (bool per node), ``top_rows()`` (in position order),
-            ``children_of(rows)`` (child rows per row, -1 when absent) and ``open_leaf``.
+            ``child_rows(rows, offset)`` (the row of one child per row, -1 when absent) and
+            ``open_leaf``.
         names: the names the query mentions (positive and negated).
         level: the accuracy level ``λ >= 0``; nodes above it are replaced by their children.
         membership: ``"bloom"`` (the sketch: possibly present) or ``"twin"`` (exact sets).
@@ -181,9 +182,8 @@ def cut(tree: Any, names: Sequence[str], level: int = 0, *, membership: str = "b
     fanout = int(tree.fanout)
 
     def children(parents: np.ndarray, offset: np.ndarray) -> np.ndarray:
-        # children_of knows the tree's merge rule (aligned groups or the thesis's neighbours).
-        found = np.asarray(tree.children_of(parents), dtype=np.int64)[
-            np.arange(parents.shape[0]), offset]
+        # child_rows knows the tree's merge rule (aligned groups or the thesis's neighbours).
+        found = np.asarray(tree.child_rows(parents, offset), dtype=np.int64)
         if (found < 0).any():
             raise SketchArgumentError("the tree is missing children of an existing node")
         return found

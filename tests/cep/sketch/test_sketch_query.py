@@ -303,13 +303,9 @@ class FakeTree:
         rows = np.flatnonzero(self.is_top)
         return rows[np.argsort(self.pos_start[rows], kind="stable")]
 
-    def children_of(self, rows: np.ndarray) -> np.ndarray:
-        rows = np.asarray(rows, dtype=np.int64)
+    def child_rows(self, rows: np.ndarray, offset: np.ndarray) -> np.ndarray:
         level = self.level[rows].astype(np.int64)
-        first = self.index[rows][:, None] * self.fanout + np.arange(self.fanout)
-        out = self.rows_of(make_node_id((level - 1)[:, None], first).reshape(-1)).reshape(first.shape)
-        out[level == 0] = -1
-        return out
+        return self.rows_of(make_node_id(level - 1, self.index[rows] * self.fanout + offset))
 
     @staticmethod
     def build(names: Sequence[str], ts: Sequence[int], window: int, fanout: int = 2, m: int = 16,
