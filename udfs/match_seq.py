@@ -32,8 +32,9 @@ from functools import lru_cache
 from typing import Any, Iterator
 
 from cep.errors import CepError
-from udfs.shell import (PlannedResult, TableFunction, bind_call, constant, field, keyed,
-                        planned, quote, string_arg, table_fields, table_function)
+from udfs.chunks import ChunkBuffer, Horizon, committed
+from udfs.shell import (CallFailed, PlannedResult, TableFunction, batch_of, bind_call, constant,
+                        field, keyed, planned, quote, string_arg, table_fields, table_function)
 
 KEEP = "__cep_keep"
 """The selected column the JVM shim's rule filters on (sql_ext/jvm, ``KeepRowsRule.FIELD``)."""
@@ -68,6 +69,11 @@ class CallPlan:
         positioned: ``__pos`` is selected: a key is cut into runs where rows were dropped.
         renames: ``(internal name, selected name)`` of the columns selected under their own
             names (see :class:`Selection`).
+        horizon: the reach of a match when Spark delivers each partition sorted and the task
+            matches it chunk by chunk (:mod:`udfs.chunks`); None when it collects the whole
+            partition first.
+        chunk_rows: new rows per chunk (``chunk_rows =>``; None: ``udfs.chunks.CHUNK_ROWS``;
+            0: no streaming).
     """
 
     pattern: str
@@ -80,6 +86,8 @@ class CallPlan:
     filtered: bool = False
     positioned: bool = False
     renames: tuple[tuple[str, str], ...] = ()
+    horizon: Horizon | None = None
+    chunk_rows: int | None = None
 
 
 def _ts_kind(data_type: Any, name: str) -> tuple[str, str]:
@@ -98,7 +106,7 @@ def _ts_kind(data_type: Any, name: str) -> tuple[str, str]:
                                 f"number, found {data_type.simpleString()}")
 
 
-OPTIONS = ("policy", "ts_col", "type_col", "id_col", "max_matches")
+OPTIONS = ("policy", "ts_col", "type_col", "id_col", "max_matches", "chunk_rows")
 
 
 class Selection:
@@ -155,7 +163,7 @@ def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
                      options=OPTIONS, error=err)
     pattern, key_col, events, policy = (call.get(n) for n in ("pattern", "key_col", "events",
                                                               "policy"))
-    ts_col, type_col, id_col, max_matches = (call.get(n) for n in OPTIONS[1:])
+    ts_col, type_col, id_col, max_matches, chunk_rows = (call.get(n) for n in OPTIONS[1:])
     text = string_arg(pattern, "pattern", err, required=True)
     fields = table_fields(events, "events", err)
     ts_f = field(fields, string_arg(ts_col, "ts_col", err, "ts"), "ts_col", err)
@@ -167,6 +175,9 @@ def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
     limit = constant(max_matches, "max_matches", err)
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
         raise err(f"argument max_matches: expected a positive integer, found {limit!r}")
+    chunk = constant(chunk_rows, "chunk_rows", err)
+    if chunk is not None and (isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 0):
+        raise err(f"argument chunk_rows: expected a non-negative integer, found {chunk!r}")
     if not isinstance(id_f.dataType, IntegralType):
         raise err(f"id_col {id_f.name!r} must be an integer column, found "
                   f"{id_f.dataType.simpleString()}")
@@ -235,14 +246,38 @@ def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
             StructField("variables", ArrayType(StringType())),
             StructField("n_events", IntegerType())]
     key = key_f.name if key_f is not None else None
+    # chunk_rows => 0: each partition collected whole, unsorted by Spark (the pre-streaming way)
+    horizon = None if positioned or chunk == 0 else horizon_of(compiled)
     plan = CallPlan(text, chosen_policy, ts_kind, key, attributes, tuple(mask_aliases), limit,
-                    keep is not None, positioned, selection.renames)
+                    keep is not None, positioned, selection.renames, horizon, chunk)
     if positioned and key is not None:
         # The window already brings each key's rows into one task, sorted: asking Spark for a
         # partitioning too would shuffle every row twice (Spark cannot see that the two agree)
         # and a partition per key costs a Python call per key (measured: BENCHMARKS.md).
         return PlannedResult(schema=StructType(out), select=select, plan=plan)
-    return keyed(StructType(out), select, plan, key, KEY_BUCKETS)
+    order = None
+    if horizon is not None:  # rows sorted as the engine reads them: a task streams its keys
+        order = ([quote(key_f.name)] if key_f is not None else []) + [ts_sql, id_sql]
+    return keyed(StructType(out), select, plan, key, KEY_BUCKETS, order=order)
+
+
+def horizon_of(compiled: Any) -> Horizon | None:
+    """How far a match of ``compiled`` reaches, when its partitions can be streamed.
+
+    None when they cannot: a positional ``WINDOW [a, b]`` numbers the events from the start
+    of the partition, which a chunk does not see.
+
+    Example:
+        >>> from cep.match import compile_query
+        >>> horizon_of(compile_query("PATTERN a; b WITHIN 3 EVENTS"))
+        Horizon(by_events=True, width=3)
+        >>> horizon_of(compile_query("PATTERN a; b"))
+        Horizon(by_events=False, width=None)
+    """
+    bounds = compiled.query.window
+    if bounds is not None and bounds.kind != "TIMESTAMP":
+        return None
+    return Horizon(compiled.window.by_events, compiled.window.width)
 
 
 def keep_condition(compiled: Any, masks: dict[str, str], window: str
@@ -304,6 +339,7 @@ class MatchSeq(TableFunction):
 
     def __init__(self, analyze_result: Any) -> None:
         super().__init__(analyze_result)
+        self.stream: StreamedPartition | None = None
         self.second = False
         if self.plan.positioned and self.plan.key is not None:
             # Such a call asks Spark for no partitioning (its window groups the keys), so
@@ -316,11 +352,75 @@ class MatchSeq(TableFunction):
             self.second = attempt is not None and attempt == MatchSeq._last_task
             MatchSeq._last_task = attempt
 
+    def eval(self, *args: Any, **kwargs: Any) -> Iterator[Any]:
+        if self.plan.horizon is None:
+            return super().eval(*args, **kwargs)
+        if self.stream is None:
+            self.stream = StreamedPartition(self.plan)
+        return self.stream.add(batch_of(args, kwargs))
+
+    def terminate(self) -> Iterator[Any]:
+        if self.plan.horizon is None:
+            yield from super().terminate()
+        elif self.stream is not None:
+            yield from self.stream.finish()
+
     def answer(self, plan: CallPlan, table: Any) -> Iterator[Any]:
         if self.second:
             raise MatchSeqArgumentError("write no PARTITION BY in the call: match_seq brings the "
                                         "rows of each key_col value together itself")
         return answer_table(plan, table)
+
+
+class StreamedPartition:
+    """One task's sorted partition matched chunk by chunk (:mod:`udfs.chunks`).
+
+    The carried state between chunks is the open key's uncommitted rows and how many of its
+    matches were already reported, so its ``match_id`` goes on counting.
+    """
+
+    def __init__(self, plan: CallPlan) -> None:
+        self.plan = plan
+        self.buffer = ChunkBuffer() if plan.chunk_rows is None else ChunkBuffer(plan.chunk_rows)
+        self.reported = 0  # matches of the open key already emitted
+
+    def add(self, batch: Any) -> Iterator[Any]:
+        """Take one record batch; the output tables of each chunk it completes."""
+        if self.plan.filtered:  # drop unbindable rows before they are held (no JVM shim)
+            batch = batch.filter(batch.column(KEEP))
+        size = self.buffer.rows
+        for at in range(0, batch.num_rows, size):
+            if self.buffer.add(batch.slice(at, size)):
+                yield from self._flush(final=False)
+
+    def finish(self) -> Iterator[Any]:
+        """The output tables of what is left at the end of the partition."""
+        return self._flush(final=True)
+
+    def _flush(self, final: bool) -> Iterator[Any]:
+        import numpy as np
+
+        continues = self.buffer.tail is not None
+        table = self.buffer.take()
+        if table is None:
+            return
+        try:
+            stream, keys, _ = event_stream(self.plan, table, presorted=True)
+            starts = stream.segment_starts
+            last = 0 if starts is None else len(starts) - 1
+            first = 0 if starts is None else int(starts[-1])
+            cut = len(stream) if final else committed(self.plan.horizon, stream.ts, first)
+            offset = self.reported if continues else 0
+            emitted = 0
+            for out in answer_stream(self.plan, stream, keys, cut=cut, offset=offset):
+                ids, segments, table_out = out
+                emitted += int(np.count_nonzero(segments == last))
+                yield table_out
+            self.reported = emitted + (offset if last == 0 else 0)
+            if not final:
+                self.buffer.carry(table, cut)
+        except CepError as err:
+            raise CallFailed(str(err)) from None
 
 
 def answer_table(plan: CallPlan, table: Any) -> Iterator[Any]:
@@ -343,6 +443,60 @@ def answer_table(plan: CallPlan, table: Any) -> Iterator[Any]:
             yield _output(plan, stream, keys, chunk, ids)
     except MatchLimitError as err:
         raise MatchLimitError(sql_advice(err.message)) from None
+
+
+def answer_stream(plan: CallPlan, stream: Any, keys: Any, *, cut: int, offset: int
+                  ) -> Iterator[tuple[Any, Any, Any]]:
+    """The matches of a streamed chunk whose first event lies before ``cut``.
+
+    Args:
+        plan, stream, keys: as from :func:`event_stream` over the chunk.
+        cut: the first uncommitted position (:func:`udfs.chunks.committed`).
+        offset: matches of segment 0's key reported by earlier chunks: its ``match_id`` and
+            its ``max_matches`` count go on from there.
+
+    Yields:
+        ``(match_id, segment, output table)`` per piece of segments.
+    """
+    import numpy as np
+
+    from cep.match.errors import MatchLimitError
+    from cep.match.limits import check_matches
+    from cep.match.segments import iter_segment_matches
+
+    compiled = _compiled(plan.pattern, plan.policy, plan.max_matches)
+    try:
+        for chunk in iter_segment_matches(compiled, stream):
+            # match_id order is start order, so the committed matches are a prefix
+            k = int(np.searchsorted(chunk.matches.starts, cut, side="left"))
+            truncated = k < len(chunk.matches)
+            if truncated:
+                chunk = _head(chunk, k)
+            ids = chunk.match_ids()
+            if offset:
+                first_key = chunk.segments == 0
+                ids[first_key] += offset
+                if first_key.any():
+                    check_matches(compiled.limits, int(ids[first_key].max()))
+            if len(ids):
+                yield ids, chunk.segments, _output(plan, stream, keys, chunk, ids)
+            if truncated:  # the next pieces hold later segments: nothing committed there
+                break
+    except MatchLimitError as err:
+        raise MatchLimitError(sql_advice(err.message)) from None
+
+
+def _head(chunk: Any, k: int) -> Any:
+    """The first ``k`` matches of a ``SegmentMatches``."""
+    from dataclasses import replace
+
+    from cep.match.arrays import MatchArrays
+
+    m = chunk.matches
+    offsets = m.offsets[:k + 1]
+    end = int(offsets[-1])
+    head = MatchArrays(m.starts[:k], m.ends[:k], offsets, m.positions[:end], m.variables[:end])
+    return replace(chunk, matches=head, segments=chunk.segments[:k])
 
 
 SQL_ADVICE = {
@@ -395,9 +549,13 @@ def from_micros(values: Any, ts_kind: str) -> Any:
     return pa.array(values, pa.int64())
 
 
-def event_stream(plan: CallPlan, table: Any) -> tuple[Any, Any, Any]:
+def event_stream(plan: CallPlan, table: Any, *, presorted: bool = False
+                 ) -> tuple[Any, Any, Any]:
     """One partition as a (segmented, with a key) EventStream, each segment's key, and when
-    a segment is a run of a key (``plan.positioned``) the key's index for each segment."""
+    a segment is a run of a key (``plan.positioned``) the key's index for each segment.
+
+    ``presorted``: Spark delivered the rows in the engine's order (the call's ``orderBy``), so
+    stream positions are the table's rows."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -421,7 +579,8 @@ def event_stream(plan: CallPlan, table: Any) -> tuple[Any, Any, Any]:
         order = [(POS, "ascending", "at_end")]
     if plan.key is not None:
         order.insert(0, ("__key", "ascending", "at_end"))
-    table = table.take(pc.sort_indices(table, sort_keys=order))
+    if not presorted:
+        table = table.take(pc.sort_indices(table, sort_keys=order))
     n = table.num_rows
     starts, keys = None, None
     if plan.key is not None and n:

@@ -57,14 +57,18 @@ class PlannedResult(AnalyzeResult):
 
 
 def keyed(schema: Any, select: list[Any], plan: Any, key: str | None,
-          buckets: int) -> PlannedResult:
+          buckets: int, *, order: list[str] | None = None) -> PlannedResult:
     """The analysis result of a function whose rows go together by key: ``buckets`` buckets of
-    the key's hash, or the whole table as one partition (one stream) without a key."""
-    from pyspark.sql.udtf import PartitioningColumn
+    the key's hash, or the whole table as one partition (one stream) without a key; ``order``:
+    SQL expressions Spark sorts each partition by (it sorts externally, spilling to disk, so a
+    task can then stream its rows)."""
+    from pyspark.sql.udtf import OrderingColumn, PartitioningColumn
 
+    order_by = [OrderingColumn(expr) for expr in order or ()]
     if key is None:
-        return PlannedResult(schema=schema, withSinglePartition=True, select=select, plan=plan)
-    return PlannedResult(schema=schema, select=select, plan=plan,
+        return PlannedResult(schema=schema, withSinglePartition=True, select=select, plan=plan,
+                             orderBy=order_by)
+    return PlannedResult(schema=schema, select=select, plan=plan, orderBy=order_by,
                          partitionBy=[PartitioningColumn(f"pmod(hash({quote(key)}), {buckets})")])
 
 

@@ -1,0 +1,135 @@
+"""Streaming a sorted partition through an engine in chunks, carrying the look-ahead over.
+
+Spark hands a table function its partition as record batches. Collecting them all before
+matching holds the partition whole in the Python worker, which for one key with 10^8 events
+is several gigabytes. When Spark delivers the rows sorted (the call asks for ``orderBy``
+key, timestamp, id), a partition can be matched piece by piece instead:
+
+* every key before the last one in the buffer is complete (the rows of a key are
+  contiguous): its matches are final;
+* of the last, *open* key only the rows whose matches cannot reach past the buffer are
+  final. A match reaches at most ``horizon`` past its first event (``WITHIN``: a time span or
+  a number of events), so a first event is *committed* when the buffer already holds
+  everything up to its horizon: its timestamp is at most ``last - width`` (later rows have a
+  timestamp of at least ``last``), or its position is at most ``n - width`` for an
+  ``EVENTS`` window;
+* the engine runs over the whole buffer, the caller reports the matches whose first event is
+  committed (in ``match_id`` order they come first), and the rows from the first uncommitted
+  one on are carried into the next buffer. Matches of the carried rows are found again next
+  time, with the events after them.
+
+This is exact for every policy because a match is a function of its first event and the
+events inside its window that follow it (docs/semantics.md): nothing before the first event
+matters. The Python memory is bounded by ``CHUNK_ROWS`` new rows plus the rows of one window
+of the open key; a query without a window carries its open key whole (docs/cluster.md, "Big
+keys").
+
+Example:
+    >>> import numpy as np
+    >>> ts = np.array([0, 5, 10, 20, 30])
+    >>> committed(Horizon(False, 10), ts, first=0)   # rows at 0, 5, 10, 20 see 10 ahead of them
+    4
+    >>> committed(Horizon(True, 3), ts, first=0)     # 3 events: positions 0..2 see theirs
+    3
+    >>> committed(Horizon(False, None), ts, first=2)  # no window: only closed keys (rows 0, 1)
+    2
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+CHUNK_ROWS = 1 << 20
+"""New rows a buffer takes before it is matched: ~100 MB of columns for a typical call, a few
+ms of fixed cost per engine call (measured in BENCHMARKS.md, "Big keys")."""
+
+
+@dataclass(frozen=True)
+class Horizon:
+    """How far past its first event a match can reach.
+
+    Attributes:
+        by_events: the width counts events (``WITHIN n EVENTS``), else timestamp units.
+        width: the window's width; None when matches are unbounded (no ``WITHIN``).
+    """
+
+    by_events: bool
+    width: int | float | None
+
+
+def committed(horizon: Horizon, ts: np.ndarray, first: int) -> int:
+    """How many leading rows of a sorted buffer start only final matches.
+
+    Args:
+        horizon: the query's reach.
+        ts: timestamps of the buffer's rows (sorted within each key).
+        first: the first row of the open (last) key.
+
+    Returns:
+        ``c`` with ``first <= c < len(ts)`` (at least the open key's last row stays
+        uncommitted, so the open key always continues in the next buffer).
+    """
+    n = len(ts)
+    if n == 0:
+        return 0
+    if horizon.width is None:
+        return first
+    if horizon.by_events:
+        # a match from position p binds positions below p + width: p + ceil(width) - 1 < n
+        cut = n - int(math.ceil(horizon.width)) + 1
+    else:
+        # the rows with ts < ts[p] + width are all here when ts[p] + width <= ts[-1]
+        cut = first + int(np.searchsorted(ts[first:], ts[-1] - horizon.width, side="right"))
+    return int(min(max(cut, first), n - 1))
+
+
+class ChunkBuffer:
+    """The rows of a partition not matched yet: a carried tail and the batches since.
+
+    Example:
+        >>> import pyarrow as pa
+        >>> buf = ChunkBuffer(rows=3)
+        >>> buf.add(pa.record_batch({"x": [1, 2]})), buf.add(pa.record_batch({"x": [3]}))
+        (False, True)
+        >>> table = buf.take(); table.column("x").to_pylist()
+        [1, 2, 3]
+        >>> buf.carry(table, 2); buf.take().column("x").to_pylist()
+        [3]
+    """
+
+    def __init__(self, rows: int = CHUNK_ROWS) -> None:
+        self.rows = rows
+        self.tail: Any = None
+        self.batches: list[Any] = []
+        self.new_rows = 0
+
+    def add(self, batch: Any) -> bool:
+        """Keep ``batch``; True when enough new rows arrived to match a chunk."""
+        if batch.num_rows:
+            self.batches.append(batch)
+            self.new_rows += batch.num_rows
+        return self.new_rows >= self.rows
+
+    def take(self) -> Any:
+        """Everything held, as one ``pyarrow.Table`` (None when empty); the buffer empties."""
+        import pyarrow as pa
+
+        parts = [] if self.tail is None else [self.tail]
+        if self.batches:
+            parts.append(pa.Table.from_batches(self.batches))
+        self.tail, self.batches, self.new_rows = None, [], 0
+        if not parts:
+            return None
+        return parts[0] if len(parts) == 1 else pa.concat_tables(parts)
+
+    def carry(self, table: Any, start: int) -> None:
+        """Hold the rows of ``table`` from ``start`` on for the next chunk."""
+        import pyarrow as pa
+
+        if start < table.num_rows:
+            # a copy (a slice would keep the whole buffer's memory alive)
+            self.tail = table.take(pa.array(np.arange(start, table.num_rows, dtype=np.int64)))
