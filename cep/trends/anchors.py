@@ -14,7 +14,10 @@ is cut at ``k``. Two stages, one process:
 The answer equals ``extract_trends`` for every choice of anchors (property-tested); only the
 split of the work between the two stages moves, which is what the paper's Fig. 18 sweeps. The
 paper runs the BFS pieces on a thread pool and the DFS with work stealing; here both stages run
-in one Python process (no threads, no work stealing; docs/trends.md, "Paper vs ours").
+in one Python process. :func:`cep.trends.stealing.stealing_trends` runs the same two stages on
+worker processes, the DFS as small tasks pulled from a shared queue and split when they run
+long (work pulling with task splitting, not signal-driven stealing; docs/trends.md, "Paper vs
+ours").
 
 Example:
     >>> import numpy as np

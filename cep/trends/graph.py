@@ -28,7 +28,9 @@ attribute vertices, so no edge crosses windows.
 ``rval`` of all events, sort the distinct ``rval``, build the range vertices, map every value
 with ``np.searchsorted``; ``O(n log n)``, no Python loop per event.
 :func:`cep.trends.dynamic.build_graph_dynamic` is the streaming construction and builds the
-same graph (``==`` compares graphs canonically).
+same graph (``==`` compares graphs canonically). :mod:`cep.trends.parallel` runs Algorithm 1's
+four steps as separate tasks (partitions on processes or Spark tasks) and builds it too;
+:func:`from_edges` and :func:`to_edges` are the per-event formulas both share.
 
 Example:
     >>> import numpy as np
@@ -471,23 +473,65 @@ def _index(pred: NeighbourPredicate, ops: Operands, wnum: np.ndarray, n_windows:
             hit = valid_l & (l_left < n_bounds) & (keys_b[probe] == lkeys if n_bounds else False)
         else:
             hit = valid_l
-    r_local = r_pos - base[w]
-    empty = np.zeros(n, dtype=np.int64)
+    from_vertex = from_edges(shape, vstart, base, w, l_left, hit, valid_l)
+    to_lo, to_hi, to_lo2, to_hi2 = to_edges(pred.op, vstart, base, w, r_pos, valid_r)
+    return AttributeIndex(pred, shape, bounds, bound_window, vstart, from_vertex, to_lo, to_hi, to_lo2, to_hi2)
+
+
+def from_edges(shape: str, vstart: np.ndarray, base: np.ndarray, w: np.ndarray, l_left: np.ndarray,
+               hit: np.ndarray, valid_l: np.ndarray) -> np.ndarray:
+    """The from-edge of each event: the vertex holding its ``lval``, -1 for none (Algorithm 1, line 17).
+
+    Elementwise over any subset of events, so a partition of them can run it alone
+    (:mod:`cep.trends.parallel`).
+
+    Args:
+        shape: the vertex shape of the predicate.
+        vstart, base: first vertex and first bound of each window (length ``W + 1``).
+        w: the window number of each event.
+        l_left: per event, the global number of bounds below its ``lval`` (``searchsorted`` on
+            side ``left``; side ``right`` for ``right-open``).
+        hit: per event, whether its ``lval`` equals a bound (read for points only).
+        valid_l: per event, whether its ``lval`` is not NULL.
+    """
     if shape == POINTS:
-        from_vertex = np.where(hit, l_left, -1)
+        out = np.where(hit, l_left, -1)
+    elif shape == POINTS_AND_GAPS:
+        out = np.where(valid_l, vstart[w] + 2 * (l_left - base[w]) + hit, -1)
+    else:
+        out = np.where(valid_l, vstart[w] + (l_left - base[w]), -1)
+    return out.astype(np.int64, copy=False)
+
+
+def to_edges(op: str, vstart: np.ndarray, base: np.ndarray, w: np.ndarray, r_pos: np.ndarray,
+             valid_r: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The range to-edges ``(lo, hi, lo2, hi2)`` of each event (Algorithm 1, lines 22-27).
+
+    Section 4.3: the vertices a successor's ``lval`` may hang from are one contiguous run,
+    ``(av_t, avs.last)`` for ``>``/``>=``; the mirror run for ``<``/``<=``, one vertex for ``=``
+    and the two runs around the point for ``<>``. Elementwise, like :func:`from_edges`.
+
+    Args:
+        op: the comparator.
+        vstart, base, w: as for :func:`from_edges`.
+        r_pos: per event, the global index of its ``rval`` among the bounds (any value where NULL).
+        valid_r: per event, whether its ``rval`` is not NULL.
+    """
+    shape = SHAPES[op]
+    r_local = r_pos - base[w]
+    empty = np.zeros(len(w), dtype=np.int64)
+    if shape == POINTS:
         to_lo = np.where(valid_r, r_pos, 0)
         to_hi = np.where(valid_r, r_pos + 1, 0)
         to_lo2 = to_hi2 = empty
     elif shape == POINTS_AND_GAPS:
-        from_vertex = np.where(valid_l, vstart[w] + 2 * (l_left - base[w]) + hit, -1)
         point = vstart[w] + 2 * r_local + 1
         to_lo = np.where(valid_r, vstart[w], 0)
         to_hi = np.where(valid_r, point, 0)
         to_lo2 = np.where(valid_r, point + 1, 0)
         to_hi2 = np.where(valid_r, vstart[w + 1], 0)
     else:
-        from_vertex = np.where(valid_l, vstart[w] + (l_left - base[w]), -1)
-        if pred.op in (">", ">="):
+        if op in (">", ">="):
             to_lo = np.where(valid_r, vstart[w] + r_local + 1, 0)
             to_hi = np.where(valid_r, vstart[w + 1], 0)
         else:
@@ -499,9 +543,8 @@ def _index(pred: NeighbourPredicate, ops: Operands, wnum: np.ndarray, n_windows:
     to_lo, to_hi = np.where(nonempty, to_lo, 0), np.where(nonempty, to_hi, 0)
     nonempty2 = to_lo2 < to_hi2
     to_lo2, to_hi2 = np.where(nonempty2, to_lo2, 0), np.where(nonempty2, to_hi2, 0)
-    return AttributeIndex(pred, shape, bounds, bound_window, vstart, from_vertex.astype(np.int64),
-                          to_lo.astype(np.int64), to_hi.astype(np.int64), to_lo2.astype(np.int64),
-                          to_hi2.astype(np.int64))
+    return (to_lo.astype(np.int64), to_hi.astype(np.int64), to_lo2.astype(np.int64),
+            to_hi2.astype(np.int64))
 
 
 def _dense_ranks(ops: Operands, valid_l: np.ndarray,
