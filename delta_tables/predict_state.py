@@ -192,6 +192,12 @@ class PredictionConf:
         conf = PredictionConf(name, source, key_col, ts_col, optional["id_col"],
                               optional["type_col"], tuple(pairs), settings, description)
         for sub, compiled in conf.compiled().items():  # a bad subscription fails here
+            if compiled.composite:
+                # A composite run returns no instance states (cep/predict/composite.py), so an
+                # incremental run could not go on from the last one: it would start over.
+                raise ConfigError(f"prediction set {name}: subscription {sub} has '&' / '|' steps "
+                                  "inside a sequence; a prediction set cannot keep its state "
+                                  "yet (predict_match takes it: docs/predict.md, section 5.1)")
             untyped = [p.cls for p in compiled.primitives if p.condition is None]
             if untyped and conf.type_col is None:
                 raise ConfigError(f"prediction set {name}: subscription {sub} has classes without "

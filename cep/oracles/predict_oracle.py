@@ -121,3 +121,86 @@ def hit_probability(P: np.ndarray, accepting: Seq[bool], start: int, n: int) -> 
         if p > 0.0 and any(accepting[s] for s in path):
             total += p
     return total
+
+
+# -- composite subscriptions (Boolean nodes inside a sequence, docs/predict.md section 5.1) -------
+
+def composite_conditions(sub) -> list:
+    """Every time condition of a composite subscription as ``(later alias, earlier alias, holds)``."""
+    out = [(c.later, c.earlier, c.holds) for c in sub.cross_times]
+
+    def walk(node) -> None:
+        if isinstance(node, Sequence):
+            out.extend((node.aliases[c.later], node.aliases[c.earlier], c.holds) for c in node.times)
+            for child in node.children:
+                if child is not None:
+                    walk(child)
+        else:
+            for part in node.parts:
+                walk(part)
+
+    walk(sub.root)
+    return out
+
+
+def node_matches(node, truth: Seq[Seq[bool]], p: int, link: str, memo: dict | None = None) -> set:
+    """Every match of ``node`` activated at event ``p`` (``-1``: before the stream), literally.
+
+    A match is ``(first, last, bindings)``: the first and the completing event positions and the
+    ``(alias, position)`` pairs it binds. A primitive step matches one event after ``p`` (the very
+    next one when ``link`` is ``,``); a sequence chains its steps, step ``m + 1`` activated at the
+    completing event of step ``m`` with the link between them; ``|`` is any part's match; ``&``
+    one match of every part, all activated at ``p`` with ``;``, completing at the latest part's
+    completion, its first event the earliest part's (so ``,`` before an ``&`` asks that *some*
+    part starts at the very next event). Time conditions are not checked here.
+    """
+    memo = {} if memo is None else memo
+    key = (id(node), p, link)
+    if key in memo:
+        return memo[key]
+    n = len(truth)
+    out: set = set()
+    if isinstance(node, Sequence):
+        partial = {(None, p, frozenset())}
+        for m in range(len(node.steps)):
+            step_link = link if m == 0 else node.links[m - 1]
+            nxt = set()
+            for first, last, binds in partial:
+                child = node.children[m] if node.children else None
+                if child is None:
+                    cand = [last + 1] if step_link == NEXT else range(last + 1, n)
+                    found = {(i, i, frozenset({(node.aliases[m], i)}))
+                             for i in cand if i < n and truth[i][node.steps[m]]}
+                else:
+                    found = node_matches(child, truth, last, step_link, memo)
+                for f, c, b in found:
+                    nxt.add((f if first is None else first, c, binds | b))
+            partial = nxt
+        out = partial
+    elif node.op == "|":
+        for part in node.parts:
+            out |= node_matches(part, truth, p, link, memo)
+    else:
+        per_part = [node_matches(part, truth, p, FOLLOWED, memo) for part in node.parts]
+        for combo in product(*per_part):
+            first = min(f for f, _, _ in combo)
+            if link == NEXT and first != p + 1:
+                continue
+            out.add((first, max(c for _, c, _ in combo), frozenset().union(*(b for _, _, b in combo))))
+    memo[key] = out
+    return out
+
+
+def composite_match_ends(sub, truth: Seq[Seq[bool]], ts: Seq[float]) -> list[bool]:
+    """Whether a match of a composite subscription ends at each event of one instance.
+
+    A match of the master activated before the stream whose bindings satisfy every time condition
+    whose two aliases it binds (docs/predict.md section 5.1).
+    """
+    conds = composite_conditions(sub)
+    ends = [False] * len(truth)
+    for _, last, binds in node_matches(sub.root, truth, -1, FOLLOWED):
+        bound = dict(binds)
+        if all(holds(ts[bound[a]], ts[bound[b]]) for a, b, holds in conds if a in bound and b in bound):
+            ends[last] = True
+    return ends

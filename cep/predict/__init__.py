@@ -7,6 +7,7 @@ Pipeline (compile once, run with explicit state)::
     events --events--> instances + signatures --run--> states, matches, TransitionCounts
     TransitionCounts --markov--> Chain --first passage--> alpha(n), beta(n)
     answer.predict: all of it per instance, with Boolean nodes combined; model: blobs
+    composite subscriptions (Boolean steps in a sequence): nested (match), convolve (predict)
 
 Example:
     >>> ev = Events.from_columns(ts=list(range(6)), keys=["k"] * 6, types=list("ABAXAB"))
@@ -25,12 +26,13 @@ from cep.predict.machine import SequenceMachine, TransitionTable
 from cep.predict.markov import Chain, build_chain
 from cep.predict.model import InstanceState, LeafModel, Model, load_model, load_state
 from cep.predict.run import LeafResult, TransitionCounts, run_leaf
-from cep.predict.subscription import (Boolean, Primitive, Sequence, Subscription, TimeCondition,
-                                      compile_subscription)
+from cep.predict.subscription import (Boolean, CrossTime, Primitive, Sequence, Subscription,
+                                      TimeCondition, compile_subscription)
 
 __all__ = [
     "Boolean",
     "Chain",
+    "CrossTime",
     "Events",
     "InstanceState",
     "LeafModel",

@@ -21,6 +21,9 @@ does that (capped at 1). It is the union bound: it ignores that both parts may m
 window, so it overestimates exactly when the parts are likely together; docs/predict.md
 section 5 shows the difference on an example.
 
+A *composite* subscription (a master sequence with ``&`` / ``|`` steps, the paper's Fig. 5) is
+run, trained and predicted by :mod:`cep.predict.composite` (docs/predict.md section 5.1).
+
 Example:
     >>> ev = Events.from_columns(ts=list(range(8)), keys=["k"] * 8, types=list("ABXABAAB"))
     >>> r = predict("PATTERN A, B", ev, lookahead=1, output="events")
@@ -43,6 +46,7 @@ from cep.predict.events import Events, instances, signatures
 from cep.predict.machine import SequenceMachine
 from cep.predict.markov import build_chain
 from cep.predict.model import InstanceState, LeafModel, Model
+from cep.predict.prediction import InstanceKey, Prediction, instance_keys
 from cep.predict.run import run_leaf
 from cep.predict.subscription import Boolean, Node, Sequence, Subscription, compile_subscription
 
@@ -54,28 +58,6 @@ DEFINITIONS = ("first_passage", "paper")
 within ``n`` events, ``alpha(n)`` of the first match at exactly the ``n``-th; rows normalised by
 departures) or ``'paper'`` (P-ToPSS lines 387 and 395-397: ``alpha(n) = P^n[i, F]``, ``beta(n)`` its
 sum over ``1..n``, rows normalised by arrivals; :meth:`cep.predict.markov.Chain.occupancy`)."""
-
-InstanceKey = tuple[Any, tuple[Any, ...]]
-
-
-@dataclass(frozen=True, eq=False)
-class Prediction:
-    """What :func:`predict` returns.
-
-    Attributes:
-        rows: output columns (lists of equal length): ``key, instance, state, progress,
-            probability, p_exact, matched`` (events: also ``id, ts``; keys: ``matches, events,
-            last_ts``), only rows whose probability is at least the threshold.
-        trained: the model trained on these events (counts add up across batches).
-        model: the model the probabilities come from (``trained`` unless one was given).
-        states: the state of every instance after these events, by ``(key, instance values)``.
-    """
-
-    rows: dict[str, list[Any]]
-    trained: Model
-    model: Model
-    states: dict[InstanceKey, InstanceState]
-
 
 def check_definition(definition: Any) -> str:
     """Validate ``definition`` (``CEP-PRED-011``); None means ``'first_passage'``."""
@@ -156,10 +138,13 @@ def predict(subscription: str | Subscription, events: Events, *, lookahead: int,
         from cep.predict.errors import ModelFormatError
 
         raise ModelFormatError(f"the model was trained for {model.subscription!r}, not for {sub.text!r}")
+    if sub.composite:
+        return _predict_composite(sub, events, lookahead, threshold, model, start, output,
+                                  smoothing, definition)
     ev, starts = instances(sub, events)
     n = len(ev)
     symbol, sigs = signatures(sub, ev)
-    inst_keys = _instance_keys(sub, ev, starts)
+    inst_keys = instance_keys(sub, ev, starts)
     begin = [None if start is None else start.get(k) for k in inst_keys]
     _check_start(sub, begin, inst_keys, ev, starts)
     machines = [SequenceMachine.from_sequence(leaf) for leaf in sub.leaves]
@@ -202,6 +187,22 @@ def predict(subscription: str | Subscription, events: Events, *, lookahead: int,
     return Prediction(rows, trained, used, states)
 
 
+def _predict_composite(sub: Subscription, events: Events, lookahead: int, threshold: float,
+                       model: Model | None, start: Mapping[InstanceKey, InstanceState] | None,
+                       output: str, smoothing: float, definition: str) -> Prediction:
+    """A master sequence with ``&`` / ``|`` steps (:mod:`cep.predict.composite`)."""
+    from cep.predict.composite import predict_composite
+
+    if start:
+        raise PredictArgumentError("argument start: a composite subscription (a master sequence with "
+                                   "'&' / '|' steps) cannot resume from a persisted state yet")
+    if definition != "first_passage":
+        raise PredictArgumentError("argument definition: a composite subscription is predicted by "
+                                   "the convolution of completion times ('first_passage' only)")
+    return predict_composite(sub, events, lookahead=lookahead, threshold=threshold, model=model,
+                             output=output, smoothing=smoothing)
+
+
 def _check_start(sub: Subscription, begin: list[InstanceState | None], inst_keys: list[InstanceKey],
                  ev: Events, starts: np.ndarray) -> None:
     """A start state must fit the subscription, and the events must not go back in time."""
@@ -224,20 +225,6 @@ def _check_start(sub: Subscription, begin: list[InstanceState | None], inst_keys
             raise PredictEventsError(f"instance {inst_keys[g]!r}: an event at {first} is older than the "
                                      f"instance's last event at {b.last_ts}; late events must be set "
                                      "aside before they reach the machine (docs/predict-jobs.md)")
-
-
-def _instance_keys(sub: Subscription, ev: Events, starts: np.ndarray) -> list[InstanceKey]:
-    keys = ev.keys[starts].tolist() if len(starts) else []
-    if not sub.instance_attrs:
-        return [(k, ()) for k in keys]
-    cols = [ev.column(a)[starts].tolist() for a in sub.instance_attrs]
-    return [(k, tuple(_plain(c[i]) for c in cols)) for i, k in enumerate(keys)]
-
-
-def _plain(v: Any) -> Any:
-    if isinstance(v, float) and math.isnan(v):
-        return None
-    return v
 
 
 def _combine(root: Node, results: list, beta_of: list[np.ndarray], ands: list[Boolean],

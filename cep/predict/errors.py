@@ -4,8 +4,9 @@
 code           class                                      meaning
 =============  =========================================  =========================================
 CEP-PRED-001   :class:`UnsupportedSubscriptionError`      a construct a subscription cannot use
-                                                          (Kleene, NOT, iteration aliases, ``&``/``|``
-                                                          inside a sequence)
+                                                          (Kleene, NOT, iteration aliases, a
+                                                          sequence with an ``&``/``|`` step inside
+                                                          an ``&``/``|``)
 CEP-PRED-002   :class:`UnsupportedSubscriptionError`      a clause a subscription cannot use (WHERE
                                                           conditions other than time conditions,
                                                           policies, WITHIN, SLIDE, WINDOW)

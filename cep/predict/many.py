@@ -132,7 +132,7 @@ def compile_many(subscriptions: Iterable[str | Subscription]) -> Workload:
         if len(subs) >= MAX_SUBSCRIPTIONS:
             raise PredictLimitError(f"run_many takes at most {MAX_SUBSCRIPTIONS:,} subscriptions")
         sub = compile_subscription(s) if isinstance(s, str) else s
-        if not isinstance(sub.root, SequenceNode):
+        if not isinstance(sub.root, SequenceNode) or sub.composite:
             raise PredictArgumentError(f"subscription {i} ({sub.text!r}): run_many runs sequences; "
                                        "'&' and '|' run one subscription at a time with predict()")
         if sub.root.times:

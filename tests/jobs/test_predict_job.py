@@ -354,3 +354,6 @@ def test_conf_errors(settings) -> None:
         PredictionConf.from_mapping(settings, "p", {**base, "source": "x; DROP TABLE y"})
     with pytest.raises(PatternError, match="CEP-PRED-001"):
         PredictionConf.from_mapping(settings, "p", {**base, "subscriptions": {"s": "PATTERN A+, B"}})
+    with pytest.raises(ConfigError, match="cannot keep its state"):  # composite: no states yet
+        PredictionConf.from_mapping(settings, "p", {**base, "subscriptions": {
+            "s": "PATTERN A ; ((B, C) & D)"}})

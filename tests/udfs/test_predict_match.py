@@ -405,3 +405,27 @@ def test_a_model_of_another_subscription_is_refused() -> None:
     with pytest.raises(CepError, match=r"CEP-PRED-012: the model was trained for "
                                        r"'PATTERN \(A, B\) & \(C; D\)"):
         answer_table(plan, selected(rows, key=False), bytearray(other))
+
+
+def test_the_fig5_composite_subscription(spark) -> None:
+    # P-ToPSS Fig. 5: a master sequence with an '&' and an '|' child (docs/predict.md section
+    # 5.1). By hand: (s2, s3) completes at 4, (s4, s5) at 7, so the '&' at 7; the s6 at 5 and the
+    # s7 at 8 come too early; after the s6 at 9, s8 at 10 and s7 at 11 each complete a match.
+    from cep.oracles.predict_oracle import composite_match_ends
+    from cep.predict import compile_subscription
+
+    fig5 = "PATTERN s1 ; ((s2, s3) & (s4, s5)) ; s6 ; (s7 | s8)"
+    types = "x s1 s4 s2 s3 s6 s4 s5 s7 s6 s8 s7".split()
+    values = ", ".join(f"({i}, '{t}')" for i, t in enumerate(types))
+    rows = spark.sql(f"SELECT ts, state, progress, probability, matched FROM predict_match("
+                     f"subscription => {sql_string(fig5)}, lookahead => 3, output => 'events', "
+                     f"events => TABLE(SELECT * FROM VALUES {values} AS t(ts, type))) ORDER BY ts").collect()
+    assert [r.ts for r in rows if r.matched] == [10, 11]
+    sub = compile_subscription(fig5)
+    truth = [[p.cls == t for p in sub.primitives] for t in types]
+    assert [r.matched for r in rows] == composite_match_ends(sub, truth, list(range(len(types))))
+    core_rows = predict(fig5, Events.from_columns(ts=list(range(len(types))), types=types), lookahead=3,
+                        output="events").rows
+    assert [r.state for r in rows] == core_rows["state"]
+    assert [r.probability for r in rows] == pytest.approx(core_rows["probability"], abs=1e-12)
+    assert rows[9].state == "s1 ; ((s2, s3) & (s4, s5)) ; s6 ; [(- | -)]" and rows[9].progress == 3

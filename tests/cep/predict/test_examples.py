@@ -81,7 +81,7 @@ def test_secondary_links_are_exact_for_self_overlapping_terms() -> None:
 @pytest.mark.parametrize("text, code, line, column", [
     ("PATTERN A+ ; B", "CEP-PRED-001", 1, 9),
     ("PATTERN A ; NOT(B) ; C", "CEP-PRED-001", 1, 13),
-    ("PATTERN A ; (B | C)", "CEP-PRED-001", 1, 13),
+    ("PATTERN (A ; (B | C)) | D", "CEP-PRED-001", 1, 14),
     ("PATTERN A ; B WITHIN 5 MINUTES", "CEP-PRED-002", 1, 22),
     ("PATTERN A ; B WHERE A.x < B.x", "CEP-PRED-002", 1, 21),
     ("PATTERN A ; B WHERE skip-till-next-match", "CEP-PRED-002", 1, 1),
