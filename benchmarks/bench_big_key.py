@@ -23,104 +23,22 @@ Run from the project root::
 Example:
     >>> PATTERN.startswith("PATTERN A; B; C")
     True
-    >>> round(loglog_slope([1e6, 1e7], [2.0, 20.0]), 2)
-    1.0
 """
 
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import re
-import threading
 import time
-from pathlib import Path
 
 from benchmarks.common import timed
+from benchmarks.memory import MemorySampler, loglog_slope
 
 PATTERN = "PATTERN A; B; C WHERE C.v0 > A.v0 WITHIN 10 SECONDS"
 EVENTS = ("SELECT id, {key} AS key, timestamp_seconds(id DIV {keys}) AS ts, "
           "element_at(array('A', 'B', 'C', 'D'), CAST(pmod(hash(id), 4) + 1 AS INT)) AS type, "
           "CAST(pmod(hash(id, 7), 100) AS DOUBLE) AS v0 FROM range({n})")
-
-
-def parent(pid: int) -> int:
-    """The parent PID of ``pid`` (0 when it has gone)."""
-    try:
-        # the command name in field 2 may hold spaces: the fields after its ')' are plain
-        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
-    except (OSError, IndexError, ValueError):
-        return 0
-
-
-def python_workers(root: int) -> list[int]:
-    """PIDs of the Python workers (the daemon and its forks) that descend from ``root``: this
-    process's Spark, not another session's on the same machine."""
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmd = (entry / "cmdline").read_bytes()
-        except OSError:
-            continue
-        if b"pyspark.daemon" not in cmd and b"pyspark.worker" not in cmd:
-            continue
-        pid = up = int(entry.name)
-        while up > 1 and up != root:
-            up = parent(up)
-        if up == root:
-            pids.append(pid)
-    return pids
-
-
-def rss_bytes(pid: int) -> int:
-    """Resident set size of ``pid`` (0 when it has gone)."""
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return 0
-
-
-class MemorySampler:
-    """Largest RSS of one Python worker and of all of them, sampled in a thread."""
-
-    def __init__(self, every_s: float = 0.1) -> None:
-        self.every_s = every_s
-        self.one = 0
-        self.total = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def __enter__(self) -> "MemorySampler":
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            sizes = [rss_bytes(pid) for pid in python_workers(os.getpid())]
-            if sizes:
-                self.one = max(self.one, max(sizes))
-                self.total = max(self.total, sum(sizes))
-            self._stop.wait(self.every_s)
-
-
-def loglog_slope(sizes: list[float], values: list[float]) -> float:
-    """Least-squares slope of ``log(values)`` against ``log(sizes)``."""
-    xs = [math.log(s) for s in sizes]
-    ys = [math.log(v) for v in values]
-    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
-    num = sum((x - mx) * (y - my) for x, y in zip(xs, ys))
-    den = sum((x - mx) ** 2 for x in xs)
-    return num / den
 
 
 def run_one(spark: object, n: int, keys: int, chunk: int | None, repeats: int = 1
