@@ -91,7 +91,8 @@ def measure(step: Callable[[], Any]) -> tuple[Any, float, int]:
     return value, seconds, mem.one
 
 
-def run_size(spark: Any, settings: Any, n: int, graph: bool) -> dict[str, tuple[Any, float, int]]:
+def run_size(spark: Any, settings: Any, n: int, graph: bool, skip: tuple[str, ...] = ()
+             ) -> dict[str, tuple[Any, float, int]]:
     """Every step at ``n`` events: ``step -> (result, seconds, peak worker bytes)``."""
     from jobs.framework.registry import job_from_mapping
 
@@ -106,9 +107,10 @@ def run_size(spark: Any, settings: Any, n: int, graph: bool) -> dict[str, tuple[
 
     out["write"] = measure(write)
     spark.read.format("delta").load(location).createOrReplaceTempView("scale_events")
-    out["match_seq"] = measure(lambda: spark.sql(
-        f"SELECT count(*) FROM match_seq(pattern => '{MATCH}', key_col => 'key', "
-        "events => TABLE(scale_events))").collect()[0][0])
+    if "match_seq" not in skip:
+        out["match_seq"] = measure(lambda: spark.sql(
+            f"SELECT count(*) FROM match_seq(pattern => '{MATCH}', key_col => 'key', "
+            "events => TABLE(scale_events))").collect()[0][0])
     sketch = job_from_mapping(settings, "sketch", f"scale_sketch_{n}", {
         "source": source, "stream_col": "key", "type_col": "type", "ts_col": "ts",
         "id_col": "id", "m": 1024, "k": 3, "C": 64})
@@ -132,6 +134,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[10**6, 10**7, 10**8])
     parser.add_argument("--max-graph", type=int, default=10**7)
+    parser.add_argument("--skip", nargs="*", default=[], help="steps not to run, e.g. match_seq")
     parser.add_argument("--cluster", action="store_true",
                         help="start a 2-worker standalone cluster on loopback and run there")
     args = parser.parse_args()
@@ -154,7 +157,8 @@ def run_all(args: Any, master: str | None, exec_python: str | None) -> None:
     results: dict[int, dict[str, tuple[Any, float, int]]] = {}
     for n in args.sizes:
         print(f"{time.strftime('%H:%M:%S')} {n:,} events ...", file=sys.stderr, flush=True)
-        results[n] = run_size(spark, settings, n, graph=n <= args.max_graph)
+        results[n] = run_size(spark, settings, n, graph=n <= args.max_graph,
+                              skip=tuple(args.skip))
         for step, (value, seconds, peak) in results[n].items():
             print(f"  {step}: {value} in {seconds:.1f} s, peak worker {peak / 2**20:,.0f} MB",
                   file=sys.stderr, flush=True)

@@ -38,7 +38,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -275,6 +275,29 @@ def make_bucket_function(config: SketchConfig) -> Callable[[pa.Table], pa.Table]
     return per_bucket
 
 
+def make_partition_function(config: SketchConfig, chunk_rows: int | None = None
+                            ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """The function ``mapInArrow`` runs on a partition of work rows sorted by stream, kind
+    (descending), ts, id, type and version: chunks of ``chunk_rows`` rows
+    (:mod:`jobs.state.sketch_chunks`)."""
+    from jobs.state.sketch_chunks import CHUNK_ROWS, StreamedSketch
+
+    settings = config.to_dict()
+    rows = CHUNK_ROWS if chunk_rows is None else chunk_rows
+
+    def per_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        cfg, schema = SketchConfig.from_dict(settings), _out_schema()
+        streamed = StreamedSketch(lambda table: process_bucket(table, cfg, schema),
+                                  (EVENT, NODE, OPEN), (OUT_NODE, OUT_OPEN, OUT_LATE), rows)
+        for batch in batches:
+            for out in streamed.add(batch):
+                yield from out.to_batches()
+        for out in streamed.finish():
+            yield from out.to_batches()
+
+    return per_partition
+
+
 def _filled(table: pa.Table, name: str, fill: Any = 0) -> np.ndarray:
     column = table.column(name)
     if pa.types.is_timestamp(column.type):
@@ -489,6 +512,8 @@ class SketchJob(IncrementalJob):
                      "meta": META_COLUMNS}
     result_type = SketchRunResult
     state_error = SketchStateError
+    chunk_rows: int | None = None
+    """Work rows a task appends at once (None: ``jobs.state.sketch_chunks.CHUNK_ROWS``)."""
 
     conf: SketchConf
 
@@ -533,10 +558,14 @@ class SketchJob(IncrementalJob):
         work = events
         for part in _state(spark, conf, meta, events):
             work = work.unionByName(part, allowMissingColumns=True)
-        buckets = max(64, 4 * int(spark.conf.get("spark.sql.shuffle.partitions")))
-        out = (work.withColumn("bucket", F.pmod(F.xxhash64("stream"), F.lit(buckets)))
-               .groupBy("bucket").applyInArrow(make_bucket_function(config),
-                                               spark_schema(OUT_COLUMNS))
+        # Each task gets its streams sorted as the trees append them and streams them through
+        # in chunks (jobs/state/sketch_chunks.py): a stream of any length in bounded memory.
+        parts = int(spark.conf.get("spark.sql.shuffle.partitions"))
+        out = (work.repartition(parts, "stream")
+               .sortWithinPartitions("stream", F.desc("kind"), "e_ts", "e_id", "e_type",
+                                     "e_version")
+               .mapInArrow(make_partition_function(config, self.chunk_rows),
+                           spark_schema(OUT_COLUMNS))
                .persist(StorageLevel.MEMORY_AND_DISK))
         try:
             try:
@@ -587,7 +616,8 @@ class SketchJob(IncrementalJob):
 
 def run_sketch(spark: "SparkSession", settings: Settings, conf: SketchConf | str, *,
                until_version: int | None = None, quiet: bool = False,
-               crash_after: str | None = None) -> SketchRunResult:
+               crash_after: str | None = None, chunk_rows: int | None = None
+               ) -> SketchRunResult:
     """Bring the sketch's state up to the source's current version (or ``until_version``).
 
     Args:
@@ -599,6 +629,8 @@ def run_sketch(spark: "SparkSession", settings: Settings, conf: SketchConf | str
         crash_after: Test hook (default ``$CEP_SKETCH_CRASH_AFTER``): raise
             :class:`~jobs.framework.errors.InjectedCrash` right after the ``nodes``, ``open``
             or ``late`` write.
+        chunk_rows: work rows a task appends at once (default
+            ``jobs.state.sketch_chunks.CHUNK_ROWS``; tests lower it to cut streams often).
 
     Returns:
         The last run's :class:`SketchRunResult` (``written`` False when nothing was new).
@@ -610,5 +642,6 @@ def run_sketch(spark: "SparkSession", settings: Settings, conf: SketchConf | str
         CorruptSketchError: a stored filter is damaged (CEP-SKETCH-002, naming stream and node).
     """
     job = SketchJob(load_sketch(settings, conf) if isinstance(conf, str) else conf)
+    job.chunk_rows = chunk_rows
     return job.run(spark, until_version=until_version, quiet=quiet,  # type: ignore[return-value]
                    crash_after=crash_after)

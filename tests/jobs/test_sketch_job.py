@@ -165,6 +165,33 @@ def test_any_split_equals_one_run_and_the_core_and_time_travel(spark, settings) 
     assert not again.written and versions(spark, conf) == before
 
 
+@pytest.mark.parametrize("chunk_rows", [7, 64])
+def test_streams_cut_into_chunks_equal_the_core(spark, settings, chunk_rows: int) -> None:
+    # A task appends chunk_rows work rows at a time and carries the stream still arriving
+    # (jobs/state/sketch_chunks.py); with a few long streams every stream is cut many times,
+    # in the first run and in the incremental one that starts from stored state.
+    events = make_events(3, n=500, streams=3)
+    source = create_source(spark, settings, f"sk_src_chunks{chunk_rows}")
+    conf = sketch(settings, f"sk_chunks{chunk_rows}", source.name)
+    for lo, hi in ((0, 320), (320, events.num_rows)):
+        append(spark, source, events.slice(lo, hi - lo))
+        result = run(spark, settings, conf, chunk_rows=chunk_rows)
+        assert result.events_accepted == hi - lo and result.late == 0
+        assert_state_is_core(spark, conf, events.slice(0, hi))
+
+
+def test_late_events_in_chunks_equal_one_task(spark, settings, late_source) -> None:
+    conf = sketch(settings, "sk_late_chunks", late_source["source"].name)
+    for v in late_source["versions"]:
+        run(spark, settings, conf, until_version=v, chunk_rows=5)
+    ref = sketch(settings, "sk_ref", late_source["source"].name)
+    assert nodes_of(spark, conf) == nodes_of(spark, ref)
+    assert open_of(spark, conf) == open_of(spark, ref)
+    strip = [{k: v for k, v in r.items() if k != "run_id"} for r in late_of(spark, conf)]
+    assert strip == [{k: v for k, v in r.items() if k != "run_id"} for r in late_of(spark, ref)]
+    assert strip, "the source has late rows"
+
+
 # ---- late events --------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
