@@ -51,22 +51,48 @@ class Cluster:
     def alive_workers(self) -> int:
         return sum(1 for w in self.state().get("workers", []) if w.get("state") == "ALIVE")
 
+    def with_executor(self) -> list[subprocess.Popen]:
+        """The running workers that have an executor JVM now (in start order)."""
+        parents = _parents()
+        return [w for w in self.workers if w.poll() is None and any(
+            _is_executor(pid) for pid in _children(w.pid, parents))]
+
+    def worker_of(self, pid: int) -> subprocess.Popen | None:
+        """The worker ``pid`` descends from (its executor, a Python worker), if any."""
+        parents, workers = _parents(), {w.pid: w for w in self.workers}
+        while pid in parents and pid not in workers:
+            pid = parents[pid]
+        return workers.get(pid)
+
+    def kill(self, worker: subprocess.Popen) -> None:
+        """SIGKILL a worker's process group (worker JVM, executor JVM) and every process
+        below it: pyspark's Python daemon and its workers run in a process group of their own
+        (the daemon calls ``setpgid``), so the group alone would leave them running."""
+        below = _children(worker.pid)
+        os.killpg(worker.pid, signal.SIGKILL)
+        for pid in below:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
     def executor_pids(self) -> list[int]:
         """PIDs of the executor JVMs the workers started (children of the worker JVMs)."""
-        found = []
-        for worker in self.workers:
-            for pid in _children(worker.pid):
-                try:
-                    cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
-                except OSError:
-                    continue
-                if b"CoarseGrainedExecutorBackend" in cmd:
-                    found.append(pid)
-        return found
+        parents = _parents()
+        return [pid for worker in self.workers for pid in _children(worker.pid, parents)
+                if _is_executor(pid)]
 
 
-def _children(pid: int) -> list[int]:
-    out = []
+def _is_executor(pid: int) -> bool:
+    try:
+        return b"CoarseGrainedExecutorBackend" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+
+
+def _parents() -> dict[int, int]:
+    """``{pid: parent pid}`` of every process now (one pass over /proc)."""
+    out = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -74,9 +100,19 @@ def _children(pid: int) -> list[int]:
             stat = (entry / "stat").read_text()
         except OSError:
             continue
-        if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
-            out.append(int(entry.name))
-            out.extend(_children(int(entry.name)))
+        out[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+    return out
+
+
+def _children(pid: int, parents: dict[int, int] | None = None) -> list[int]:
+    """The descendants of ``pid``."""
+    parents = _parents() if parents is None else parents
+    out, todo = [], [pid]
+    while todo:
+        here = todo.pop()
+        found = [child for child, parent in parents.items() if parent == here]
+        out += found
+        todo += found
     return out
 
 
