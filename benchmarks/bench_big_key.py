@@ -48,8 +48,9 @@ def run_one(spark: object, n: int, keys: int, chunk: int | None, repeats: int = 
     key = "0" if keys == 1 else f"id % {keys}"
     spark.sql(EVENTS.format(key=key, keys=keys, n=n)).createOrReplaceTempView("big_events")  # type: ignore[attr-defined]
     option = "" if chunk is None else f"chunk_rows => {chunk}, "
+    # one key of 10^8 events has ~10^7 matches: above the default limit of 5 * 10^6 per key
     sql = (f"SELECT * FROM match_seq(pattern => '{PATTERN}', key_col => 'key', {option}"
-           "events => TABLE(big_events))")
+           "max_matches => 1000000000, events => TABLE(big_events))")
     frame = spark.sql(sql)  # type: ignore[attr-defined]
     best = float("inf")
     with MemorySampler() as mem:

@@ -10,8 +10,8 @@ interrupted run, the meta table last); what is the sketch's own is :class:`Sketc
    version (a first run reads the feed from version 0 when it holds inserts only, else the
    table as of the target version). An update or delete in that range is a
    :class:`~jobs.framework.errors.SourceNotAppendOnlyError` (sketch sources are append-only).
-3. Per stream, in Spark (``groupBy(bucket).applyInArrow`` over hash buckets of streams; no event
-   reaches the driver): the new events are joined with the stream's **frontier** (its top-level
+3. Per stream, in Spark (each task's rows sorted by stream and streamed through ``mapInArrow``
+   in chunks, :mod:`jobs.state.sketch_chunks`; no event reaches the driver): the new events are joined with the stream's **frontier** (its top-level
    node rows and its open-leaf row, read AS OF the versions the meta table records), sorted by
    ``(ts, id)``, late ones are split off, the rest are appended to the restored frontier tree
    (:meth:`cep.sketch.SketchTree.restore`), and the changed rows come out: new nodes, old nodes
@@ -263,16 +263,6 @@ def _padded(schema: pa.Schema, kind: int, n: int, columns: dict[str, Any]) -> pa
 def _micros(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
     return np.asarray(pc.cast(column, TS).cast(pa.int64()).to_numpy(zero_copy_only=False),
                       dtype=np.int64)
-
-
-def make_bucket_function(config: SketchConfig) -> Callable[[pa.Table], pa.Table]:
-    """The function ``applyInArrow`` runs on the rows of one bucket of streams."""
-    settings = config.to_dict()
-
-    def per_bucket(table: pa.Table) -> pa.Table:
-        return process_bucket(table, SketchConfig.from_dict(settings), _out_schema())
-
-    return per_bucket
 
 
 def make_partition_function(config: SketchConfig, chunk_rows: int | None = None
