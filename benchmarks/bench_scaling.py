@@ -12,7 +12,7 @@ the other in the same session, with the Python workers' peak memory sampled
 * the sketch job's first run over the table (``m = 1024``, ``k = 3``, ``C = 64``), then
   ``approx_match_seq`` of ``PATTERN A; B; C WITHIN 10 MINUTES`` over its nodes table
   (``mode => 'exists'``, then ``'intervals'`` counted);
-* the graph job's first run (``PATTERN e+ x[] WHERE x[i].v0 > x[i-1].v0 WITHIN 10 SECONDS``
+* the graph job's first run (``PATTERN e+ x[] WHERE x[i].v0 > x[i-1].v0 WITHIN 10 MINUTES``
   per key: every event is of the class, so every window's graph has every event).
 
 ``--cluster`` runs the same on a standalone cluster of two one-core workers started on loopback
@@ -50,7 +50,9 @@ EVENTS = ("SELECT id, CAST(id % {keys} AS STRING) AS key, timestamp_seconds(id D
           "CAST(pmod(hash(id, 7), 100) AS DOUBLE) AS v0 FROM range({n})")
 MATCH = "PATTERN A; B; C WHERE C.v0 > A.v0 WITHIN 10 SECONDS"
 APPROX = "PATTERN A; B; C WITHIN 10 MINUTES"  # a leaf holds 64 s of a key: longer than one leaf
-GRAPH = "PATTERN e+ x[] WHERE x[i].v0 > x[i-1].v0 WITHIN 10 SECONDS"
+GRAPH = "PATTERN e+ x[] WHERE x[i].v0 > x[i-1].v0 WITHIN 10 MINUTES"
+# (10-second windows make 10^5 windows per 10^6 events, and the job's fixed cost per window,
+# one applyInArrow group each, dominates: 168 s at 10^6 under load, BENCHMARKS.md)
 
 
 def step_names() -> tuple[str, ...]:
@@ -84,10 +86,14 @@ ROOTS: list[int] = []
 """Processes whose Python workers are sampled (empty: this one's; the cluster's workers)."""
 
 
-def measure(step: Callable[[], Any]) -> tuple[Any, float, int]:
-    """``step()``, its wall time and the peak RSS of one Python worker meanwhile."""
+def measure(step: Callable[[], Any], name: str = "") -> tuple[Any, float, int]:
+    """``step()``, its wall time and the peak RSS of one Python worker meanwhile (printed to
+    stderr under ``name``)."""
     with MemorySampler(roots=ROOTS or None) as mem:
         value, seconds = timed(step)
+    if name:
+        print(f"  {time.strftime('%H:%M:%S')} {name}: {value} in {seconds:.1f} s, peak worker "
+              f"{mem.one / 2**20:,.0f} MB", file=sys.stderr, flush=True)
     return value, seconds, mem.one
 
 
@@ -105,28 +111,31 @@ def run_size(spark: Any, settings: Any, n: int, graph: bool, skip: tuple[str, ..
          .option("delta.enableChangeDataFeed", "true").mode("overwrite").save(location))
         return n
 
-    out["write"] = measure(write)
+    out["write"] = measure(write, "write")
     spark.read.format("delta").load(location).createOrReplaceTempView("scale_events")
     if "match_seq" not in skip:
         out["match_seq"] = measure(lambda: spark.sql(
             f"SELECT count(*) FROM match_seq(pattern => '{MATCH}', key_col => 'key', "
-            "events => TABLE(scale_events))").collect()[0][0])
-    sketch = job_from_mapping(settings, "sketch", f"scale_sketch_{n}", {
-        "source": source, "stream_col": "key", "type_col": "type", "ts_col": "ts",
-        "id_col": "id", "m": 1024, "k": 3, "C": 64})
-    out["sketch job"] = measure(lambda: sketch.run(spark, settings, quiet=True).written)
-    nodes = str(settings.location_under_warehouse(f"scale_sketch_{n}_nodes"))
-    spark.read.format("delta").load(nodes).createOrReplaceTempView("scale_nodes")
-    out["approx exists"] = measure(lambda: spark.sql(
-        f"SELECT count_if(matched) FROM approx_match_seq('{APPROX}', TABLE(scale_nodes))"
-    ).collect()[0][0])
-    out["approx intervals"] = measure(lambda: spark.sql(
-        f"SELECT count(*) FROM approx_match_seq('{APPROX}', TABLE(scale_nodes), "
-        "mode => 'intervals')").collect()[0][0])
+            "events => TABLE(scale_events))").collect()[0][0], "match_seq")
+    if "sketch job" not in skip:  # approx_match_seq reads the sketch the job writes
+        sketch = job_from_mapping(settings, "sketch", f"scale_sketch_{n}", {
+            "source": source, "stream_col": "key", "type_col": "type", "ts_col": "ts",
+            "id_col": "id", "m": 1024, "k": 3, "C": 64})
+        out["sketch job"] = measure(lambda: sketch.run(spark, settings, quiet=True).written,
+                                    "sketch job")
+        nodes = str(settings.location_under_warehouse(f"scale_sketch_{n}_nodes"))
+        spark.read.format("delta").load(nodes).createOrReplaceTempView("scale_nodes")
+        out["approx exists"] = measure(lambda: spark.sql(
+            f"SELECT count_if(matched) FROM approx_match_seq('{APPROX}', TABLE(scale_nodes))"
+        ).collect()[0][0], "approx exists")
+        out["approx intervals"] = measure(lambda: spark.sql(
+            f"SELECT count(*) FROM approx_match_seq('{APPROX}', TABLE(scale_nodes), "
+            "mode => 'intervals')").collect()[0][0], "approx intervals")
     if graph:
         job = job_from_mapping(settings, "graph", f"scale_graph_{n}", {
             "source": source, "pattern": GRAPH, "key_col": "key"})
-        out["graph job"] = measure(lambda: job.run(spark, settings, quiet=True).written)
+        out["graph job"] = measure(lambda: job.run(spark, settings, quiet=True).written,
+                                   "graph job")
     return out
 
 
@@ -159,9 +168,6 @@ def run_all(args: Any, master: str | None, exec_python: str | None) -> None:
         print(f"{time.strftime('%H:%M:%S')} {n:,} events ...", file=sys.stderr, flush=True)
         results[n] = run_size(spark, settings, n, graph=n <= args.max_graph,
                               skip=tuple(args.skip))
-        for step, (value, seconds, peak) in results[n].items():
-            print(f"  {step}: {value} in {seconds:.1f} s, peak worker {peak / 2**20:,.0f} MB",
-                  file=sys.stderr, flush=True)
     print(f"\n{where}, {time.strftime('%Y-%m-%d %H:%M')}, load {os.getloadavg()[0]:.1f}\n")
     print("| step | " + " | ".join(f"{n:,} events" for n in args.sizes)
           + " | time ~ n^a | peak worker ~ n^b |")

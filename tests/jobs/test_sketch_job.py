@@ -165,7 +165,7 @@ def test_any_split_equals_one_run_and_the_core_and_time_travel(spark, settings) 
     assert not again.written and versions(spark, conf) == before
 
 
-@pytest.mark.parametrize("chunk_rows", [7, 64])
+@pytest.mark.parametrize("chunk_rows", [7])
 def test_streams_cut_into_chunks_equal_the_core(spark, settings, chunk_rows: int) -> None:
     # A task appends chunk_rows work rows at a time and carries the stream still arriving
     # (jobs/state/sketch_chunks.py); with a few long streams every stream is cut many times,
