@@ -33,8 +33,8 @@ from typing import Any, Iterator
 
 from cep.errors import CepError
 from udfs.chunks import ChunkBuffer, Horizon, committed
-from udfs.shell import (CallFailed, PlannedResult, TableFunction, batch_of, bind_call, constant,
-                        field, keyed, planned, quote, string_arg, table_fields, table_function)
+from udfs.shell import (PlannedResult, TableFunction, bind_call, constant, field, keyed, planned,
+                        quote, string_arg, table_fields, table_function)
 
 KEEP = "__cep_keep"
 """The selected column the JVM shim's rule filters on (sql_ext/jvm, ``KeepRowsRule.FIELD``)."""
@@ -339,7 +339,6 @@ class MatchSeq(TableFunction):
 
     def __init__(self, analyze_result: Any) -> None:
         super().__init__(analyze_result)
-        self.stream: StreamedPartition | None = None
         self.second = False
         if self.plan.positioned and self.plan.key is not None:
             # Such a call asks Spark for no partitioning (its window groups the keys), so
@@ -352,18 +351,9 @@ class MatchSeq(TableFunction):
             self.second = attempt is not None and attempt == MatchSeq._last_task
             MatchSeq._last_task = attempt
 
-    def eval(self, *args: Any, **kwargs: Any) -> Iterator[Any]:
-        if self.plan.horizon is None:
-            return super().eval(*args, **kwargs)
-        if self.stream is None:
-            self.stream = StreamedPartition(self.plan)
-        return self.stream.add(batch_of(args, kwargs))
-
-    def terminate(self) -> Iterator[Any]:
-        if self.plan.horizon is None:
-            yield from super().terminate()
-        elif self.stream is not None:
-            yield from self.stream.finish()
+    def streamed(self) -> StreamedPartition | None:
+        """Chunk by chunk when Spark sorts the partition (``plan.horizon``), else whole."""
+        return None if self.plan.horizon is None else StreamedPartition(self.plan)
 
     def answer(self, plan: CallPlan, table: Any) -> Iterator[Any]:
         if self.second:
@@ -404,23 +394,20 @@ class StreamedPartition:
         table = self.buffer.take()
         if table is None:
             return
-        try:
-            stream, keys, _ = event_stream(self.plan, table, presorted=True)
-            starts = stream.segment_starts
-            last = 0 if starts is None else len(starts) - 1
-            first = 0 if starts is None else int(starts[-1])
-            cut = len(stream) if final else committed(self.plan.horizon, stream.ts, first)
-            offset = self.reported if continues else 0
-            emitted = 0
-            for out in answer_stream(self.plan, stream, keys, cut=cut, offset=offset):
-                ids, segments, table_out = out
-                emitted += int(np.count_nonzero(segments == last))
-                yield table_out
-            self.reported = emitted + (offset if last == 0 else 0)
-            if not final:
-                self.buffer.carry(table, cut)
-        except CepError as err:
-            raise CallFailed(str(err)) from None
+        stream, keys, _ = event_stream(self.plan, table, presorted=True)
+        starts = stream.segment_starts
+        last = 0 if starts is None else len(starts) - 1
+        first = 0 if starts is None else int(starts[-1])
+        cut = len(stream) if final else committed(self.plan.horizon, stream.ts, first)
+        offset = self.reported if continues else 0
+        emitted = 0
+        for _, segments, table_out in answer_stream(self.plan, stream, keys, cut=cut,
+                                                    offset=offset):
+            emitted += int(np.count_nonzero(segments == last))
+            yield table_out
+        self.reported = emitted + (offset if last == 0 else 0)
+        if not final:
+            self.buffer.carry(table, cut)
 
 
 def answer_table(plan: CallPlan, table: Any) -> Iterator[Any]:

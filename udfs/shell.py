@@ -18,7 +18,8 @@ A function of this project is a :class:`TableFunction` subclass with
 * ``answer(plan, table)``: one partition's rows (a ``pyarrow.Table`` of the selected
   columns) to output tables.
 
-The shell collects a partition's batches, calls ``answer`` once in ``terminate``, and turns
+The shell collects a partition's batches and calls ``answer`` once in ``terminate`` (or, for a
+handler whose ``streamed`` returns a consumer, hands it each batch as it arrives), and turns
 every :class:`~cep.errors.CepError` (at plan time or run time) into :class:`CallFailed`, whose
 message is the error's own ``CEP-...: line L, column C: ...`` text with its caret snippet and
 no chained traceback.
@@ -194,28 +195,51 @@ class TableFunction:
     def __init__(self, analyze_result: Any) -> None:
         self.plan = analyze_result.plan
         self.batches: list[Any] = []
+        self.consumer: Any = None
+
+    def streamed(self) -> Any:
+        """A consumer of this partition's batches in arrival order (``add(batch)`` and
+        ``finish()``, each an iterator of output tables), or None to collect the partition
+        and call :meth:`answer` once (override)."""
+        return None
 
     def eval(self, *args: Any, **kwargs: Any) -> Iterator[Any]:
         batch = batch_of(args, kwargs)
+        if self.consumer is None:
+            self.consumer = self.streamed() or False
+        if self.consumer:
+            return guarded(self.consumer.add(batch))
         if batch.num_rows:
             self.batches.append(batch)
         return iter(())
 
     def terminate(self) -> Iterator[Any]:
+        # Not a generator itself: the iterator returned is the only frame a failure shows.
+        if self.consumer:
+            return guarded(self.consumer.finish())
+        return guarded(self._collected())
+
+    def _collected(self) -> Iterator[Any]:
         if not self.batches:
             return
         import pyarrow as pa
 
         table = pa.Table.from_batches(self.batches)
         self.batches = []
-        try:
-            yield from self.answer(self.plan, table)
-        except CepError as err:
-            raise CallFailed(str(err)) from None
+        yield from self.answer(self.plan, table)
 
     def answer(self, plan: Any, table: Any) -> Iterator[Any]:
         """The output tables of one partition (override)."""
         raise NotImplementedError
+
+
+def guarded(outputs: Iterator[Any]) -> Iterator[Any]:
+    """``outputs`` with a CepError turned into :class:`CallFailed`, raised from this one frame
+    (what a SQL or JDBC caller sees: the message and one Python frame, the shell's)."""
+    try:
+        yield from outputs
+    except CepError as err:
+        raise CallFailed(str(err)) from None
 
 
 def planned(analyze: Any) -> Any:
