@@ -180,18 +180,6 @@ def test_streams_cut_into_chunks_equal_the_core(spark, settings, chunk_rows: int
         assert_state_is_core(spark, conf, events.slice(0, hi))
 
 
-def test_late_events_in_chunks_equal_one_task(spark, settings, late_source) -> None:
-    conf = sketch(settings, "sk_late_chunks", late_source["source"].name)
-    for v in late_source["versions"]:
-        run(spark, settings, conf, until_version=v, chunk_rows=5)
-    ref = sketch(settings, "sk_ref", late_source["source"].name)
-    assert nodes_of(spark, conf) == nodes_of(spark, ref)
-    assert open_of(spark, conf) == open_of(spark, ref)
-    strip = [{k: v for k, v in r.items() if k != "run_id"} for r in late_of(spark, conf)]
-    assert strip == [{k: v for k, v in r.items() if k != "run_id"} for r in late_of(spark, ref)]
-    assert strip, "the source has late rows"
-
-
 # ---- late events --------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")

@@ -2,7 +2,9 @@
 
 ``chunk_rows => 3`` makes every partition many chunks, so each key's matches are cut at
 chunk borders and carried over many times: the rows, their ``match_id`` and the limits must
-be exactly those of the engine run over each key whole.
+be exactly those of the engine run over each key whole. (Under strict contiguity a pattern
+whose class tests Spark evaluates takes the window-function path, which collects partitions
+whole; the others stream.)
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ def test_chunks_of_three_rows_give_the_engine_answer(spark, long_keys, pattern: 
         engine_rows(pattern, policy, long_keys)
 
 
-@pytest.mark.parametrize("chunk", [0, 1, 2, 7, 1000])
+@pytest.mark.parametrize("chunk", [0, 1, 7])
 def test_one_stream_in_chunks(spark, long_keys, chunk: int) -> None:
     one = [r for r in long_keys if r[1] == "k0"]
     spark.createDataFrame(one, SCHEMA).createOrReplaceTempView("ms_one_stream")
