@@ -379,8 +379,14 @@ class Prepared:
     operands: tuple[Operands, ...]
 
 
-def _prepare(q: TrendQuery, ts: np.ndarray, columns: Mapping[str, object], window: np.ndarray | None,
-             tiebreak: np.ndarray | None, row: np.ndarray | None) -> Prepared:
+def number_events(ts: np.ndarray, window: np.ndarray | None, tiebreak: np.ndarray | None,
+                  row: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Timestamps, window starts, window number and row of each event, in input order (the
+    sequential and the parallel construction both start here).
+
+    Raises:
+        TrendInputError: a NULL timestamp, or ``window``/``tiebreak``/``row`` of another length.
+    """
     t = timestamps(ts)
     n = len(t)
     for name, arr in (("window", window), ("tiebreak", tiebreak), ("row", row)):
@@ -393,6 +399,13 @@ def _prepare(q: TrendQuery, ts: np.ndarray, columns: Mapping[str, object], windo
         window_starts, wnum = np.unique(np.asarray(window), return_inverse=True)
         wnum = wnum.astype(np.int64)
     rows = np.arange(n, dtype=np.int64) if row is None else np.asarray(row).astype(np.int64)
+    return t, window_starts, wnum, rows
+
+
+def _prepare(q: TrendQuery, ts: np.ndarray, columns: Mapping[str, object], window: np.ndarray | None,
+             tiebreak: np.ndarray | None, row: np.ndarray | None) -> Prepared:
+    t, window_starts, wnum, rows = number_events(ts, window, tiebreak, row)
+    n = len(t)
     ops = tuple(operands(p, columns, n, ts=np.asarray(ts), query_text=q.text) for p in q.predicates)
     order = _event_order(wnum, t, tiebreak)
     if order is not None:

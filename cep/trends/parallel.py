@@ -52,12 +52,10 @@ from typing import Any
 import numpy as np
 
 from cep.errors import CepError
-from cep.trends.errors import TrendInputError
 from cep.trends.graph import (POINTS, POINTS_AND_GAPS, RIGHT_OPEN, SHAPES, AttributeIndex, TrendGraph, _event_order,
-                              _vertex_start, from_edges, to_edges)
+                              _vertex_start, from_edges, number_events, to_edges)
 from cep.trends.operands import Operands, lookup, operands
 from cep.trends.query import NeighbourPredicate, TrendQuery, compile_trend
-from cep.trends.windows import timestamps
 
 MapFn = Callable[[Callable[[Any], Any], Iterable[Any]], Iterable[Any]]
 Pairs = tuple[np.ndarray, np.ndarray]
@@ -242,18 +240,7 @@ def event_vertices(ts: np.ndarray, window: np.ndarray | None = None, tiebreak: n
     Raises:
         TrendInputError: a NULL timestamp, or ``window``/``tiebreak``/``row`` of another length.
     """
-    t = timestamps(ts)
-    n = len(t)
-    for name, arr in (("window", window), ("tiebreak", tiebreak), ("row", row)):
-        if arr is not None and len(np.asarray(arr)) != n:
-            raise TrendInputError(f"{name} has {len(np.asarray(arr))} entries; expected {n} like the timestamps")
-    if window is None:
-        starts = np.zeros(1 if n else 0, dtype=np.int64)
-        wnum = np.zeros(n, dtype=np.int64)
-    else:
-        starts, wnum = np.unique(np.asarray(window), return_inverse=True)
-        wnum = wnum.astype(np.int64)
-    rows = np.arange(n, dtype=np.int64) if row is None else np.asarray(row).astype(np.int64)
+    t, starts, wnum, rows = number_events(ts, window, tiebreak, row)
     order = _event_order(wnum, t, tiebreak)
     if order is not None:
         t, rows, wnum = t[order], rows[order], wnum[order]
