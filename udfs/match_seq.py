@@ -541,8 +541,9 @@ def event_stream(plan: CallPlan, table: Any, *, presorted: bool = False
     """One partition as a (segmented, with a key) EventStream, each segment's key, and when
     a segment is a run of a key (``plan.positioned``) the key's index for each segment.
 
-    ``presorted``: Spark delivered the rows in the engine's order (the call's ``orderBy``), so
-    stream positions are the table's rows."""
+    ``presorted``: Spark delivered the rows in the engine's order (the call's ``orderBy``) and
+    :class:`StreamedPartition` has already dropped the unbindable rows, so stream positions are
+    the table's rows."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -553,7 +554,8 @@ def event_stream(plan: CallPlan, table: Any, *, presorted: bool = False
         columns = {name: table.column(name) for name in table.column_names}
         columns.update((internal, table.column(name)) for internal, name in plan.renames)
         table = pa.table(columns)
-    if plan.filtered:  # rows no alias can bind (the JVM shim has dropped them already, if loaded)
+    if plan.filtered and not presorted:  # rows no alias can bind (the JVM shim has dropped
+        # them already, if loaded; a streamed partition drops them as each batch arrives)
         table = table.filter(table.column(KEEP))
     if table.column("__id").null_count or table.column("__ts").null_count:
         bad = pc.or_(pc.is_null(table.column("__id")), pc.is_null(table.column("__ts")))
