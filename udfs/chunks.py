@@ -133,3 +133,31 @@ class ChunkBuffer:
         if start < table.num_rows:
             # a copy (a slice would keep the whole buffer's memory alive)
             self.tail = table.take(pa.array(np.arange(start, table.num_rows, dtype=np.int64)))
+
+
+def last_start(streams: Any) -> int:
+    """The first row of the last run of equal values of a sorted column (0 when one run).
+
+    Where a sorted buffer's ended keys stop and its open key begins (NULLs are equal here).
+
+    Example:
+        >>> import pyarrow as pa
+        >>> last_start(pa.chunked_array([["a", "a", "b", "b"]]))
+        2
+        >>> last_start(pa.array([None, 1, None, None]))
+        2
+    """
+    n = len(streams)
+    if n == 0:
+        return 0
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    values = streams.combine_chunks() if isinstance(streams, pa.ChunkedArray) else streams
+    last = values[n - 1]
+    if not last.is_valid:
+        same = pc.is_null(values)
+    else:
+        same = pc.fill_null(pc.equal(values, last), False)
+    differs = np.flatnonzero(~np.asarray(same.to_numpy(zero_copy_only=False), dtype=bool))
+    return int(differs[-1]) + 1 if len(differs) else 0

@@ -19,9 +19,12 @@ the meta table last); what is the set's own is :class:`PredictJob`:
    :func:`cep.predict.predict` once per subscription over all its keys, starting every instance
    from its persisted :class:`~cep.predict.InstanceState`. Out come the new instance rows, the
    trained counts (one model blob per subscription) and the late rows. A run of at most
-   :data:`LOCAL_ROWS` source rows makes one call on the driver; a larger one runs in Spark,
-   ``groupBy(bucket).applyInArrow`` over hash buckets of keys (no event reaches the driver),
-   one call per bucket. Both give the same state (counts add up; keys are independent).
+   :data:`LOCAL_ROWS` source rows makes one call on the driver; a larger one runs in Spark
+   (no event reaches the driver): the rows are hash-partitioned by key, every event gets its
+   lateness bound from a window function (:func:`_with_bounds`), each task's rows are sorted
+   by key and time and streamed through ``mapInArrow`` in chunks of ``chunk_rows``
+   (:mod:`jobs.state.predict_chunks`; a key of any length in bounded memory). Both give the
+   same state (counts add up; keys are independent; a key's calls split it by time).
 4. On the driver: the bucket models are merged into the persisted model
    (:meth:`cep.predict.Model.merge`; counts add up, so the result is the model of one pass), and
    the machine states the merged model has seen that ``<name>_states`` lacks are listed.
@@ -55,6 +58,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
@@ -70,6 +74,7 @@ from delta_tables.sketch_state import spark_schema
 from jobs.framework.errors import ErrorCodes, JobError, SettingsChangedError
 from jobs.framework.faults import commit_point
 from jobs.framework.incremental import IncrementalJob, Outcome, Run, RunResult
+from jobs.state.predict_chunks import CHUNK_ROWS, STAT_COLUMNS, StreamedPredict
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -85,10 +90,10 @@ CODES = ErrorCodes(job="CEP-PRED-040", not_append_only="CEP-PRED-041",
 LOOKAHEAD = 1
 LOCAL_ROWS = 1_000_000
 """A run that reads at most this many new source rows runs them on the driver (one call of
-:func:`process_bucket`), a larger one in Spark (``groupBy(bucket).applyInArrow``). Measured on
-2 cores (docs/predict-jobs.md): 10^6 synthetic events in 1,000 keys take ~2.5 s on the driver
-(collect included) against ~14 s through ``applyInArrow``; above the threshold the driver's
-memory, not speed, is the limit."""
+:func:`process_bucket`), a larger one in Spark (``mapInArrow`` in chunks). Measured on 2 cores
+(docs/predict-jobs.md): 10^6 synthetic events in 1,000 keys take ~2.5 s on the driver
+(collect included) against ~14 s through Spark's Python workers; above the threshold the
+driver's memory, not speed, is the limit."""
 """The job stores states and counts, not probabilities; the label comes with a 1-step answer."""
 
 EVENT, STATE = 0, 1
@@ -232,7 +237,8 @@ def _source_rows(run: Run, conf: PredictionConf) -> tuple["DataFrame", str, tupl
 
 def _state_rows(spark: "SparkSession", conf: PredictionConf, meta: dict[str, Any] | None,
                 events: "DataFrame") -> "DataFrame | None":
-    """The persisted instance rows of the keys with new events (as of the meta's version)."""
+    """The persisted instance rows of the keys with new events (as of the meta's version);
+    ``i_last_ts`` is the state's newest timestamp (the key's bound from earlier runs)."""
     from pyspark.sql import functions as F
 
     if meta is None or meta["instances_version"] is None:
@@ -241,7 +247,27 @@ def _state_rows(spark: "SparkSession", conf: PredictionConf, meta: dict[str, Any
     return (read_table(spark, conf.tables()["instances"], version=int(meta["instances_version"]))
             .join(keys, "key", "left_semi")
             .select("key", F.lit(STATE).alias("kind"), F.col("sub").alias("i_sub"),
-                    F.col("instance").alias("i_instance"), F.col("state").alias("i_state")))
+                    F.col("instance").alias("i_instance"), F.col("state").alias("i_state"),
+                    F.col("last_ts").alias("i_last_ts")))
+
+
+def _with_bounds(work: "DataFrame") -> "DataFrame":
+    """Every complete event row with its lateness bound ``e_bound`` (NULL: nothing before it).
+
+    The bound is the newest timestamp of the row's key in earlier source commits of this run,
+    or in earlier runs (its persisted states' ``i_last_ts``): the rule of :func:`_late_mask`,
+    as one window per key ordered by commit (state rows first) and framed to the commits
+    before the row's. Each row then knows whether it is late without the others, so a key's
+    events can be run in chunks.
+    """
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    earlier = (Window.partitionBy("key").orderBy(F.coalesce(F.col("e_commit"), F.lit(-1)))
+               .rangeBetween(Window.unboundedPreceding, -1))
+    complete = (F.col("kind") == EVENT) & F.col("key").isNotNull() & F.col("e_ts").isNotNull()
+    newest = F.when(F.col("kind") == STATE, F.col("i_last_ts")).when(complete, F.col("e_ts"))
+    return work.withColumn("e_bound", F.when(complete, F.max(newest).over(earlier)))
 
 
 # ---- the per-bucket function (runs in the Python workers) --------------------------------------
@@ -256,7 +282,6 @@ OUT_COLUMNS: tuple[tuple[str, str], ...] = (
 """Rows the per-bucket function emits: ``out`` 0 = an instance row, 1 = a bucket's trained model
 of one subscription, 2 = a late or incomplete source row, 3 = the bucket's counts (source rows
 read, run, keys run, instance rows, late and incomplete rows)."""
-STAT_COLUMNS = ("n_read", "n_run", "n_keys", "n_instances", "n_late", "n_incomplete")
 _ARROW = {"STRING": pa.string(), "BIGINT": pa.int64(), "INT": pa.int32(), "BINARY": pa.binary()}
 OUT_SCHEMA = pa.schema([pa.field(name, _ARROW[kind]) for name, kind in OUT_COLUMNS])
 
@@ -372,11 +397,18 @@ def process_bucket(table: pa.Table, spec: dict[str, Any]) -> pa.Table:
             "l_id": incomplete.column("e_id"), "l_version": incomplete.column("e_commit"),
             "l_reason": ["incomplete"] * incomplete.num_rows}))
     events = events.filter(valid)
-    events = events.take(pc.sort_indices(events, sort_keys=[
-        ("key", "ascending"), ("e_commit", "ascending"), ("e_ts", "ascending")]))
-    key = events.column("key").to_numpy(zero_copy_only=False).astype(object)
-    late, bound = _late_mask(key, events.column("e_commit").to_numpy(),
-                             events.column("e_ts").to_numpy(), known)
+    if "e_bound" in events.column_names:
+        # Spark marked every row with its bound (_bounds): the rule needs no other row here, so
+        # a key's events may arrive in chunks (jobs/state/predict_chunks.py).
+        has = pc.is_valid(events.column("e_bound")).to_numpy(zero_copy_only=False)
+        bound = pc.fill_null(events.column("e_bound"), -1).to_numpy(zero_copy_only=False)
+        late = has & (events.column("e_ts").to_numpy() < bound)
+    else:
+        events = events.take(pc.sort_indices(events, sort_keys=[
+            ("key", "ascending"), ("e_commit", "ascending"), ("e_ts", "ascending")]))
+        key = events.column("key").to_numpy(zero_copy_only=False).astype(object)
+        late, bound = _late_mask(key, events.column("e_commit").to_numpy(),
+                                 events.column("e_ts").to_numpy(), known)
     if late.any():
         gone = events.filter(pa.array(late))
         parts.append(_padded(OUT_LATE, gone.num_rows, {
@@ -452,15 +484,27 @@ def _spec(conf: PredictionConf, attributes: tuple[str, ...]) -> dict[str, Any]:
             "attributes": list(attributes), "has_type": conf.type_col is not None}
 
 
-def make_bucket_function(conf: PredictionConf, attributes: tuple[str, ...]
-                         ) -> Callable[[pa.Table], pa.Table]:
-    """The function ``applyInArrow`` runs on the rows of one bucket of keys."""
+def make_partition_function(conf: PredictionConf, attributes: tuple[str, ...],
+                            chunk_rows: int | None = None
+                            ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """The function ``mapInArrow`` runs on a partition of work rows sorted by key, kind
+    (descending) and time: chunks of ``chunk_rows`` rows (:mod:`jobs.state.predict_chunks`)."""
     spec = _spec(conf, attributes)
+    rows = CHUNK_ROWS if chunk_rows is None else chunk_rows
 
-    def per_bucket(table: pa.Table) -> pa.Table:
-        return process_bucket(table, spec)
+    def counts_row(counts: dict[str, int]) -> pa.Table:
+        return _padded(OUT_STATS, 1, {name: [value] for name, value in counts.items()})
 
-    return per_bucket
+    def per_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        streamed = StreamedPredict(lambda table: process_bucket(table, spec), counts_row,
+                                   (EVENT, STATE), (OUT_INSTANCE, OUT_STATS), rows)
+        for batch in batches:
+            for out in streamed.add(batch):
+                yield from out.to_batches()
+        for out in streamed.finish():
+            yield from out.to_batches()
+
+    return per_partition
 
 
 # ---- the job ----------------------------------------------------------------------------------
@@ -493,6 +537,8 @@ class PredictJob(IncrementalJob):
         conf: The registered prediction set.
         local_rows: Run on the driver when the run reads at most this many source rows, else in
             Spark (:data:`LOCAL_ROWS`; the results are the same).
+        chunk_rows: Work rows a Spark task runs at once (None:
+            ``jobs.state.predict_chunks.CHUNK_ROWS``; tests lower it to cut keys often).
     """
 
     kind = "predict"
@@ -506,9 +552,11 @@ class PredictJob(IncrementalJob):
 
     conf: PredictionConf
 
-    def __init__(self, conf: PredictionConf, local_rows: int = LOCAL_ROWS) -> None:
+    def __init__(self, conf: PredictionConf, local_rows: int = LOCAL_ROWS,
+                 chunk_rows: int | None = None) -> None:
         super().__init__(conf)
         self.local_rows = local_rows
+        self.chunk_rows = chunk_rows
 
     def check_settings(self, spark: "SparkSession", meta: dict[str, Any]) -> None:
         """Raise SettingsChangedError (CEP-PRED-042) when the registration contradicts the
@@ -539,7 +587,7 @@ class PredictJob(IncrementalJob):
         known = {sub: {(int(r[1]), int(r[2])) for r in state_rows(sub, compiled[sub], models[sub])}
                  for sub in compiled} if meta is not None else {sub: set() for sub in compiled}
         events, read, attributes, n_rows = _source_rows(run, conf)
-        where = "on the driver" if n_rows <= local_rows else "in Spark (applyInArrow)"
+        where = "on the driver" if n_rows <= local_rows else "in Spark (mapInArrow, chunked)"
         run.say(f"{conf.name}: reading {conf.source.name} versions {run.first}..{run.target} "
                 f"({read}): {n_rows:,} rows, run {where}; {len(compiled)} subscription(s): "
                 f"{', '.join(compiled)}")
@@ -550,7 +598,8 @@ class PredictJob(IncrementalJob):
         else:
             work = (work.withColumn("i_sub", F.lit(None).cast("string"))
                     .withColumn("i_instance", F.lit(None).cast("string"))
-                    .withColumn("i_state", F.lit(None).cast("binary")))
+                    .withColumn("i_state", F.lit(None).cast("binary"))
+                    .withColumn("i_last_ts", F.lit(None).cast("bigint")))
         if n_rows <= local_rows:
             # Few rows: one call of the same function on the driver is faster than a shuffle
             # into Python workers (docs/predict-jobs.md, "Where the events are run").
@@ -559,10 +608,13 @@ class PredictJob(IncrementalJob):
             small = result.filter(pc.is_in(result.column("out"), value_set=kinds)).to_pylist()
             out = spark.createDataFrame(result, spark_schema(OUT_COLUMNS))
         else:
-            buckets = max(64, 4 * int(spark.conf.get("spark.sql.shuffle.partitions")))
-            out = (work.withColumn("bucket", F.pmod(F.xxhash64("key"), F.lit(buckets)))
-                   .groupBy("bucket").applyInArrow(make_bucket_function(conf, attributes),
-                                                   spark_schema(OUT_COLUMNS))
+            # One shuffle by key (the window reuses it), then each task streams its keys in
+            # time order through chunks (jobs/state/predict_chunks.py).
+            parts = int(spark.conf.get("spark.sql.shuffle.partitions"))
+            out = (_with_bounds(work.repartition(parts, "key"))
+                   .sortWithinPartitions("key", F.desc("kind"), F.asc_nulls_last("e_ts"))
+                   .mapInArrow(make_partition_function(conf, attributes, self.chunk_rows),
+                               spark_schema(OUT_COLUMNS))
                    .persist(StorageLevel.MEMORY_AND_DISK))
         try:
             try:
@@ -638,7 +690,8 @@ class PredictJob(IncrementalJob):
 
 def run_predict(spark: "SparkSession", settings: Settings, conf: PredictionConf | str, *,
                 until_version: int | None = None, quiet: bool = False,
-                crash_after: str | None = None, local_rows: int = LOCAL_ROWS) -> PredictRunResult:
+                crash_after: str | None = None, local_rows: int = LOCAL_ROWS,
+                chunk_rows: int | None = None) -> PredictRunResult:
     """Bring the set's state up to the source's current version (or ``until_version``).
 
     Args:
@@ -652,6 +705,8 @@ def run_predict(spark: "SparkSession", settings: Settings, conf: PredictionConf 
             there.
         local_rows: run on the driver when the run reads at most this many source rows, else
             in Spark (:data:`LOCAL_ROWS`; the results are the same).
+        chunk_rows: work rows a Spark task runs at once (None:
+            ``jobs.state.predict_chunks.CHUNK_ROWS``).
 
     Returns:
         The last run's :class:`PredictRunResult` (``written`` False when nothing was new).
@@ -662,6 +717,6 @@ def run_predict(spark: "SparkSession", settings: Settings, conf: PredictionConf 
         ModelFormatError: a persisted model or instance state is corrupt (``CEP-PRED-012``).
     """
     job = PredictJob(load_prediction(settings, conf) if isinstance(conf, str) else conf,
-                     local_rows)
+                     local_rows, chunk_rows)
     return job.run(spark, until_version=until_version, quiet=quiet,  # type: ignore[return-value]
                    crash_after=crash_after)

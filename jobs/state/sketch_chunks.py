@@ -15,11 +15,8 @@ changes again and goes out at once; the stream's top rows and its ``is_open`` ro
 (a few per level) and go out, last version only, when the stream ends. The open row goes out
 once, at the end, with ``n_accepted`` summed over the chunks; late rows go out at once.
 
-Example:
-    >>> import pyarrow as pa
-    >>> t = pa.table({"stream": ["a", "a", "b"], "x": [1, 2, 3]})
-    >>> last_start(t.column("stream"))
-    2
+The cut between ended streams and the one still arriving is
+:func:`udfs.chunks.last_start`, shared with the prediction job (:mod:`jobs.state.predict_chunks`).
 """
 
 from __future__ import annotations
@@ -31,24 +28,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from udfs.chunks import last_start
+
 CHUNK_ROWS = 1 << 20
 """Work rows a task gathers before it appends them (bounded memory per task: the rows, plus
 one stream's frontier)."""
-
-
-def last_start(streams: Any) -> int:
-    """The first row of the last run of equal values of a sorted column (0 when one run)."""
-    n = len(streams)
-    if n == 0:
-        return 0
-    values = streams.combine_chunks() if isinstance(streams, pa.ChunkedArray) else streams
-    last = values[n - 1]
-    if not last.is_valid:
-        same = pc.is_null(values)
-    else:
-        same = pc.fill_null(pc.equal(values, last), False)
-    differs = np.flatnonzero(~np.asarray(same.to_numpy(zero_copy_only=False), dtype=bool))
-    return int(differs[-1]) + 1 if len(differs) else 0
 
 
 class StreamedSketch:

@@ -165,7 +165,7 @@ def main(spec_path: str, out_path: str) -> int:
     runs = []
     jobs = [(sketch_from_mapping, run_sketch, {}, spec.get("sketches", [])),
             (GraphConf.from_mapping, run_graph, {}, spec.get("graphs", [])),
-            (PredictionConf.from_mapping, run_predict, {"local_rows": 0},
+            (PredictionConf.from_mapping, run_predict, {"local_rows": 0, "chunk_rows": 16},
              spec.get("predictions", []))]
     for load, run, options, entries in jobs:
         for name, mapping, versions in entries:

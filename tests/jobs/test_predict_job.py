@@ -4,8 +4,8 @@ A source of three commits (the second with late events and a row without a key, 
 timestamp ties across commits) runs through three subscriptions: a plain sequence, one with a
 join variable and a time condition, and a Boolean one. One set is built in one pass, another run
 by run with two injected crashes (data files written without a commit; a crash after the models
-commit, rerun after the source has grown); the first runs in Spark (``applyInArrow`` over
-buckets of keys), the second on the driver. Both must hold the same rows in every state table,
+commit, rerun after the source has grown); the first runs in Spark (``mapInArrow``, every key
+streamed in chunks of 16 rows), the second on the driver. Both must hold the same rows in every state table,
 the same as the core (:func:`cep.predict.predict` commit by commit, late rows left out), and the
 models as of earlier versions must be the core's models of the source as of then.
 """
@@ -157,17 +157,19 @@ def assert_state_is_core(spark, c: PredictionConf, expected: dict[str, Any]) -> 
 
 @pytest.fixture(scope="module")
 def built(spark, settings, source) -> dict[str, Any]:
-    """``p_one``: one pass over the last version in Spark, killed once inside its instances
-    MERGE (data files written, no commit) and rerun. ``p_inc``: run by run on the driver, killed
+    """``p_one``: one pass over the last version in Spark (chunks of 16 rows: every key is cut
+    many times), killed once inside its instances MERGE (data files written, no commit) and
+    rerun. ``p_inc``: run by run on the driver, killed
     once after its models commit (no meta) and rerun after the source has grown."""
     v1, v2, v3 = source["versions"]
     one = conf(settings, "p_one")
     log: dict[str, Any] = {}
     with pytest.raises(InjectedCrash, match="CEP-PRED-045"):
-        run_predict(spark, settings, one, quiet=True, local_rows=0, crash_after="instances-files")
+        run_predict(spark, settings, one, quiet=True, local_rows=0, chunk_rows=16,
+                    crash_after="instances-files")
     log["orphans"] = list(one.tables()["instances"].location.glob("*.parquet"))
     log["after_files_crash"] = versions(one)
-    first = run_predict(spark, settings, one, quiet=True, local_rows=0)
+    first = run_predict(spark, settings, one, quiet=True, local_rows=0, chunk_rows=16)
     assert first.written and first.read == "commits from version 0"
     inc = conf(settings, "p_inc")
     run_predict(spark, settings, inc, until_version=v1, quiet=True)
