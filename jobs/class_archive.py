@@ -4,7 +4,9 @@ A fresh Spark JVM spends its first seconds loading and verifying ~20,000 classes
 Delta and their dependencies before it runs anything. Java 17 can record the classes one run
 loaded into an archive (``-XX:ArchiveClassesAtExit``, "dynamic AppCDS") and map them at the next
 start (``-XX:SharedArchiveFile``). :func:`build_archive` records one by running a short, typical
-session (Delta writes, a MERGE, time travel, a Python UDTF) in a child process; ``make jars``
+session (Delta writes, a MERGE, time travel, a Python UDTF) in a child process
+(:mod:`jobs.class_archive_record`, apart so that this module, which the session imports, does
+not import the session); ``make jars``
 does it once per data folder. :func:`java_options` then gives the options that use it, and
 :func:`jobs.session.session_conf` adds them to the driver: a cold ``python -m jobs`` process
 reaches its first Delta read about 5 s sooner on the project machine (docs/setup.md).
@@ -84,7 +86,7 @@ def build_archive(settings: Settings, jars: list[Path], *, quiet: bool = False) 
     with tempfile.TemporaryDirectory(dir=settings.ivy_dir) as tmp:
         partial = Path(tmp) / path.name
         env = {**os.environ, RECORD_ENV: str(partial)}
-        proc = subprocess.run([sys.executable, "-m", "jobs.class_archive", tmp], env=env,
+        proc = subprocess.run([sys.executable, "-m", "jobs.class_archive_record", tmp], env=env,
                               capture_output=True, text=True, timeout=900, check=False)
         if proc.returncode != 0 or not partial.is_file():
             if not quiet:
@@ -100,39 +102,3 @@ def _java_path() -> str:
     home = os.environ.get("JAVA_HOME")
     path = os.environ.get("PATH", "")
     return f"{home}/bin{os.pathsep}{path}" if home else path
-
-
-def _record(folder: Path) -> None:
-    """The recording child's session: the kinds of work every job, server and query does."""
-    from delta_tables.settings import load_settings
-    from jobs.session import build_session
-    from sql_ext import register_all
-
-    settings = load_settings(overrides={"warehouse": str(folder / "warehouse"),
-                                        "show_progress": False})
-    spark = build_session(settings, register=False)
-    register_all(spark)
-    table = str(folder / "warehouse" / "events")
-    rows = "SELECT id, concat('k', id % 3) AS k, IF(id % 2 = 0, 'A', 'B') AS type, " \
-           "timestamp_seconds(id * 60) AS ts FROM range(40)"
-    spark.sql(rows).write.format("delta").save(table)
-    spark.sql(rows).write.format("delta").mode("append").save(table)
-    from delta.tables import DeltaTable
-
-    (DeltaTable.forPath(spark, table).alias("t").merge(spark.sql(rows).alias("s"), "t.id = s.id")
-     .whenMatchedUpdateAll().whenNotMatchedInsertAll().execute())
-    spark.read.format("delta").option("versionAsOf", 1).load(table).groupBy("k").count().collect()
-    spark.read.format("delta").option("versionAsOf", 0).load(table) \
-        .createOrReplaceTempView("events")
-    spark.sql("SELECT * FROM match_seq('PATTERN A; B', 'k', TABLE(events))").collect()
-    gateway = spark.sparkContext._gateway
-    spark.stop()
-    # The JVM records the archive when it exits, which it does when its stdin closes.
-    proc = getattr(gateway, "proc", None)
-    if proc is not None:
-        proc.stdin.close()
-        proc.wait(timeout=600)
-
-
-if __name__ == "__main__":
-    _record(Path(sys.argv[1]))
