@@ -356,8 +356,10 @@ def process_bucket(table: pa.Table, spec: dict[str, Any]) -> pa.Table:
 
     ``table`` holds ``kind`` 0 event rows (``key, e_ts, e_id, e_commit, e_type, a_i``) and
     ``kind`` 1 persisted instance rows (``key, i_sub, i_instance, i_state``) of any number of
-    keys; ``spec`` names the subscriptions, attributes and optional columns. Returns
-    :data:`OUT_SCHEMA` rows.
+    keys; ``spec`` names the subscriptions, attributes and optional columns. With an
+    ``e_bound`` column (the Spark path: :func:`_with_bounds`) a row is late when its timestamp
+    is below its bound; without it the rule is applied here over the table's own commits
+    (:func:`_late_mask`, the driver's path). Returns :data:`OUT_SCHEMA` rows.
 
     Raises:
         ModelFormatError: a persisted instance state blob is corrupt (``CEP-PRED-012``, naming
