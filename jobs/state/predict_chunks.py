@@ -39,7 +39,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from udfs.chunks import last_start
+from udfs.chunks import last_start, release_memory
 
 CHUNK_ROWS = 1 << 20
 """Work rows a task gathers before it runs them (bounded memory per task: the rows, plus the
@@ -109,6 +109,7 @@ class StreamedPredict:
         yield from self._flush(final=True)
 
     def _flush(self, final: bool) -> Iterator[pa.Table]:
+        release_memory()  # the last chunk's garbage, before this one's peak
         table = _table(self.batches, self.schema)
         self.batches, self.rows = [], 0
         if self.key is not None:

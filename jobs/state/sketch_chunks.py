@@ -28,7 +28,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from udfs.chunks import last_start
+from udfs.chunks import last_start, release_memory
 
 CHUNK_ROWS = 1 << 20
 """Work rows a task gathers before it appends them (bounded memory per task: the rows, plus
@@ -80,6 +80,7 @@ class StreamedSketch:
     def _flush(self, final: bool) -> Iterator[pa.Table]:
         if not self.batches:
             return
+        release_memory()  # the last chunk's garbage, before this one's peak
         table = pa.Table.from_batches(self.batches)
         self.batches, self.rows = [], 0
         cut = table.num_rows if final else last_start(table.column("stream"))
