@@ -38,8 +38,7 @@ from __future__ import annotations
 import math
 import re
 import time
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -50,6 +49,7 @@ from delta_tables.settings import Settings, TableConf, check_locations
 from jobs.framework.registry import state_tables
 from jobs.framework.run_conf import load_run_conf
 from jobs.framework.txn import say
+from jobs.session import session_confs
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -383,7 +383,7 @@ def _maintain_table(spark: "SparkSession", table: TableConf, retention: int, win
         confs[LISTING_CONF] = str(max(1, spark.sparkContext.defaultParallelism))
     verb = "would delete" if dry_run else "deleted"
     say(quiet, f"  {table.name}: VACUUM RETAIN {used} HOURS{' DRY RUN' if dry_run else ''}")
-    with _session_confs(spark, confs):
+    with session_confs(spark, confs):
         if dry_run:
             deleted: int | None = spark.sql(
                 f"VACUUM {delta_path_sql(table.location)} RETAIN {used} HOURS DRY RUN").count()
@@ -426,19 +426,3 @@ def _vacuum_deleted(delta: Any, since: int) -> int | None:
     if not rows or "numDeletedFiles" not in (rows[0][0] or {}):
         return None
     return int(rows[0][0]["numDeletedFiles"])
-
-
-@contextmanager
-def _session_confs(spark: "SparkSession", values: Mapping[str, str]) -> Iterator[None]:
-    """Set session confs for the block, then put back what was there (unset if nothing was)."""
-    previous = {key: spark.conf.get(key, None) for key in values}
-    try:
-        for key, value in values.items():
-            spark.conf.set(key, value)
-        yield
-    finally:
-        for key, old in previous.items():
-            if old is None:
-                spark.conf.unset(key)
-            else:
-                spark.conf.set(key, old)

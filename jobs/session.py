@@ -17,6 +17,8 @@ import re
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Collection, Mapping
 
@@ -268,3 +270,25 @@ def _interactive() -> bool:
         return sys.stderr.isatty()
     except (AttributeError, ValueError):  # a closed or replaced stream
         return False
+
+
+@contextmanager
+def session_confs(spark: "SparkSession", values: Mapping[str, str]) -> Iterator[None]:
+    """Set session confs for the block, then put back what was there (unset if nothing was).
+
+    Example:
+        >>> with session_confs(spark, {"spark.sql.shuffle.partitions": "8"}):  # doctest: +SKIP
+        ...     spark.range(10).repartition("id").count()
+        10
+    """
+    previous = {key: spark.conf.get(key, None) for key in values}
+    try:
+        for key, value in values.items():
+            spark.conf.set(key, value)
+        yield
+    finally:
+        for key, old in previous.items():
+            if old is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, old)

@@ -69,6 +69,7 @@ from jobs.framework.errors import ErrorCodes, JobError
 from jobs.framework.faults import commit_point
 from jobs.framework.incremental import IncrementalJob, Outcome, Run, RunResult, create_tables
 from jobs.framework.txn import add_missing_columns
+from jobs.session import session_confs
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -86,6 +87,13 @@ LATE, INCOMPLETE = "late", "incomplete"
 """The ``reason`` of a row of ``<name>_late``."""
 NO_WINDOW = 0
 """``window_start`` of the one window of a query without ``WITHIN``."""
+CACHE_BATCH_ROWS = 32
+"""Rows per batch of the cached state rows of the rebuilt windows (Spark's default: 10,000).
+
+A state row holds a window's arrays, 16 to 24 bytes per event of the window (9 KB a row on
+average for the 600-event windows of ``benchmarks.bench_scaling``), so a batch of 10,000 rows
+was about 90 MB, built in growing heap buffers that Spark's memory manager does not count; 32
+rows keep a batch near 300 KB there. How the cache batches rows changes nothing written."""
 
 
 @dataclass(frozen=True)
@@ -411,8 +419,16 @@ class GraphJob(IncrementalJob):
             if applied:
                 out = _rebuild(spark, conf, meta, run.target, since, attributes, tagged,
                                excluded=late > 0 or set_aside_before > 0)
-                out = out.persist(StorageLevel.MEMORY_AND_DISK)
-                windows = out.where(F.col("kind") == KIND["event_vertices"]).count()
+                # On disk, not MEMORY_AND_DISK: a partition's rows are one cached block (0.9 GB
+                # each in a first run of 10^8 events on local[2]). MEMORY_AND_DISK unrolled it
+                # in memory, checking its budget only every 16 batches, and once spilled read
+                # it back into one byte array: OutOfMemoryError with the 4 GB driver. On disk it
+                # is written and read as a stream; the MERGEs read it. The cache is built (its
+                # batch size read) by this count.
+                with session_confs(spark, {"spark.sql.inMemoryColumnarStorage.batchSize":
+                                           str(CACHE_BATCH_ROWS)}):
+                    out = out.persist(StorageLevel.DISK_ONLY)
+                    windows = out.where(F.col("kind") == KIND["event_vertices"]).count()
             run.say(f"{conf.name}: {windows} window(s) rebuilt; writing")
             for suffix, kind in KIND.items():
                 if windows:
