@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import numpy as np
@@ -186,3 +187,47 @@ def release_memory() -> None:
         libc.malloc_trim(0)
     except (OSError, AttributeError):  # not glibc: its allocator is left as it is
         pass
+
+
+class ChunkedStream:
+    """The skeleton of a task's sorted rows run chunk by chunk: batches in, output tables out.
+
+    A subclass writes ``_flush(final)``: run what the buffer (``self.batches``, ``self.rows``
+    new rows) allows and yield the output. The state jobs' streams
+    (:mod:`jobs.state.sketch_chunks`, :mod:`jobs.state.predict_chunks`) are two.
+
+    Args:
+        chunk_rows: new rows gathered before a flush.
+    """
+
+    def __init__(self, chunk_rows: int = CHUNK_ROWS) -> None:
+        self.chunk_rows = chunk_rows
+        self.batches: list[Any] = []
+        self.rows = 0
+        self.schema: Any = None
+
+    def add(self, batch: Any) -> Iterator[Any]:
+        """Take one sorted batch; the output of every chunk it completes."""
+        if self.schema is None:
+            self.schema = batch.schema
+        for at in range(0, batch.num_rows, self.chunk_rows):
+            piece = batch.slice(at, self.chunk_rows)
+            self.batches.append(piece)
+            self.rows += piece.num_rows
+            if self.rows >= self.chunk_rows:
+                yield from self._flush(final=False)
+
+    def finish(self) -> Iterator[Any]:
+        """The output of what is left at the end of the partition."""
+        yield from self._flush(final=True)
+
+    def _flush(self, final: bool) -> Iterator[Any]:
+        raise NotImplementedError
+
+    def run(self, batches: Iterable[Any]) -> Iterator[Any]:
+        """The record batches ``mapInArrow`` returns for a partition's sorted batches."""
+        for batch in batches:
+            for out in self.add(batch):
+                yield from out.to_batches()
+        for out in self.finish():
+            yield from out.to_batches()

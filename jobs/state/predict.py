@@ -500,11 +500,7 @@ def make_partition_function(conf: PredictionConf, attributes: tuple[str, ...],
     def per_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         streamed = StreamedPredict(lambda table: process_bucket(table, spec), counts_row,
                                    (EVENT, STATE), (OUT_INSTANCE, OUT_STATS), rows)
-        for batch in batches:
-            for out in streamed.add(batch):
-                yield from out.to_batches()
-        for out in streamed.finish():
-            yield from out.to_batches()
+        yield from streamed.run(batches)
 
     return per_partition
 

@@ -39,7 +39,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from udfs.chunks import last_start, release_memory
+from udfs.chunks import ChunkedStream, last_start, release_memory
 
 CHUNK_ROWS = 1 << 20
 """Work rows a task gathers before it runs them (bounded memory per task: the rows, plus the
@@ -66,7 +66,7 @@ class HeldCounts:
         return {**self.sums, "n_instances": instances}
 
 
-class StreamedPredict:
+class StreamedPredict(ChunkedStream):
     """One task's sorted work rows run chunk by chunk (the module docstring).
 
     Args:
@@ -84,29 +84,11 @@ class StreamedPredict:
         self.process, self.stats_row = process, stats_row
         self.event, self.state = kinds
         self.out_instance, self.out_stats = outs
-        self.chunk_rows = chunk_rows
-        self.batches: list[pa.Table | pa.RecordBatch] = []
-        self.rows = 0
-        self.schema: pa.Schema | None = None
+        super().__init__(chunk_rows)
         self.key: Any = None                   # the open key whose states are carried
         self.starts: dict[tuple, pa.Table] = {}  # its instance states, as work rows
         self.held: dict[tuple, pa.Table] = {}    # its newest instance rows, as output rows
         self.counts = HeldCounts()
-
-    def add(self, batch: pa.RecordBatch) -> Iterator[pa.Table]:
-        """Take one sorted batch; the output of every chunk it completes."""
-        if self.schema is None:
-            self.schema = batch.schema
-        for at in range(0, batch.num_rows, self.chunk_rows):
-            piece = batch.slice(at, self.chunk_rows)
-            self.batches.append(piece)
-            self.rows += piece.num_rows
-            if self.rows >= self.chunk_rows:
-                yield from self._flush(final=False)
-
-    def finish(self) -> Iterator[pa.Table]:
-        """The output of what is left at the end of the partition."""
-        yield from self._flush(final=True)
 
     def _flush(self, final: bool) -> Iterator[pa.Table]:
         release_memory()  # the last chunk's garbage, before this one's peak

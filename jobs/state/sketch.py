@@ -279,11 +279,7 @@ def make_partition_function(config: SketchConfig, chunk_rows: int | None = None
         cfg, schema = SketchConfig.from_dict(settings), _out_schema()
         streamed = StreamedSketch(lambda table: process_bucket(table, cfg, schema),
                                   (EVENT, NODE, OPEN), (OUT_NODE, OUT_OPEN, OUT_LATE), rows)
-        for batch in batches:
-            for out in streamed.add(batch):
-                yield from out.to_batches()
-        for out in streamed.finish():
-            yield from out.to_batches()
+        yield from streamed.run(batches)
 
     return per_partition
 

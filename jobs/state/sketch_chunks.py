@@ -28,14 +28,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from udfs.chunks import last_start, release_memory
+from udfs.chunks import ChunkedStream, last_start, release_memory
 
 CHUNK_ROWS = 1 << 20
 """Work rows a task gathers before it appends them (bounded memory per task: the rows, plus
 one stream's frontier)."""
 
 
-class StreamedSketch:
+class StreamedSketch(ChunkedStream):
     """One task's sorted work rows appended chunk by chunk (the module docstring).
 
     Args:
@@ -51,31 +51,13 @@ class StreamedSketch:
         self.process = process
         self.event, self.node, self.open = kinds
         self.out_node, self.out_open, self.out_late = outs
-        self.chunk_rows = chunk_rows
-        self.batches: list[pa.RecordBatch] = []
-        self.rows = 0
-        self.schema: pa.Schema | None = None
+        super().__init__(chunk_rows)
         self.carried: Any = None          # the stream whose state is carried, if any
         self.held: dict[int, pa.Table] = {}  # its top and is_open node rows, by node_id
         self.accepted = 0                 # its events accepted by earlier chunks
         self.open_row: pa.Table | None = None  # its latest open row (an output row)
         self.frontier: dict[int, pa.Table] = {}  # its top nodes as work rows, by node_id
         self.dropped: list[int] = []      # nodes the last chunk gave a parent
-
-    def add(self, batch: pa.RecordBatch) -> Iterator[pa.Table]:
-        """Take one sorted batch; the output of every chunk it completes."""
-        if self.schema is None:
-            self.schema = batch.schema
-        for at in range(0, batch.num_rows, self.chunk_rows):
-            piece = batch.slice(at, self.chunk_rows)
-            self.batches.append(piece)
-            self.rows += piece.num_rows
-            if self.rows >= self.chunk_rows:
-                yield from self._flush(final=False)
-
-    def finish(self) -> Iterator[pa.Table]:
-        """The output of what is left at the end of the partition."""
-        yield from self._flush(final=True)
 
     def _flush(self, final: bool) -> Iterator[pa.Table]:
         if not self.batches:
