@@ -70,6 +70,23 @@ REFUSED_SQL = {
     "run a program": "SELECT TRANSFORM(1) USING 'touch {outside}/ran' AS (a)",
     "load code": "ADD JAR '{outside}/x.jar'",
     "vacuum a path": "VACUUM '{outside}'",
+    # issue 46: Spark's JDBC source opens the embedded Derby, whose SQL declares Java procedures
+    # (`create 'true'` reaches Derby as a connection property: a `;` would split the entry)
+    "a JDBC view on Derby": "CREATE TEMPORARY VIEW cep_probe_j USING jdbc OPTIONS "
+                            "(url 'jdbc:derby:{outside}/db', create 'true', query 'VALUES 1', "
+                            "sessionInitStatement "
+                            "'CREATE TABLE CEP_PROBE (X INT)')",
+    "a JDBC table": "CREATE TABLE cep_probe_jt USING JDBC OPTIONS "
+                    "(url 'jdbc:derby:{outside}/db2', create 'true', dbtable 'SYS.SYSTABLES')",
+    "JDBC by its class name": "CREATE TEMPORARY VIEW cep_probe_jc USING "
+                              "org.apache.spark.sql.execution.datasources.jdbc."
+                              "JdbcRelationProvider OPTIONS (url 'jdbc:derby:{outside}/db3', "
+                              "create 'true', dbtable 'SYS.SYSTABLES')",
+    "a JDBC catalog": "SET spark.sql.catalog.cep_probe=org.apache.spark.sql.execution."
+                      "datasources.v2.jdbc.JDBCTableCatalog",
+    "a JDBC table as select": "CREATE TABLE cep_probe_jw USING jdbc OPTIONS "
+                              "(url 'jdbc:derby:{outside}/db4', create 'true', dbtable 'T') "
+                              "AS SELECT 1 AS x",
 }
 """Statements a server's session refuses with ``CEP-SQL-090``, ``{outside}`` a folder outside
 the warehouse that must stay empty. One entry may hold two statements (the first allowed)."""

@@ -5,7 +5,10 @@ on (``cep.sql.LockdownRule``, ``cep.sql.LockdownParser``): no path outside the w
 relations, ``LOCATION``, ``path`` options, ``delta.`/path```, ``VACUUM '/path'``...), no
 ``reflect``/``java_method``, no ``TRANSFORM ... USING``, no ``ADD JAR``/``FILE``/``ARCHIVE``, no
 ``CREATE FUNCTION ... AS 'class'``, no ``INSERT OVERWRITE DIRECTORY``, ``LOAD DATA`` or ``SET
-LOCATION``, each refused with ``CEP-SQL-090`` before it runs. The switch is a Spark setting of the
+LOCATION``, no data source but the warehouse's file formats (``USING jdbc`` and a reader's
+``format("jdbc")`` above all: Spark's embedded Derby declares Java procedures), no catalog class
+of the client's choice, each refused with ``CEP-SQL-090`` before it runs; and no JDBC dialect of
+the JVM opens a connection. The switch is a Spark setting of the
 JVM (``spark.cep.lockdown``), which a client's ``SET`` cannot change. ``spark.sql.runSQLOnFiles``
 is off as well, so ``text.`/etc/passwd``` is not even resolved.
 

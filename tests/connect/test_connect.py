@@ -263,6 +263,46 @@ def test_the_sessions_refuse_what_reaches_past_the_warehouse(server: Server, rem
     assert list(outside.iterdir()) == [] and server.proc.poll() is None
 
 
+def test_a_clients_dataframe_api_cannot_open_jdbc_or_choose_a_catalog(
+        server: Server, remote: Any, tmp_path: Path) -> None:
+    # Issue 46: the JDBC source and catalogs through the DataFrame API, which reaches the
+    # analyser without the parser (a reader's format is resolved, and connects, in analysis).
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    jdbc = "org.apache.spark.sql.execution.datasources.jdbc.JdbcRelationProvider"
+
+    def url(name: str) -> str:
+        return f"jdbc:derby:{outside}/{name};create=true"
+
+    def catalog() -> None:
+        remote.conf.set("spark.sql.catalog.cep_probe_cat",
+                        "org.apache.spark.sql.execution.datasources.v2.jdbc.JDBCTableCatalog")
+        remote.conf.set("spark.sql.catalog.cep_probe_cat.url", url("cat"))
+        try:
+            remote.table("cep_probe_cat.SYS.SYSTABLES").collect()
+        finally:
+            remote.conf.unset("spark.sql.catalog.cep_probe_cat")
+            remote.conf.unset("spark.sql.catalog.cep_probe_cat.url")
+
+    routes = {
+        "read.format('jdbc')": lambda: remote.read.format("jdbc").option("url", url("r1"))
+        .option("dbtable", "SYS.SYSTABLES").load().collect(),
+        "read.jdbc": lambda: remote.read.jdbc(url("r2"), "SYS.SYSTABLES").collect(),
+        "read by class name": lambda: remote.read.format(jdbc).option("url", url("r3"))
+        .option("dbtable", "SYS.SYSTABLES").load().collect(),
+        "write.jdbc": lambda: remote.range(1).write.jdbc(url("w1"), "T"),
+        "saveAsTable with jdbc": lambda: remote.range(1).write.format("jdbc")
+        .option("url", url("w2")).option("dbtable", "T").saveAsTable("cep_probe_w"),
+        "a catalog set by conf.set": catalog,
+    }
+    for name, attempt in routes.items():
+        with pytest.raises(Exception) as refused:
+            attempt()
+        assert "CEP-SQL-090: " in str(refused.value), (name, str(refused.value)[:2000])
+    assert remote.sql("SELECT 'still serving' AS alive").collect()[0].alive == "still serving"
+    assert list(outside.iterdir()) == [] and server.proc.poll() is None
+
+
 @pytest.mark.parametrize("token", [None, "wrong-token"])
 def test_a_client_without_the_token_is_refused(server: Server, token: str | None) -> None:
     from pyspark.sql.connect.session import SparkSession as RemoteSession

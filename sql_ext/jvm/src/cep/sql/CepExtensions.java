@@ -40,6 +40,14 @@ public final class CepExtensions extends AbstractFunction1<SparkSessionExtension
             }
         };
         extensions.injectCheckRule(check);
+        // The same check before resolution, which resolves (and may connect to) data sources.
+        Function1 early = new AbstractFunction1<Object, Rule<LogicalPlan>>() {
+            @Override
+            public Rule<LogicalPlan> apply(Object session) {
+                return new LockdownRule.Early();
+            }
+        };
+        extensions.injectHintResolutionRule(early);
         Function2 parser = new AbstractFunction2<Object, ParserInterface, ParserInterface>() {
             @Override
             public ParserInterface apply(Object session, ParserInterface parent) {

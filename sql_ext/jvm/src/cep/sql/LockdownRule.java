@@ -36,8 +36,19 @@ import scala.runtime.BoxedUnit;
  *       {@code ALTER TABLE ... SET LOCATION};
  *   <li>any path outside the allowed roots ({@code spark.cep.lockdown.paths}, comma-separated;
  *       the warehouse by default), wherever a plan holds one: a table's {@code LOCATION}, a
- *       {@code path} option, a file relation's root, a Delta table's path.
+ *       {@code path} option, a file relation's root, a Delta table's path;
+ *   <li>any data source outside {@link #SOURCES} (issue 46): a provider named in {@code USING},
+ *       a reader's or writer's format, a class name; and whatever object of a JDBC package a
+ *       plan holds (Spark's JDBC source opens connections, and the embedded Derby it reaches
+ *       declares Java procedures);
+ *   <li>{@code SET spark.sql.catalog.*}, which would load a catalog class of the client's choice.
  * </ul>
+ *
+ * <p>The check runs three times for each statement: on the parser's plan
+ * ({@link LockdownParser}), before resolution ({@link Early}: a data source is resolved, and a
+ * JDBC connection opened, inside the analyser, and a Connect client's reader reaches the
+ * analyser without the parser) and on the analysed plan. {@link RefusingDialect} stands behind
+ * all three: no JDBC connection opens in a locked JVM whatever route a plan took.
  *
  * <p>The error is a {@link SecurityException} whose message starts with {@code CEP-SQL-090}.
  * The rule knows no CEP semantics (DESIGN.md section 5); it only reads plans.
@@ -69,6 +80,16 @@ public final class LockdownRule extends AbstractFunction1<LogicalPlan, BoxedUnit
         Map.entry("SetTableLocation", "ALTER TABLE ... SET LOCATION"),
         Map.entry("AlterTableSetLocationCommand", "ALTER TABLE ... SET LOCATION"));
 
+    /**
+     * The data sources a server's session may name, by Spark's short names (lower case). A class
+     * name is refused even when it is one of these sources' own: the short name does the same.
+     */
+    public static final Set<String> SOURCES = Set.of(
+        "delta", "parquet", "orc", "csv", "json", "text", "binaryfile", "xml");
+
+    /** Field names whose string values name a data source. */
+    private static final Set<String> SOURCE_KEYS = Set.of("provider", "format", "classname", "source");
+
     /** Option keys and field names whose values are paths. */
     private static final Set<String> PATH_KEYS = Set.of("path", "paths", "location", "locationuri");
 
@@ -88,7 +109,39 @@ public final class LockdownRule extends AbstractFunction1<LogicalPlan, BoxedUnit
         if (conf == null || !conf.getBoolean(ENABLED, false)) {
             return;
         }
+        RefusingDialect.install();
+        checkCatalogs(conf);
         new Walk(roots(conf)).walk(plan);
+    }
+
+    /**
+     * A catalog set by a client after the start ({@code spark.conf.set} of a Connect client
+     * reaches the session's settings without a {@code SET} statement): refused at its first use.
+     */
+    private static void checkCatalogs(SparkConf conf) {
+        scala.collection.Iterator<scala.Tuple2<String, String>> settings =
+            org.apache.spark.sql.internal.SQLConf.get().getAllConfs().iterator();
+        while (settings.hasNext()) {
+            scala.Tuple2<String, String> setting = settings.next();
+            String key = setting._1();
+            if (key.toLowerCase(Locale.ROOT).startsWith("spark.sql.catalog.")
+                    && !setting._2().equals(conf.get(key, null))) {
+                throw refuse("the setting " + key + " (a catalog class of the client's choice)");
+            }
+        }
+    }
+
+    /**
+     * The check as a rule of the analyser's hint batch, which runs before resolution: a data
+     * source that a reader names, and a catalog, are resolved (and connect) in the resolution
+     * batch, before a check rule could see them.
+     */
+    public static final class Early extends org.apache.spark.sql.catalyst.rules.Rule<LogicalPlan> {
+        @Override
+        public LogicalPlan apply(LogicalPlan plan) {
+            check(plan);
+            return plan;
+        }
     }
 
     private static List<Path> roots(SparkConf conf) {
@@ -156,6 +209,10 @@ public final class LockdownRule extends AbstractFunction1<LogicalPlan, BoxedUnit
                 if (refused != null) {
                     throw refuse(refused);
                 }
+                checkClass(value);
+                if ("SetCommand".equals(name)) {
+                    checkSet((Product) value);
+                }
                 checkLocations(value);
                 if (value instanceof Option) {
                     Option<?> option = (Option<?>) value;
@@ -189,8 +246,12 @@ public final class LockdownRule extends AbstractFunction1<LogicalPlan, BoxedUnit
                         if (field == null) {
                             continue;
                         }
-                        if (PATH_KEYS.contains(product.productElementName(i).toLowerCase(Locale.ROOT))) {
+                        String fieldName = product.productElementName(i).toLowerCase(Locale.ROOT);
+                        if (PATH_KEYS.contains(fieldName)) {
                             checkPathField(field);
+                        }
+                        if (SOURCE_KEYS.contains(fieldName)) {
+                            checkSourceField(field);
                         }
                         pending.push(field);
                     }
@@ -207,6 +268,47 @@ public final class LockdownRule extends AbstractFunction1<LogicalPlan, BoxedUnit
             String name = value.getClass().getName();
             return name.startsWith("org.apache.spark.") || name.startsWith("io.delta.")
                 || name.startsWith("scala.Tuple") || name.startsWith("scala.Some");
+        }
+
+        /**
+         * Refuses objects of Spark's JDBC packages (a JDBC relation, table, catalog or provider
+         * instance, whichever spelling put it into the plan) and Python data sources.
+         */
+        private void checkClass(Object value) {
+            String name = value.getClass().getName();
+            if (name.startsWith("org.apache.spark.sql.") && name.contains(".jdbc.")) {
+                throw refuse("a JDBC data source (it connects to another database)");
+            }
+            if (name.startsWith("org.apache.spark.sql.execution.datasources.v2.python.")
+                    || name.startsWith("org.apache.spark.sql.execution.python.UserDefinedPythonDataSource")) {
+                throw refuse("a Python data source (it runs code of the client's choice)");
+            }
+        }
+
+        /** {@code SET key=value}: a catalog's class may not be chosen by a client. */
+        private void checkSet(Product command) {
+            Object kv = command.productElement(0);
+            if (kv instanceof Option && ((Option<?>) kv).isDefined()
+                    && ((Option<?>) kv).get() instanceof scala.Tuple2) {
+                Object key = ((scala.Tuple2<?, ?>) ((Option<?>) kv).get())._1();
+                if (key instanceof String
+                        && ((String) key).trim().toLowerCase(Locale.ROOT).startsWith("spark.sql.catalog.")) {
+                    throw refuse("SET " + key + " (a catalog class of the client's choice)");
+                }
+            }
+        }
+
+        /** A field that names a data source: a string, or a string in an Option. */
+        private void checkSourceField(Object field) {
+            if (field instanceof Option && ((Option<?>) field).isDefined()) {
+                checkSourceField(((Option<?>) field).get());
+            } else if (field instanceof String) {
+                String source = ((String) field).trim().toLowerCase(Locale.ROOT);
+                if (!SOURCES.contains(source)) {
+                    throw refuse("the data source '" + field + "' (allowed: "
+                        + String.join(", ", new java.util.TreeSet<>(SOURCES)) + ")");
+                }
+            }
         }
 
         /** Checks the paths the structures that name one hold, by their accessors. */
