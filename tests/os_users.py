@@ -38,6 +38,39 @@ class ProbeUser:
                               timeout=timeout, check=False)
 
 
+BEELINE_CLASS = "org.apache.hive.beeline.BeeLine"
+
+
+def reachable_beeline(user: ProbeUser) -> list[str]:
+    """beeline's command line for ``user``, from a folder that user can reach.
+
+    pyspark's own ``bin/beeline`` lies inside the checkout's virtual environment, which another
+    user cannot traverse when the checkout sits under a private folder (``mktemp -d`` makes
+    one of mode 0700; issue 46). The wheel's jars are hard-linked (copied across file systems,
+    or when a jar is not world-readable) into the user's folder, and the JDK's ``java`` runs
+    beeline's main class from there, as ``bin/beeline`` does through ``spark-class``.
+    """
+    import pyspark
+
+    target = user.home / "beeline-jars"
+    if not target.is_dir():
+        staging = Path(tempfile.mkdtemp(prefix="jars-", dir=user.home))
+        for jar in sorted((Path(pyspark.__file__).parent / "jars").glob("*.jar")):
+            if jar.stat().st_mode & 0o004:
+                try:
+                    os.link(jar, staging / jar.name)
+                    continue
+                except OSError:  # another file system
+                    pass
+            shutil.copyfile(jar, staging / jar.name)
+        staging.chmod(0o755)
+        staging.rename(target)
+    java = shutil.which("java")
+    if java is None:
+        raise RuntimeError("no `java` on PATH for the other user's beeline")
+    return [os.path.realpath(java), "-cp", f"{target}/*", BEELINE_CLASS]
+
+
 def probe_user() -> ProbeUser | None:
     """The unprivileged user, created if the tests run as root; None when unavailable."""
     try:

@@ -42,6 +42,7 @@ Decisions (docs/trends.md, "In SQL"):
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from decimal import Decimal
 from functools import lru_cache
@@ -63,6 +64,23 @@ class CetTrendsArgumentError(CepError):
     column that does not exist, or does not fit the pattern's units."""
 
     code = "CEP-SQL-030"
+
+
+def decimal_exponent(n: int) -> int:
+    """The power of ten below a positive ``n``, without ``str(n)`` (Python refuses to print an
+    integer of more than 4,300 digits, and counts of trends reach far beyond that).
+
+    Example:
+        >>> decimal_exponent(999), decimal_exponent(1000), decimal_exponent(2 ** 20000)
+        (2, 3, 6020)
+    """
+    exponent = int((n.bit_length() - 1) * math.log10(2))
+    # The estimate from the bit length is off by at most one: settle it exactly.
+    if 10 ** (exponent + 1) <= n:
+        exponent += 1
+    elif 10 ** exponent > n:
+        exponent -= 1
+    return exponent
 
 
 class TrendCountOverflowError(CepError):
@@ -417,8 +435,9 @@ def answer_table(plan: TrendCallPlan, table: Any) -> Any:
                 if n > MAX_DECIMAL:
                     name = None if keys is None else keys[key].as_py()
                     raise TrendCountOverflowError(
-                        f"key {name!r}: a window holds {len(str(n))}-digit many complete "
-                        "trends, more than DECIMAL(38,0) holds")
+                        f"key {name!r}: a window holds about 10^{decimal_exponent(n)} complete "
+                        "trends, more than DECIMAL(38,0) holds; a shorter WITHIN (or a "
+                        "narrower pattern) gives countable windows")
                 lo, hi = bounds(start)
                 out["key"].append(key)
                 out["window_start"].append(lo)

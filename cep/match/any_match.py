@@ -65,7 +65,7 @@ from cep.match.data import StreamData
 from cep.match.expr import Value, null_safe_equal
 from cep.match.joins import Block, count_between, expand_ranges
 from cep.match.late import combination_total, expand_combinations
-from cep.match.limits import check_iterations, check_partial
+from cep.match.limits import check_cells, check_iterations, check_partial
 from cep.match.negation import violated, window_close
 from cep.match.plans import Estimates, GroupingChoice, Join, Node, Plan, Unit
 from cep.match.predicates import Predicate, backward_monotone
@@ -270,9 +270,13 @@ class AnyMatch:
                             grown.append(new)
             if grown:
                 check_iterations(self.limits, r + 1)
-                # Every completed round stays alive until the plan is done: bound them together.
+                # Every completed round stays alive until the plan is done: bound them together,
+                # by rows and by the events they bind (a strict run of n events binds n^2/2:
+                # rows alone let 10^4 A's of `A+, B` reach a 10^4 x 10^4 array, issue 46).
                 check_partial(self.limits, _rows(done) + _rows(grown),
                               f"growing {'|'.join(slot.aliases)} to {r + 1} iterations")
+                check_cells(self.limits, _cells(done) + _cells(grown),
+                            f"growing {'|'.join(slot.aliases)} to {r + 1} iterations")
             frontier = grown
             r += 1
         return done
@@ -591,6 +595,11 @@ class AnyMatch:
 
 def _rows(blocks: list[Block]) -> int:
     return sum(len(b) for b in blocks)
+
+
+def _cells(blocks: list[Block]) -> int:
+    """Events bound by the rows of ``blocks`` (rows times their widths)."""
+    return sum(b.pos.size for b in blocks)
 
 
 def _front_view(block: Block, k: int, alias: str, width: int) -> View:

@@ -31,7 +31,9 @@ class MatchLimits:
         max_bound_events: events bound by the skip-till-next-match runs of one partition (per
             alternative of the pattern), summed over the runs
             (those that become matches and those that fail later): under
-            skip-till-next-match, ``A+; B`` over n ``A`` events binds n^2/2 events.
+            skip-till-next-match, ``A+; B`` over n ``A`` events binds n^2/2 events. Under
+            strict contiguity and skip-till-any-match, the events bound by the rows a Kleene
+            closure keeps while it grows (``A+, B`` over n ``A`` events: n^2/2 as well).
     """
 
     max_partial_matches: int = 10_000_000
@@ -69,6 +71,11 @@ def check_iterations(limits: MatchLimits, count: int) -> None:
     """Raise when one Kleene component would bind more than ``max_kleene_iterations`` events."""
     _check(limits, "max_kleene_iterations", count,
            f"a Kleene component would bind {count} iterations")
+
+
+def check_cells(limits: MatchLimits, count: int, where: str) -> None:
+    """Raise when the rows a Kleene closure keeps bind more than ``max_bound_events`` events."""
+    _check(limits, "max_bound_events", count, f"{where}, the rows would bind {count} events")
 
 
 def check_bound(limits: MatchLimits, count: int) -> None:

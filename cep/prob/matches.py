@@ -43,6 +43,10 @@ MAX_VALUES = 20_000_000
 """Bound on the values the listed matches of one stream hold together (one per time point of
 each match): ``a+, b`` over ``n`` time points with both values possible everywhere has ~n^2/2
 matches of ~n/3 values each, 1.7 * 10^8 values (5.2 GB) at n = 1000."""
+MAX_MATCHES = 20_000_000
+"""Bound on the matches of one stream, listed or only counted into groups (issue 46): without
+values a match costs 24 bytes, but ``a*, b+`` over 1,000 time points with both values possible
+everywhere has 1.7 * 10^8 of them (14.7 GB measured before this bound)."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -93,7 +97,7 @@ def check_threshold(threshold: object) -> float:
 
 def find_matches(pattern: ProbPattern, stream: ProbStream, *, window: int, threshold: float = 0.0,
                  max_runs: int = MAX_RUNS, values: bool = True,
-                 max_values: int = MAX_VALUES) -> Matches:
+                 max_values: int = MAX_VALUES, max_matches: int = MAX_MATCHES) -> Matches:
     """Every match of ``pattern`` with probability >= ``threshold`` (and > 0) and at most ``window`` time points.
 
     Args:
@@ -107,6 +111,8 @@ def find_matches(pattern: ProbPattern, stream: ProbStream, *, window: int, thres
             length, and ``codes`` is empty.
         max_values: bound on the values the matches hold together, with ``values``
             (``CEP-PROB-020``).
+        max_matches: bound on the matches found, with or without ``values``
+            (``CEP-PROB-020``).
 
     Returns:
         The matches (:class:`Matches`).
@@ -114,7 +120,8 @@ def find_matches(pattern: ProbPattern, stream: ProbStream, *, window: int, thres
     Raises:
         ProbArgumentError: window or threshold out of range (``CEP-PROB-011``).
         ProbLimitError: more than ``max_runs`` partial runs at once, or matches holding more
-            than ``max_values`` values (``CEP-PROB-020``).
+            than ``max_values`` values, or more than ``max_matches`` matches
+            (``CEP-PROB-020``).
 
     Complexity:
         ``O(window * values)`` numpy steps, each linear in the runs alive at that offset.
@@ -136,6 +143,7 @@ def find_matches(pattern: ProbPattern, stream: ProbStream, *, window: int, thres
     state = np.zeros(0, dtype=np.int64)
     prob = np.zeros(0)
     held = 0  # values of the matches found so far (each holds one per time point)
+    n_found = 0
     for k in range(min(window, n)):
         parts_start, parts_state, parts_prob, parts_code, parts_parent = [], [], [], [], []
         if k == 0:
@@ -174,6 +182,11 @@ def find_matches(pattern: ProbPattern, stream: ProbStream, *, window: int, thres
         if len(acc):
             found.append((k, acc, start[acc], prob[acc]))
             held += len(acc) * (k + 1)
+            n_found += len(acc)
+            if n_found > max_matches:
+                raise ProbLimitError(
+                    f"{n_found:,} matches are found up to offset {k + 1}, more than "
+                    f"max_matches={max_matches:,}; raise the threshold or shorten the window")
             if values and held > max_values:
                 raise ProbLimitError(
                     f"the matches found up to offset {k + 1} hold {held:,} values, more than "

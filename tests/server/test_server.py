@@ -60,7 +60,7 @@ from jobs.servers.server import (ServerConf, ServerConfError, ServerStartError, 
                                 start_server, thrift_settings)
 from jobs.servers.tls import TRUSTSTORE_PASSWORD, TlsError, TlsFiles, create_self_signed, tls_files
 from jobs.servers.users import USERS_ENV, UsersError, add_user, remove_user
-from tests.os_users import REFUSED_SQL, ProbeUser, probe_user
+from tests.os_users import REFUSED_SQL, ProbeUser, probe_user, reachable_beeline
 from tests.sockets import descendants, listening_addresses
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -304,9 +304,11 @@ def run_beeline(server: Server, args: list[str], home: Path, *,
     # child_env.
     env = dict(os.environ, JAVA_TOOL_OPTIONS=f"-XX:TieredStopAtLevel=1 -Duser.home={home}",
                HOME=str(home))
-    command = [str(BEELINE), "-u", server.url, *credentials, "--silent=true", *args]
     if as_user is not None:
+        command = [*reachable_beeline(as_user), "-u", server.url, *credentials,
+                   "--silent=true", *args]
         return as_user.run(command, env=env, timeout=CLIENT_TIMEOUT)
+    command = [str(BEELINE), "-u", server.url, *credentials, "--silent=true", *args]
     return subprocess.run(command, env=env, capture_output=True, text=True,
                           timeout=CLIENT_TIMEOUT, check=False)
 

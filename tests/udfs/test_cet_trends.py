@@ -157,6 +157,19 @@ def test_errors_reach_the_caller_with_code_and_position(spark, check_table) -> N
     assert "CEP-SQL-030" in message and "UNITS needs a numeric ts_col" in message
 
 
+def test_a_count_beyond_decimal_38_and_beyond_4300_digits_is_a_typed_error(spark) -> None:
+    # Issue 46: 15,000 rising prices hold about 10^4514 complete trends; the overflow's message
+    # printed the count's digits, and Python refuses to print more than 4,300.
+    events = ("SELECT id, TIMESTAMP_SECONDS(id) AS ts, 'stock' AS type, CAST(id AS DOUBLE) "
+              "AS price FROM range(15000)")
+    message = sql_error(spark, "SELECT * FROM cet_trends(pattern => 'PATTERN stock+ s[] WHERE "
+                               "s[i].price > s[i-1].price', output => 'count', "
+                               f"events => TABLE({events}))")
+    assert "CEP-SQL-031" in message and "about 10^4514 complete trends" in message, \
+        message[:3000]
+    assert "Exceeds the limit" not in message
+
+
 def test_injection_through_the_pattern_stays_data(spark, check_table) -> None:
     pattern = "PATTERN check+ c[] WHERE c.type = 'x''); DROP TABLE trend_checks; --'"
     rows = spark.sql(f"SELECT * FROM {call(pattern)}").collect()

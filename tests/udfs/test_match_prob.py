@@ -295,3 +295,13 @@ def test_a_partition_by_of_the_caller_is_refused(spark, fig1) -> None:
     with pytest.raises(Exception, match="PARTITION BY"):
         spark.sql(f"SELECT * FROM match_prob({sql_string(PATTERN)}, 'sid', "
                   "TABLE(fig1_long) PARTITION BY sid ORDER BY t, window => 6)").collect()
+
+
+def test_groups_over_many_ambiguous_points_stop_at_a_typed_limit(spark) -> None:
+    # Issue 46: `a*, b+` over 3,000 points where both values are possible has ~4.5 * 10^9
+    # matches; counted into groups, the list of found matches had no bound (14.7 GB at 1,000
+    # points) and ended in numpy's memory error. Now CEP-PROB-020, before that memory is taken.
+    table = ("SELECT 's' AS stream, id + 1 AS t, map('a', 0.5D, 'b', 0.5D) AS probs "
+             "FROM range(3000)")
+    message = sql_error(spark, call("PATTERN a*, b+", table, ", window => 3000"))
+    assert "CEP-PROB-020" in message and "max_matches=20,000,000" in message, message[:3000]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import random
 from datetime import datetime, timedelta, timezone
 
@@ -227,6 +228,23 @@ def test_limit_errors_reach_the_sql_caller(spark, events_view) -> None:
     assert "CEP-MATCH-001" in message and "more than max_matches=1;" in message, message
     # The advice is in the call's terms, not the Python core's (MatchLimits).
     assert "the argument max_matches => N" in message and "MatchLimits" not in message, message
+
+
+@pytest.mark.parametrize("pattern, policy", [("PATTERN A+, B", "strict-contiguity"),
+                                             ("PATTERN A+; B", "skip-till-any-match"),
+                                             ("PATTERN A+; B", "skip-till-next-match")])
+def test_kleene_over_a_long_run_of_one_key_is_a_typed_limit(spark, pattern: str,
+                                                           policy: str) -> None:
+    # Issue 46: under strict contiguity `A+, B` over 10^4 A's of one key grew its rows to
+    # n^2/2 events and ended in numpy's memory error (a 10,000 x 10,001 array) after 30 s.
+    events = ("SELECT id, 'k' AS key, TIMESTAMP_SECONDS(id) AS ts, "
+              "IF(id = 9999, 'B', 'A') AS type FROM range(10000)")
+    with pytest.raises(Exception) as info:
+        spark.sql(f"SELECT count(*) FROM match_seq(pattern => '{pattern}', policy => '{policy}', "
+                  f"key_col => 'key', events => TABLE({events}))").collect()
+    message = str(info.value)
+    assert "CEP-MATCH-001" in message and "MemoryError" not in message, message[:3000]
+    assert re.search(r"more than max_(bound_events|partial_matches)=", message), message[:3000]
 
 
 def test_numeric_timestamps_and_units_windows(spark) -> None:
