@@ -214,6 +214,14 @@ def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
     order = f"ORDER BY {ts_sql}, {id_sql}"
     window = f"OVER (PARTITION BY {quote(key_f.name)} {order})" if key_f else f"OVER ({order})"
     keep, positioned = keep_condition(compiled, masks, window)
+    if positioned and keep is not None:
+        # Two rows with the same (ts, id) have no order, so which one `lead`/`lag` sees is up to
+        # Spark's sort: keep both, and the engine refuses them (CEP-MATCH-004) in every
+        # physical order instead of answering from whichever order Spark chose (issue 46).
+        same = " OR ".join(
+            f"coalesce({fn}({ts_sql}, 1) {window} = {ts_sql} AND {fn}({id_sql}, 1) {window} "
+            f"= {id_sql}, false)" for fn in ("lag", "lead"))
+        keep = f"({keep}) OR {same}"
 
     selection = Selection(raw=positioned)
     selection.add("__id", id_sql, id_f.name)

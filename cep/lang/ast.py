@@ -50,6 +50,10 @@ POLICIES = ("strict-contiguity", "skip-till-next-match", "skip-till-any-match", 
 """The selection policies (docs/semantics.md)."""
 
 # Canonical time units and their length in microseconds.
+MAX_SPAN = 2 ** 62
+"""Where a WITHIN or SLIDE length saturates (in microseconds, events or raw units): 146,000
+years, half of int64, so a timestamp plus a length cannot overflow."""
+
 TIME_UNITS: dict[str, int] = {
     "MICROSECONDS": 1,
     "MILLISECONDS": 1_000,
@@ -385,10 +389,16 @@ class Span:
         return TIME if self.unit in TIME_UNITS else self.unit
 
     def microseconds(self) -> int | None:
-        """Length in microseconds for a time unit; None for EVENTS and UNITS."""
+        """Length in microseconds for a time unit; None for EVENTS and UNITS.
+
+        A length beyond :data:`MAX_SPAN` saturates there: every timestamp Spark holds (years
+        1 to 9999) lies within 3.2 * 10^17 microseconds of every other, so a longer window
+        answers the same, and ``ts + length`` stays inside int64 (issue 46: ``WITHIN
+        106000000 DAYS`` wrapped around near 9999-12-31 and lost its match).
+        """
         if self.unit not in TIME_UNITS or not math.isfinite(self.value):
             return None
-        return round(self.value * TIME_UNITS[self.unit])
+        return min(round(self.value * TIME_UNITS[self.unit]), MAX_SPAN)
 
     def magnitude(self) -> float:
         """Length in the smallest unit of its kind (microseconds for TIME), for comparisons."""

@@ -36,7 +36,7 @@ import math
 from typing import Sequence
 
 from cep.lang import Query, parse_pattern, validate_pattern
-from cep.lang.ast import EVENTS, Condition
+from cep.lang.ast import EVENTS, MAX_SPAN, Condition
 from cep.lang.rewrite import on_alias, split_define
 from cep.match.errors import UnsupportedPatternError
 from cep.match.grouped import Expansion, check_conditions, expand
@@ -137,6 +137,7 @@ def _window(norm: NormalPattern) -> WindowSpec:
 
     def length(span: object) -> int | float:
         us = span.microseconds()  # type: ignore[attr-defined]
-        return int(us) if us is not None else _number(span.value)  # type: ignore[attr-defined]
+        # EVENTS and UNITS saturate as time does (Span.microseconds): ts + width stays in int64.
+        return int(us) if us is not None else _number(min(span.value, MAX_SPAN))  # type: ignore[attr-defined]
 
     return WindowSpec(by_events, length(within), None if slide is None else length(slide))

@@ -247,6 +247,23 @@ def test_kleene_over_a_long_run_of_one_key_is_a_typed_limit(spark, pattern: str,
     assert re.search(r"more than max_(bound_events|partial_matches)=", message), message[:3000]
 
 
+@pytest.mark.parametrize("first, second", [("A", "B"), ("B", "A")])
+@pytest.mark.parametrize("pattern", ["PATTERN A; B", "PATTERN A, B",
+                                     "PATTERN A; B WHERE strict-contiguity"])
+@pytest.mark.parametrize("key", ["", ", key_col => 'key'"])
+def test_two_events_sharing_ts_and_id_are_refused_in_either_order(
+        spark, first: str, second: str, pattern: str, key: str) -> None:
+    # Issue 46: under strict contiguity the order B, A of two rows with one (ts, id) gave 0
+    # rows (Spark's window saw them in some order and dropped both) and A, B gave CEP-MATCH-004.
+    events = (f"SELECT * FROM VALUES (1L, 'k', TIMESTAMP'2024-01-01 00:00:00', '{first}'), "
+              f"(1L, 'k', TIMESTAMP'2024-01-01 00:00:00', '{second}') AS t(id, key, ts, type)")
+    with pytest.raises(Exception) as info:
+        spark.sql(f"SELECT * FROM match_seq(pattern => '{pattern}'{key}, "
+                  f"events => TABLE({events}))").collect()
+    assert "CEP-MATCH-004" in str(info.value) and "unique ids" in str(info.value), \
+        str(info.value)[:3000]
+
+
 def test_numeric_timestamps_and_units_windows(spark) -> None:
     rows = [(i, "k", t, ts) for i, (t, ts) in enumerate(zip("ABAB", [10, 12, 30, 31]))]
     spark.createDataFrame(rows, "id BIGINT, key STRING, type STRING, ts BIGINT") \
