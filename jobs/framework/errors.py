@@ -21,8 +21,8 @@ from typing import ClassVar, TypeVar
 
 from cep.errors import CepError
 
-__all__ = ["JobError", "SourceVersionError", "SourceNotAppendOnlyError", "SettingsChangedError",
-           "InjectedCrash", "ErrorCodes"]
+__all__ = ["JobError", "SourceVersionError", "SourceReplacedError", "SourceNotAppendOnlyError",
+           "SettingsChangedError", "InjectedCrash", "ErrorCodes"]
 
 
 class JobError(CepError):
@@ -58,6 +58,12 @@ class SourceVersionError(JobError):
     change data feed cannot be read for the needed range (not enabled, or vacuumed)."""
 
     field = "source_version"
+
+
+class SourceReplacedError(SourceVersionError):
+    """The source table at the registered location is another table than the one the state
+    was built from (its Delta table id changed: the folder was removed and a table created
+    there again), so its versions do not continue the ones the state has read."""
 
 
 class SettingsChangedError(JobError):

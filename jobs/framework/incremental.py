@@ -43,11 +43,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from cep.errors import CepError
-from delta_tables.delta_log import check_log
+from delta_tables.delta_log import check_log, latest_metadata
 from delta_tables.settings import TableConf
 from delta_tables.sketch_state import spark_schema
 from jobs.framework.errors import (ErrorCodes, JobError, SourceNotAppendOnlyError,
-                                   SourceVersionError)
+                                   SourceReplacedError, SourceVersionError)
 from jobs.framework.faults import FILES, Faults, armed, before_commit
 from jobs.framework.txn import (CommitMetadata, commit_records, ensure_table, log_version, merge,
                                 read_meta_row, register_existing, save, say, worker_error)
@@ -127,6 +127,7 @@ class Run:
         target: The last source version the run reads.
         quiet: No progress output.
         started: ``time.monotonic()`` when the call began.
+        source_id: The source's Delta table id, recorded with every write of the run.
     """
 
     job: "IncrementalJob"
@@ -136,6 +137,7 @@ class Run:
     target: int
     quiet: bool
     started: float
+    source_id: str | None = None
 
     @property
     def first(self) -> int:
@@ -151,7 +153,7 @@ class Run:
     def metadata(self) -> str:
         """The run's record, the ``userMetadata`` of each of its commits."""
         return json.dumps({self.job.metadata_key: self.job.name, "run_id": self.run_id,
-                           "source_version": self.target})
+                           "source_version": self.target, "source_id": self.source_id})
 
     def app_id(self, suffix: str) -> str:
         """The ``txnAppId`` of the writes to state table ``suffix``."""
@@ -355,6 +357,49 @@ class IncrementalJob(ABC):
                                      f"several unfinished runs (source versions {sorted(found)})")
         return found.pop() if found else None
 
+    def source_id(self, spark: "SparkSession") -> str | None:
+        """The source's Delta table id (from its log; Spark's ``DESCRIBE DETAIL`` when the
+        commits that set it were cleaned up), or None when neither knows it."""
+        found = latest_metadata(self.source)
+        if found is not None and found.get("id"):
+            return str(found["id"])
+        from delta.tables import DeltaTable
+
+        rows = DeltaTable.forPath(spark, str(self.source.location)).detail().select("id").collect()
+        return str(rows[0]["id"]) if rows and rows[0]["id"] else None
+
+    def check_source_id(self, meta: dict[str, Any] | None, source_id: str | None) -> None:
+        """Refuse a source that is not the table the state was built from.
+
+        The id is the one the meta table's last commit recorded (states written before ids were
+        recorded have none, and are taken as they are; their next run records it).
+
+        Raises:
+            SourceReplacedError: the ids differ.
+        """
+        if meta is None or source_id is None:
+            return
+        meta_table = self.tables["meta"]
+        latest = log_version(meta_table) or 0
+        # The meta table's newest commits, then all of them (maintenance commits carry none).
+        records = []
+        for since in (latest - 8, None):
+            records = [r for r in commit_records(meta_table, since)
+                       if r.get(self.metadata_key) == self.name]
+            if records:
+                break
+        recorded = records[-1].get("source_id") if records else None
+        if recorded is not None and recorded != source_id:
+            raise self.error(
+                SourceReplacedError,
+                f"{self.title} {self.name}: the source table {self.source.name} at "
+                f"{self.source.location} is not the table the state was built from (Delta table "
+                f"id {source_id}, the state read {recorded} up to its version "
+                f"{meta['source_version']}): it was removed and created again, so its versions "
+                "do not continue the ones the state has read; nothing was read or written. "
+                f"To rebuild from the new table, drop the state tables "
+                f"({', '.join(t.name for t in self.tables.values())}) and run the job again")
+
     def target_version(self, until_version: int | None) -> int:
         """The source version a run reads up to: the current one or ``until_version``."""
         source = self.source
@@ -395,6 +440,7 @@ class IncrementalJob(ABC):
         Raises:
             SourceVersionError: no source table, a bad ``until_version``, an unreadable feed.
             SourceNotAppendOnlyError: an update or delete in the source's new versions.
+            SourceReplacedError: the source is another table than the state was built from.
             SettingsChangedError: the registration contradicts the state.
             DeltaLogError: a commit file of the source or a state table is damaged.
         """
@@ -406,6 +452,8 @@ class IncrementalJob(ABC):
         target = self.target_version(until_version)
         meta = self.read_meta(spark)
         done = -1 if meta is None else int(meta["source_version"])
+        source_id = self.source_id(spark)
+        self.check_source_id(meta, source_id)
         if meta is not None:
             self.check_settings(spark, meta)
         if target <= done:
@@ -423,13 +471,13 @@ class IncrementalJob(ABC):
             if interrupted is not None and interrupted > done:
                 say(quiet, f"{self.name}: resuming the run interrupted at source version "
                            f"{interrupted}")
-                result = self._run_once(Run(self, spark, meta, done, interrupted, quiet, started),
-                                        resumed=True)
+                result = self._run_once(Run(self, spark, meta, done, interrupted, quiet, started,
+                                            source_id), resumed=True)
                 meta, done, resumed = self.read_meta(spark), interrupted, True
             if target <= done and result is not None:
                 return result
-            return self._run_once(Run(self, spark, meta, done, target, quiet, started),
-                                  resumed=resumed)
+            return self._run_once(Run(self, spark, meta, done, target, quiet, started,
+                                      source_id), resumed=resumed)
 
     def _run_once(self, run: Run, *, resumed: bool) -> RunResult:
         """Process source versions ``run.first .. run.target``: the job's step, then meta."""

@@ -44,6 +44,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
+import socket
 import subprocess
 import uuid
 import zipfile
@@ -85,6 +86,14 @@ CUSTOM_CLASS = "hive.server2.custom.authentication.class"
 OVERRIDING_ENV = ("HIVE_SERVER2_THRIFT_BIND_HOST", "HIVE_SERVER2_THRIFT_PORT",
                   "HIVE_SERVER2_THRIFT_HTTP_PORT", "HIVE_SERVER2_TRANSPORT_MODE")
 """Environment variables that HiveServer2's Java code prefers to its settings."""
+
+LOGIN_TIMEOUT_SECONDS = 10
+"""How long a connection may take to log in before the server closes it (cep.sql.ThriftGuard)."""
+MAX_PENDING_LOGINS = 64
+"""How many connections may be logging in at once; beyond, the oldest of them is closed. The
+other 436 of HiveServer2's 500 worker threads stay for logged-in clients."""
+WATCH_SECONDS = 1
+"""How often the server looks for logged-in clients that have gone, to cancel their queries."""
 
 JVM_EXIT_SECONDS = 60.0
 """How long a failed stop waits for a JVM that received the signal as well to finish exiting."""
@@ -196,6 +205,9 @@ def thrift_settings(settings: Settings, conf: ServerConf) -> dict[str, str]:
         "hive.exec.local.scratchdir": str(scratch / "local"),
         "hive.server2.logging.operation.log.location": str(scratch / "operation_logs"),
         "hive.downloaded.resources.dir": str(scratch / "resources"),
+        # A statement whose session closes (the client disconnected: cep.sql.ThriftGuard) stops
+        # its tasks, Python workers included, instead of letting them finish.
+        "spark.sql.thriftServer.interruptOnCancel": "true",
     }
 
 
@@ -218,6 +230,8 @@ class ThriftServer:
     tables: tuple[str, ...]
     tls: bool = False
     stopped: bool = False
+    guard: Any = None
+    """The JVM's ``cep.sql.ThriftGuard`` (a py4j proxy), None before it is installed."""
 
     @property
     def jdbc_url(self) -> str:
@@ -407,12 +421,28 @@ def start_server(settings: Settings, conf: ServerConf) -> ThriftServer:
     try:
         _use_working_metastore(jvm, service, settings)
         port = _bound_port(service)
+        guard = _guard(jvm, service, conf.host, port)
     except Exception:
         service.stop()
         spark.stop()
         raise
     tables = tuple(t.name for t in discover_tables(settings) if spark.catalog.tableExists(t.name))
-    return ThriftServer(spark, service, conf.host, port, tables, conf.tls)
+    return ThriftServer(spark, service, conf.host, port, tables, conf.tls, guard=guard)
+
+
+def _guard(jvm: Any, service: Any, host: str, port: int) -> Any:
+    """Put ``cep.sql.ThriftGuard`` on the started service (issue 46): a login timeout, a cap
+    on connections still logging in, and the queries of clients that have gone cancelled."""
+    thrift = next(child for child in service.getServices()
+                  if child.getClass().getName().endswith("ThriftBinaryCLIService"))
+    guard = jvm.cep.sql.ThriftGuard.install(thrift, LOGIN_TIMEOUT_SECONDS * 1000,
+                                            MAX_PENDING_LOGINS, WATCH_SECONDS * 1000)
+    # The accept loop is already waiting on the unguarded socket: one connection of ours,
+    # closed at once, takes that wait, so every client's connection meets the guard.
+    target = {"0.0.0.0": "127.0.0.1", "::": "::1"}.get(host, host)
+    with socket.create_connection((target, port), timeout=30):
+        pass
+    return guard
 
 
 def serve(settings: Settings, conf: ServerConf, *, out: TextIO | None = None) -> int:

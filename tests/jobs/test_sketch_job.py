@@ -23,7 +23,7 @@ from delta_tables.settings import TableConf
 from delta_tables.sketch_conf import SketchConf, sketch_from_mapping
 from delta_tables.sketch_state import (META_COLUMNS, OpenState, open_to_arrow, spark_schema,
                                        tree_to_arrow)
-from jobs.framework.errors import SourceNotAppendOnlyError, SourceVersionError
+from jobs.framework.errors import SourceNotAppendOnlyError, SourceReplacedError, SourceVersionError
 from jobs.state.sketch import read_meta, run_sketch
 
 CONFIG = {"m": 64, "k": 2, "C": 3, "fanout": 2, "seeds": [5, 9]}
@@ -281,6 +281,34 @@ def test_update_in_the_source_is_a_typed_error(spark, settings) -> None:
     assert versions(spark, conf) == before
     with pytest.raises(SourceVersionError, match="CEP-SKETCH-043"):
         run(spark, settings, conf, until_version=99)
+
+
+def test_a_replaced_source_is_refused_not_read_as_a_continuation(spark, settings) -> None:
+    # Issue 46: the source folder removed and created again with 4 commits; the next run read
+    # versions 2..4 of the new table as if they followed the old one and left a sketch of
+    # 8,000 events over a source of 4,000 (1,000 new rows never read).
+    import shutil
+
+    events = make_events(8, n=120, streams=2)
+    _, source, conf = first_run(spark, settings, "replaced", events, first=60)
+    append(spark, source, events.slice(60, 30))
+    run(spark, settings, conf)
+    before = versions(spark, conf)
+    shutil.rmtree(source.location)
+    create_source(spark, settings, source.name)
+    for part in range(4):
+        append(spark, source, events.slice(part * 30, 30))
+    with pytest.raises(SourceReplacedError, match=r"CEP-SKETCH-043: .* is not the table the "
+                                                  r"state was built from .*drop the state tables"):
+        run(spark, settings, conf)
+    assert versions(spark, conf) == before
+    # The advice works: without the state tables the job builds from the new table.
+    for table in conf.state_tables().values():
+        spark.sql(f"DROP TABLE IF EXISTS {table.name}")
+        shutil.rmtree(table.location)
+    assert run(spark, settings, conf).written
+    assert sum(r["n_events"] for r in nodes_of(spark, conf) if r["is_top"]) + sum(
+        len(r["ids"]) for r in open_of(spark, conf)) == 120
 
 
 def test_a_damaged_delta_log_is_a_typed_error_before_anything_is_written(spark, settings) -> None:

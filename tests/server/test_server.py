@@ -525,6 +525,95 @@ def test_another_local_user_cannot_reach_past_the_warehouse(server: Server, prob
     assert server.proc.poll() is None
 
 
+IDLE_CONNECTIONS = 505
+"""Issue 46's probe: 505 connections that never log in held all 500 of HiveServer2's worker
+threads, and every later login waited for as long as they stayed open."""
+LOGIN_BOUND = 120
+"""A bound on one login and ``SELECT 1`` under that load (a hang fails, no timing is asserted)."""
+
+
+def test_idle_connections_that_never_log_in_do_not_lock_out_a_login(server: Server) -> None:
+    idle = [socket.create_connection(("127.0.0.1", server.port), timeout=30)
+            for _ in range(IDLE_CONNECTIONS)]
+    try:
+        # In a child, so that a login that hangs is ended (PyHive has no login timeout).
+        login = subprocess.run([sys.executable, "-c", pyhive_client(
+            server, "SELECT 'in' AS door", "print(c.fetchall())")], capture_output=True,
+            text=True, timeout=LOGIN_BOUND, check=False)
+        assert login.stdout.strip() == "[('in',)]", login.stderr[-2000:]
+        # The server closes the ones that never logged in (the login timeout, or the cap on
+        # connections logging in at once): each reads end-of-stream, within a bound.
+        deadline = time.monotonic() + 120
+        open_ = list(idle)
+        while open_ and time.monotonic() < deadline:
+            still = []
+            for sock in open_:
+                sock.settimeout(0.05)
+                try:
+                    if sock.recv(1) != b"":
+                        still.append(sock)
+                except TimeoutError:
+                    still.append(sock)
+                except OSError:  # reset by the server
+                    pass
+            open_ = still
+            time.sleep(1 if open_ else 0)
+        assert not open_, f"{len(open_)} of {IDLE_CONNECTIONS} idle connections still open"
+    finally:
+        for sock in idle:
+            sock.close()
+    assert server.proc.poll() is None
+
+
+def pyhive_client(server: Server, sql: str, then: str = "") -> str:
+    """A Python program that logs in as ``analyst`` with PyHive and runs ``sql``."""
+    return (f"from pyhive import hive\n"
+            f"c = hive.connect(host='127.0.0.1', port={server.port}, username={USER!r}, "
+            f"password={PASSWORD!r}, auth='CUSTOM').cursor()\n"
+            f"c.execute({sql!r})\n{then}\n")
+
+
+def jvm_ticks(server: Server) -> int:
+    """CPU ticks (user + system) the server's JVM has used so far."""
+    for pid in descendants(server.proc.pid):
+        try:
+            if b"java" in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0]:
+                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+                return int(fields[11]) + int(fields[12])
+        except OSError:
+            continue
+    raise AssertionError("no JVM under the server's process")
+
+
+def busy_ticks(server: Server, seconds: float = 2.0) -> int:
+    """The JVM's CPU ticks over ``seconds`` (100 per second of one core)."""
+    before = jvm_ticks(server)
+    time.sleep(seconds)
+    return jvm_ticks(server) - before
+
+
+def test_a_killed_clients_query_stops(server: Server) -> None:
+    # Issue 46: a PyHive client (synchronous statements) killed in the middle of a query left
+    # it running on both cores for minutes. The statement here runs ~200 s when left alone.
+    client = pyhive_client(server, "SELECT count(*) FROM range(0, 200000000000) WHERE id % 7 = 3")
+    proc = subprocess.Popen([sys.executable, "-c", client], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while busy_ticks(server, 1.0) < 100:  # the query runs: a core or more is busy
+            assert proc.poll() is None and time.monotonic() < deadline, "the query never ran"
+    finally:
+        proc.kill()
+        proc.wait()
+    deadline = time.monotonic() + 120
+    while busy_ticks(server) >= 50:  # less than a quarter of one core: the query has stopped
+        assert time.monotonic() < deadline, "the killed client's query is still running"
+    with connect(server) as conn:
+        cursor = conn.cursor()
+        cursor.execute("SELECT 'still serving' AS alive")
+        assert cursor.fetchall() == [("still serving",)]
+
+
 def non_loopback_address() -> str | None:
     """An address of this machine that is not loopback, or None (IPv4 first)."""
     found: list[str] = []
