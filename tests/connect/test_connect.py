@@ -32,6 +32,7 @@ import ssl
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -301,6 +302,47 @@ def test_a_clients_dataframe_api_cannot_open_jdbc_or_choose_a_catalog(
         assert "CEP-SQL-090: " in str(refused.value), (name, str(refused.value)[:2000])
     assert remote.sql("SELECT 'still serving' AS alive").collect()[0].alive == "still serving"
     assert list(outside.iterdir()) == [] and server.proc.poll() is None
+
+
+def jvm_ticks(server: Server) -> int:
+    """CPU ticks (user + system) the server's JVM has used so far."""
+    for pid in descendants(server.proc.pid):
+        try:
+            if b"java" in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0]:
+                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+                return int(fields[11]) + int(fields[12])
+        except OSError:
+            continue
+    raise AssertionError("no JVM under the server's process")
+
+
+def busy_ticks(server: Server, seconds: float = 2.0) -> int:
+    """The JVM's CPU ticks over ``seconds`` (100 per second of one core)."""
+    before = jvm_ticks(server)
+    time.sleep(seconds)
+    return jvm_ticks(server) - before
+
+
+def test_a_killed_clients_query_stops(server: Server, remote: Any) -> None:
+    # Issue 46: Spark Connect keeps a query whose client has gone for 5 minutes, in case the
+    # client reattaches; the server interrupts it after 15 s. The query runs ~200 s alone.
+    client = ("from pyspark.sql.connect.session import SparkSession\n"
+              f"s = SparkSession.builder.remote({server.url!r}).create()\n"
+              "s.range(0, 200000000000).where('id % 7 = 3').count()\n")
+    env = {k: v for k, v in server.env.items() if not k.startswith("JAVA_TOOL")}
+    proc = subprocess.Popen([sys.executable, "-c", client], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while busy_ticks(server, 1.0) < 100:  # the query runs: a core or more is busy
+            assert proc.poll() is None and time.monotonic() < deadline, "the query never ran"
+    finally:
+        proc.kill()
+        proc.wait()
+    deadline = time.monotonic() + 120
+    while busy_ticks(server) >= 50:  # less than a quarter of one core: the query has stopped
+        assert time.monotonic() < deadline, "the killed client's query is still running"
+    assert remote.sql("SELECT 'still serving' AS alive").collect()[0].alive == "still serving"
 
 
 @pytest.mark.parametrize("token", [None, "wrong-token"])
