@@ -4,6 +4,7 @@ tests of issue 21's loopback-only rule (no ``ss`` needed)."""
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 
@@ -65,3 +66,22 @@ def _listening(pid: int) -> list[str]:
             host = ".".join(str(b) for b in words) if len(words) == 4 else words.hex(":", 2)
             found.append(f"{host}:{int(port, 16)}")
     return found
+
+
+def jvm_ticks(pid: int) -> int:
+    """CPU ticks (user + system) used so far by the JVM under process ``pid`` (a server)."""
+    for child in descendants(pid):
+        try:
+            if b"java" in Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0")[0]:
+                fields = Path(f"/proc/{child}/stat").read_text().rsplit(")", 1)[1].split()
+                return int(fields[11]) + int(fields[12])
+        except OSError:  # gone meanwhile
+            continue
+    raise AssertionError(f"no JVM under process {pid}")
+
+
+def busy_ticks(pid: int, seconds: float = 2.0) -> int:
+    """The CPU ticks of the JVM under ``pid`` over ``seconds`` (100 per second of one core)."""
+    before = jvm_ticks(pid)
+    time.sleep(seconds)
+    return jvm_ticks(pid) - before

@@ -138,6 +138,7 @@ def _window(norm: NormalPattern) -> WindowSpec:
     def length(span: object) -> int | float:
         us = span.microseconds()  # type: ignore[attr-defined]
         # EVENTS and UNITS saturate as time does (Span.microseconds): ts + width stays in int64.
-        return int(us) if us is not None else _number(min(span.value, MAX_SPAN))  # type: ignore[attr-defined]
+        value = min(span.value, MAX_SPAN)  # type: ignore[attr-defined]
+        return int(us) if us is not None else _number(value)
 
     return WindowSpec(by_events, length(within), None if slide is None else length(slide))

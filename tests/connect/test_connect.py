@@ -48,7 +48,7 @@ from jobs.servers.connect_server import (ConnectConf, ConnectConfError, ConnectS
 from jobs.servers.tls import TlsError, create_self_signed, pem_pair
 from jobs.servers.tls_proxy import TlsProxy, server_context
 from tests.os_users import REFUSED_SQL, probe_user
-from tests.sockets import descendants, listening_addresses
+from tests.sockets import busy_ticks, descendants, listening_addresses
 
 ROOT = Path(__file__).resolve().parents[2]
 TABLE = "connect_events"
@@ -304,25 +304,6 @@ def test_a_clients_dataframe_api_cannot_open_jdbc_or_choose_a_catalog(
     assert list(outside.iterdir()) == [] and server.proc.poll() is None
 
 
-def jvm_ticks(server: Server) -> int:
-    """CPU ticks (user + system) the server's JVM has used so far."""
-    for pid in descendants(server.proc.pid):
-        try:
-            if b"java" in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0]:
-                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-                return int(fields[11]) + int(fields[12])
-        except OSError:
-            continue
-    raise AssertionError("no JVM under the server's process")
-
-
-def busy_ticks(server: Server, seconds: float = 2.0) -> int:
-    """The JVM's CPU ticks over ``seconds`` (100 per second of one core)."""
-    before = jvm_ticks(server)
-    time.sleep(seconds)
-    return jvm_ticks(server) - before
-
-
 def test_a_killed_clients_query_stops(server: Server, remote: Any) -> None:
     # Issue 46: Spark Connect keeps a query whose client has gone for 5 minutes, in case the
     # client reattaches; the server interrupts it after 15 s. The query runs ~200 s alone.
@@ -334,13 +315,15 @@ def test_a_killed_clients_query_stops(server: Server, remote: Any) -> None:
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 120
-        while busy_ticks(server, 1.0) < 100:  # the query runs: a core or more is busy
+        # The query runs when a core or more is busy.
+        while busy_ticks(server.proc.pid, 1.0) < 100:
             assert proc.poll() is None and time.monotonic() < deadline, "the query never ran"
     finally:
         proc.kill()
         proc.wait()
     deadline = time.monotonic() + 120
-    while busy_ticks(server) >= 50:  # less than a quarter of one core: the query has stopped
+    # Less than a quarter of one core: the query has stopped.
+    while busy_ticks(server.proc.pid) >= 50:
         assert time.monotonic() < deadline, "the killed client's query is still running"
     assert remote.sql("SELECT 'still serving' AS alive").collect()[0].alive == "still serving"
 

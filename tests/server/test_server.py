@@ -61,7 +61,7 @@ from jobs.servers.server import (ServerConf, ServerConfError, ServerStartError, 
 from jobs.servers.tls import TRUSTSTORE_PASSWORD, TlsError, TlsFiles, create_self_signed, tls_files
 from jobs.servers.users import USERS_ENV, UsersError, add_user, remove_user
 from tests.os_users import REFUSED_SQL, ProbeUser, probe_user, reachable_beeline
-from tests.sockets import descendants, listening_addresses
+from tests.sockets import busy_ticks, descendants, listening_addresses
 
 ROOT = Path(__file__).resolve().parents[2]
 BEELINE = Path(pyspark.__file__).parent / "bin" / "beeline"
@@ -573,25 +573,6 @@ def pyhive_client(server: Server, sql: str, then: str = "") -> str:
             f"c.execute({sql!r})\n{then}\n")
 
 
-def jvm_ticks(server: Server) -> int:
-    """CPU ticks (user + system) the server's JVM has used so far."""
-    for pid in descendants(server.proc.pid):
-        try:
-            if b"java" in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0]:
-                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-                return int(fields[11]) + int(fields[12])
-        except OSError:
-            continue
-    raise AssertionError("no JVM under the server's process")
-
-
-def busy_ticks(server: Server, seconds: float = 2.0) -> int:
-    """The JVM's CPU ticks over ``seconds`` (100 per second of one core)."""
-    before = jvm_ticks(server)
-    time.sleep(seconds)
-    return jvm_ticks(server) - before
-
-
 def test_a_killed_clients_query_stops(server: Server) -> None:
     # Issue 46: a PyHive client (synchronous statements) killed in the middle of a query left
     # it running on both cores for minutes. The statement here runs ~200 s when left alone.
@@ -600,13 +581,15 @@ def test_a_killed_clients_query_stops(server: Server) -> None:
                             stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 120
-        while busy_ticks(server, 1.0) < 100:  # the query runs: a core or more is busy
+        # The query runs when a core or more is busy.
+        while busy_ticks(server.proc.pid, 1.0) < 100:
             assert proc.poll() is None and time.monotonic() < deadline, "the query never ran"
     finally:
         proc.kill()
         proc.wait()
     deadline = time.monotonic() + 120
-    while busy_ticks(server) >= 50:  # less than a quarter of one core: the query has stopped
+    # Less than a quarter of one core: the query has stopped.
+    while busy_ticks(server.proc.pid) >= 50:
         assert time.monotonic() < deadline, "the killed client's query is still running"
     with connect(server) as conn:
         cursor = conn.cursor()

@@ -26,9 +26,9 @@ def events(start: str, ts_type: str) -> str:
 @pytest.mark.parametrize("at", list(STARTS))
 def test_match_seq_windows_at_the_edges_of_time(spark, at: str, ts_type: str) -> None:
     for window, holds in WINDOWS.items():
+        table = events(STARTS[at], ts_type)
         rows = spark.sql(f"SELECT event_ids FROM match_seq(pattern => 'PATTERN A; B WITHIN "
-                         f"{window}', key_col => 'key', events => TABLE({events(STARTS[at], ts_type)}))"
-                         ).collect()
+                         f"{window}', key_col => 'key', events => TABLE({table}))").collect()
         assert [list(r.event_ids) for r in rows] == ([[1, 2]] if holds else []), (at, window)
 
 
