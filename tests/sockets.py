@@ -85,3 +85,28 @@ def busy_ticks(pid: int, seconds: float = 2.0) -> int:
     before = jvm_ticks(pid)
     time.sleep(seconds)
     return jvm_ticks(pid) - before
+
+
+def kill_mid_query_and_wait_for_idle(server_pid: int, client: list[str],
+                                     env: dict[str, str] | None = None,
+                                     bound: float = 120.0) -> None:
+    """Start ``client`` (a command whose query keeps the server busy for minutes), kill it
+    once the JVM under ``server_pid`` is busy, and assert that the JVM falls idle again.
+
+    Busy: a core or more over one second. Idle: less than a quarter of one core over two.
+    ``bound`` seconds bound each wait; they are limits on a hang, not timings under test.
+    """
+    import subprocess
+
+    proc = subprocess.Popen(client, env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + bound
+        while busy_ticks(server_pid, 1.0) < 100:
+            assert proc.poll() is None and time.monotonic() < deadline, "the query never ran"
+    finally:
+        proc.kill()
+        proc.wait()
+    deadline = time.monotonic() + bound
+    while busy_ticks(server_pid) >= 50:
+        assert time.monotonic() < deadline, "the killed client's query is still running"

@@ -32,7 +32,6 @@ import ssl
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -48,7 +47,7 @@ from jobs.servers.connect_server import (ConnectConf, ConnectConfError, ConnectS
 from jobs.servers.tls import TlsError, create_self_signed, pem_pair
 from jobs.servers.tls_proxy import TlsProxy, server_context
 from tests.os_users import REFUSED_SQL, probe_user
-from tests.sockets import busy_ticks, descendants, listening_addresses
+from tests.sockets import descendants, kill_mid_query_and_wait_for_idle, listening_addresses
 
 ROOT = Path(__file__).resolve().parents[2]
 TABLE = "connect_events"
@@ -311,20 +310,7 @@ def test_a_killed_clients_query_stops(server: Server, remote: Any) -> None:
               f"s = SparkSession.builder.remote({server.url!r}).create()\n"
               "s.range(0, 200000000000).where('id % 7 = 3').count()\n")
     env = {k: v for k, v in server.env.items() if not k.startswith("JAVA_TOOL")}
-    proc = subprocess.Popen([sys.executable, "-c", client], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 120
-        # The query runs when a core or more is busy.
-        while busy_ticks(server.proc.pid, 1.0) < 100:
-            assert proc.poll() is None and time.monotonic() < deadline, "the query never ran"
-    finally:
-        proc.kill()
-        proc.wait()
-    deadline = time.monotonic() + 120
-    # Less than a quarter of one core: the query has stopped.
-    while busy_ticks(server.proc.pid) >= 50:
-        assert time.monotonic() < deadline, "the killed client's query is still running"
+    kill_mid_query_and_wait_for_idle(server.proc.pid, [sys.executable, "-c", client], env)
     assert remote.sql("SELECT 'still serving' AS alive").collect()[0].alive == "still serving"
 
 

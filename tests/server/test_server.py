@@ -61,7 +61,7 @@ from jobs.servers.server import (ServerConf, ServerConfError, ServerStartError, 
 from jobs.servers.tls import TRUSTSTORE_PASSWORD, TlsError, TlsFiles, create_self_signed, tls_files
 from jobs.servers.users import USERS_ENV, UsersError, add_user, remove_user
 from tests.os_users import REFUSED_SQL, ProbeUser, probe_user, reachable_beeline
-from tests.sockets import busy_ticks, descendants, listening_addresses
+from tests.sockets import descendants, kill_mid_query_and_wait_for_idle, listening_addresses
 
 ROOT = Path(__file__).resolve().parents[2]
 BEELINE = Path(pyspark.__file__).parent / "bin" / "beeline"
@@ -577,20 +577,7 @@ def test_a_killed_clients_query_stops(server: Server) -> None:
     # Issue 46: a PyHive client (synchronous statements) killed in the middle of a query left
     # it running on both cores for minutes. The statement here runs ~200 s when left alone.
     client = pyhive_client(server, "SELECT count(*) FROM range(0, 200000000000) WHERE id % 7 = 3")
-    proc = subprocess.Popen([sys.executable, "-c", client], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 120
-        # The query runs when a core or more is busy.
-        while busy_ticks(server.proc.pid, 1.0) < 100:
-            assert proc.poll() is None and time.monotonic() < deadline, "the query never ran"
-    finally:
-        proc.kill()
-        proc.wait()
-    deadline = time.monotonic() + 120
-    # Less than a quarter of one core: the query has stopped.
-    while busy_ticks(server.proc.pid) >= 50:
-        assert time.monotonic() < deadline, "the killed client's query is still running"
+    kill_mid_query_and_wait_for_idle(server.proc.pid, [sys.executable, "-c", client])
     with connect(server) as conn:
         cursor = conn.cursor()
         cursor.execute("SELECT 'still serving' AS alive")
