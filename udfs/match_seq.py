@@ -580,10 +580,12 @@ def event_stream(plan: CallPlan, table: Any, *, presorted: bool = False
         table = table.take(pc.sort_indices(table, sort_keys=order))
     n = table.num_rows
     starts, keys = None, None
-    if plan.key is not None and n:
+    if plan.key is not None:
         key = table.column("__key").combine_chunks()
         if pa.types.is_dictionary(key.type):
             key = key.cast(key.type.value_type)
+        keys = key.slice(0, 0)  # a task whose rows all dropped out still has the key's type
+    if plan.key is not None and n:
         nulls = key.is_null().to_numpy(zero_copy_only=False)
         changed = pc.fill_null(pc.not_equal(key.slice(1), key.slice(0, n - 1)), False)
         changed = changed.to_numpy(zero_copy_only=False) | (nulls[1:] != nulls[:-1])
