@@ -32,8 +32,12 @@ test: jars flink-venv exec-venv
 unit: install
 	$(PY) -m pytest tests/cep
 
-fuzz: install
+# The surfaces' fuzz (no Spark), then every SQL function through spark.sql against its oracle
+# (tests/sql_fuzz.py; 10,000 random batches of four cases per function take hours).
+fuzz: jars
 	CEP_FUZZ_EXAMPLES=10000 $(PY) -m pytest tests/test_fuzz.py -p no:cacheprovider --durations=0
+	CEP_SQL_FUZZ_EXAMPLES=$${CEP_SQL_FUZZ_EXAMPLES:-10000} $(PY) -m pytest -p no:cacheprovider \
+		--durations=0 tests/udfs/test_fuzz_*.py tests/sql_ext/test_fuzz_*.py
 
 bench: jars
 	$(PY) -m benchmarks.run

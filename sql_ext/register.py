@@ -43,12 +43,38 @@ def register_all(spark: "SparkSession") -> list[str]:
     """
     names = []
     remote = is_connect_session(spark)
+    put_errors_first(spark)
     for spec in FUNCTIONS:
         if spec.status != "available":
             continue
         spark.udtf.register(spec.name, for_session(load_adapter(spec), remote=remote))
         names.append(spec.name)
     return names
+
+
+HIDE_TRACEBACK = "spark.sql.execution.pyspark.udf.hideTraceback.enabled"
+"""Spark's setting that sends a Python worker's exception without its traceback."""
+QUERY_CONTEXT_LOGGER = "SQLQueryContextLogger"
+"""pyspark's logger that writes every SQL error the caller is about to receive to standard
+error again, as a JSON line with the JVM's stack (about 100 frames)."""
+
+
+def put_errors_first(spark: Any) -> None:
+    """Make a CEP error the first thing a ``spark.sql`` caller reads (issue 47).
+
+    Spark wraps a function's error in its own condition (``TABLE_VALUED_FUNCTION_FAILED_TO_
+    ANALYZE_IN_PYTHON``, ``PYTHON_EXCEPTION``); with :data:`HIDE_TRACEBACK` the text after it
+    is ``udfs.shell.CallFailed: CEP-...`` instead of a Python traceback, so the code is on the
+    first line. pyspark's :data:`QUERY_CONTEXT_LOGGER` repeats the error the caller gets on
+    standard error; it is silenced unless the user gave it a level. What remains at log level
+    ERROR is Spark's own (docs/sql.md, "Errors").
+    """
+    import logging
+
+    logger = logging.getLogger(QUERY_CONTEXT_LOGGER)
+    if logger.level == logging.NOTSET:
+        logger.setLevel(logging.CRITICAL)
+    spark.conf.set(HIDE_TRACEBACK, "true")
 
 
 def is_connect_session(spark: object) -> bool:

@@ -29,3 +29,18 @@ def test_unknown_function_lists_the_known_ones() -> None:
     with pytest.raises(UnknownFunctionError, match="unknown CEP function 'nope'.*match_seq") as info:
         function("nope")
     assert info.value.code == "CEP-SQL-001"
+
+
+def test_a_cep_error_is_the_first_thing_a_caller_reads(spark, capfd) -> None:
+    # Issue 47: the code on the first line, no Python traceback before it, and no second copy
+    # of the error (pyspark's JSON log line with the JVM's frames) on standard error.
+    register_all(spark)
+    capfd.readouterr()
+    with pytest.raises(Exception) as info:
+        spark.sql("SELECT * FROM match_seq('PATTERN A;; B', TABLE(SELECT 1L AS id, "
+                  "TIMESTAMP'2024-01-01' AS ts, 'A' AS type))").collect()
+    first = str(info.value).splitlines()[0]
+    assert "udfs.shell.CallFailed: CEP-PAT-106: line 1, column 11: " in first, first
+    assert "Traceback" not in str(info.value)
+    err = capfd.readouterr().err
+    assert "SQLQueryContextLogger" not in err and "CEP-PAT-106" not in err, err[-2000:]
