@@ -49,8 +49,8 @@ from functools import lru_cache
 from typing import Any, Iterator
 
 from cep.errors import CepError
-from udfs.shell import (PlannedResult, TableFunction, bind_call, planned, quote as _quote,
-                        table_function)
+from udfs.shell import (PlannedResult, TableFunction, bind_call, grouping_key, planned,
+                        quote as _quote, table_function)
 
 OUTPUTS = ("trends", "count")
 MAX_DECIMAL = 10 ** 38 - 1
@@ -360,7 +360,8 @@ def _groups(table: Any, plan: TrendCallPlan) -> tuple[Any, list[tuple[Any, Any, 
             else pc.fill_null(table.column("__keep"), False).to_numpy(zero_copy_only=False))
     keys, key_codes = None, np.zeros(n, dtype=np.int64)
     if plan.key is not None:
-        encoded = pc.dictionary_encode(table.column("__key").combine_chunks(),
+        # -0.0 and 0.0, and all NaNs, are one key as in GROUP BY (issue 47)
+        encoded = pc.dictionary_encode(grouping_key(table.column("__key").combine_chunks()),
                                        null_encoding="encode")
         keys = encoded.dictionary
         key_codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)

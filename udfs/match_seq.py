@@ -33,8 +33,9 @@ from typing import Any, Iterator
 
 from cep.errors import CepError
 from udfs.chunks import ChunkBuffer, Horizon, committed
-from udfs.shell import (PlannedResult, TableFunction, bind_call, constant, field, keyed, planned,
-                        quote, string_arg, table_fields, table_function)
+from udfs.shell import (PlannedResult, TableFunction, bind_call, constant, field, grouping_key,
+                        key_runs, keyed, planned, quote, string_arg, table_fields,
+                        table_function)
 
 KEEP = "__cep_keep"
 """The selected column the JVM shim's rule filters on (sql_ext/jvm, ``KeepRowsRule.FIELD``)."""
@@ -584,12 +585,10 @@ def event_stream(plan: CallPlan, table: Any, *, presorted: bool = False
         key = table.column("__key").combine_chunks()
         if pa.types.is_dictionary(key.type):
             key = key.cast(key.type.value_type)
+        key = grouping_key(key)  # -0.0 and 0.0, and all NaNs, are one key as in GROUP BY
         keys = key.slice(0, 0)  # a task whose rows all dropped out still has the key's type
     if plan.key is not None and n:
-        nulls = key.is_null().to_numpy(zero_copy_only=False)
-        changed = pc.fill_null(pc.not_equal(key.slice(1), key.slice(0, n - 1)), False)
-        changed = changed.to_numpy(zero_copy_only=False) | (nulls[1:] != nulls[:-1])
-        starts = np.concatenate(([0], np.flatnonzero(changed) + 1)).astype(np.int64)
+        starts = key_runs(key)
     groups = None
     if plan.positioned and n:  # every run of consecutive positions is a segment of its own
         key_starts = starts if starts is not None else np.zeros(1, dtype=np.int64)

@@ -174,6 +174,49 @@ def bind_call(function: str, args: tuple[Any, ...], kwargs: dict[str, Any], *,
     return values
 
 
+def grouping_key(keys: Any) -> Any:
+    """A key column (Arrow) with the values SQL's ``GROUP BY`` takes as one made one.
+
+    Spark groups a floating-point key's -0.0 with 0.0 and every NaN with every other NaN (and
+    the hash that brings a key's rows to one task does too); Arrow compares NaN unequal to
+    itself and its dictionaries tell -0.0 from 0.0, so a task that cuts its rows into keys
+    must first make them one value each (issue 47).
+
+    Example:
+        >>> import pyarrow as pa
+        >>> grouping_key(pa.array([-0.0, float("nan"), None, 1.5])).to_pylist()
+        [0.0, nan, None, 1.5]
+    """
+    import math
+
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not pa.types.is_floating(keys.type):
+        return keys
+    keys = pc.if_else(pc.equal(keys, 0), pa.scalar(0.0, keys.type), keys)
+    return pc.if_else(pc.is_nan(keys), pa.scalar(math.nan, keys.type), keys)
+
+
+def key_runs(keys: Any) -> Any:
+    """Where each run of equal keys starts in a column sorted by key (numpy int64 offsets);
+    NULL is one key, NaN is one key (:func:`grouping_key`).
+
+    Example:
+        >>> import pyarrow as pa
+        >>> key_runs(pa.array([float("nan"), float("nan"), None, None, 0.0, -0.0])).tolist()
+        [0, 2, 4]
+    """
+    import numpy as np
+    import pyarrow.compute as pc
+
+    if len(keys) == 0:
+        return np.zeros(0, dtype=np.int64)
+    codes = pc.dictionary_encode(grouping_key(keys), null_encoding="encode").indices
+    codes = codes.to_numpy(zero_copy_only=False)
+    return np.concatenate(([0], np.flatnonzero(codes[1:] != codes[:-1]) + 1)).astype(np.int64)
+
+
 def batch_of(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """The record batch among a call's arguments (the TABLE argument's rows)."""
     import pyarrow as pa

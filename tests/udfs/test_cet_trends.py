@@ -254,3 +254,13 @@ def test_paper_examples_under_both_readings_of_complete(spark) -> None:
     message = sql_error(spark, f"SELECT * FROM cet_trends(pattern => {q}, "
                                f"completeness => 'longest', events => {table2})")
     assert "CEP-SQL-030: argument completeness: expected one of 'ends', 'maximal'" in message
+
+
+def test_floating_keys_group_as_group_by_does(spark) -> None:
+    # Issue 47: NaNs of different bits, and -0.0 beside 0.0, are one key each for GROUP BY.
+    from tests.udfs.test_match_seq import NAN_KEYS
+
+    rows = spark.sql(f"SELECT key, event_ids FROM cet_trends('PATTERN A+ a[]', 'key', "
+                     f"TABLE({NAN_KEYS}), type_col => 'type')").collect()
+    assert sorted((str(r.key), list(r.event_ids)) for r in rows) == [("0.0", [3, 4]),
+                                                                     ("nan", [1, 2])]

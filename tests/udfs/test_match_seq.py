@@ -354,3 +354,19 @@ def test_strict_pattern_over_a_key_whose_rows_all_drop_out(spark, pattern: str, 
         rows = spark.sql(f"SELECT * FROM match_seq({sql_string(pattern)}, 'key', "
                          f"TABLE({table}))").collect()
     assert rows == []
+
+
+NAN_KEYS = ("SELECT * FROM VALUES (1L, CAST('NaN' AS DOUBLE), 'A', 1L), "
+            "(2L, -CAST('NaN' AS DOUBLE), 'A', 2L), (3L, CAST('-0.0' AS DOUBLE), 'A', 3L), "
+            "(4L, 0.0D, 'A', 4L) AS t(id, key, type, ts)")
+"""Two NaN keys of different bits and -0.0 beside 0.0: two keys for GROUP BY (issue 47)."""
+
+
+@pytest.mark.parametrize("pattern", ["PATTERN A; A", "PATTERN A, A"])
+def test_floating_keys_group_as_group_by_does(spark, pattern: str) -> None:
+    groups = spark.sql(f"SELECT count(DISTINCT key) AS n FROM ({NAN_KEYS})").collect()[0].n
+    rows = spark.sql(f"SELECT key, event_ids FROM match_seq({sql_string(pattern)}, 'key', "
+                     f"TABLE({NAN_KEYS}))").collect()
+    assert groups == 2
+    assert sorted((str(r.key), list(r.event_ids)) for r in rows) == [("0.0", [3, 4]),
+                                                                     ("nan", [1, 2])]
