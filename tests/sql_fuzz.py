@@ -39,6 +39,11 @@ SHIM = "spark.cep.keepRows.enabled"
 """The JVM shim's row filter (``KeepRowsRule``): off, a task sees every row and filters itself,
 as in a session built without the project's builder."""
 
+ZONE = "spark.sql.session.timeZone"
+ZONES = ("UTC", "America/New_York", "Asia/Kolkata")
+"""Session time zones a batch runs in: TIMESTAMP_NTZ and DATE are read as UTC in each, and
+New York's clock changes within the drawn clocks' reach would show a 23-hour day."""
+
 TS_TYPES = ("TIMESTAMP", "TIMESTAMP_NTZ", "DATE", "BIGINT")
 UNIT = {"TIMESTAMP": "SECONDS", "TIMESTAMP_NTZ": "SECONDS", "DATE": "DAYS", "BIGINT": "UNITS"}
 """The unit of one step of the drawn clocks, per timestamp type."""

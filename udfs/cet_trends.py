@@ -50,7 +50,7 @@ from typing import Any, Iterator
 
 from cep.errors import CepError
 from udfs.shell import (PlannedResult, TableFunction, bind_call, grouping_key, planned,
-                        quote as _quote, table_function)
+                        quote as _quote, table_function, utc_micros)
 
 OUTPUTS = ("trends", "count")
 MAX_DECIMAL = 10 ** 38 - 1
@@ -212,7 +212,12 @@ def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
     columns = [f.name for f in events.dataType.fields]
     query = compile_trend(text, columns=columns)
     if isinstance(ts_f.dataType, (TimestampType, TimestampNTZType, DateType)):
-        ts_kind, ts_sql, ts_type = "timestamp", f"unix_micros(CAST({_quote(ts_f.name)} AS TIMESTAMP))", TimestampType()
+        # TIMESTAMP_NTZ and DATE as they are, their wall clock read as UTC in the task
+        # (udfs.shell.utc_micros): a CAST to TIMESTAMP would read them in the session time zone
+        # (a 23-hour day at a clock change, issue 47).
+        ts_sql = (f"unix_micros({_quote(ts_f.name)})" if isinstance(ts_f.dataType, TimestampType)
+                  else _quote(ts_f.name))
+        ts_kind, ts_type = "timestamp", TimestampType()
         if query.unit == "UNITS":
             raise CetTrendsArgumentError(f"WITHIN ... UNITS needs a numeric ts_col; "
                                          f"{ts_f.name!r} is a {ts_f.dataType.simpleString().upper()} "
@@ -400,7 +405,7 @@ def answer_table(plan: TrendCallPlan, table: Any) -> Any:
     ts_arrow = table.column("__ts").type
     ts = table.column("__ts").to_numpy()
     if plan.ts_kind == "timestamp":
-        ts = ts.astype(np.int64)
+        ts = utc_micros(table.column("__ts").combine_chunks()).to_numpy().astype(np.int64)
     attrs = {a: _values(table.column(f"__a{i}").combine_chunks())
              for i, a in enumerate(plan.attributes)}
     # c.type reads the type column when there is one (docs/semantics.md decision 9), else an

@@ -59,7 +59,7 @@ from functools import lru_cache
 from typing import Any, Iterator
 
 from cep.errors import CepError
-from udfs.shell import (PlannedResult, TableFunction, bind_call, keyed, planned,
+from udfs.shell import (PlannedResult, TableFunction, bind_call, grouping_key, keyed, planned,
                         quote as _quote, table_function)
 
 DEFAULT_TOLERANCE = 1e-6
@@ -371,7 +371,8 @@ def answer_table(plan: ProbCallPlan, table: Any) -> Any:
         array = table.column(name).combine_chunks()
         return array.dictionary_decode() if pa.types.is_dictionary(array.type) else array
 
-    encoded = pc.dictionary_encode(column("__stream"), null_encoding="encode")
+    # -0.0 and 0.0, and all NaNs, are one stream as in GROUP BY (issue 47)
+    encoded = pc.dictionary_encode(grouping_key(column("__stream")), null_encoding="encode")
     keys = encoded.dictionary
     row_codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
     t_rows = _numbers(column("__t"), pa.int64())

@@ -17,7 +17,8 @@ and ``CEP-PRED-001`` .. ``003`` with line, column and caret), checks ``lookahead
 :func:`cep.predict.check_arguments` and :func:`cep.predict.answer.check_definition`
 (``CEP-PRED-011``; ``definition => 'first_passage'`` is ours and the default, ``'paper'`` the
 paper's ``alpha(n) = P^n[i, F]`` and ``beta(n) = alpha(1) + ... + alpha(n)`` trained as its line
-387, docs/predict.md "Paper vs ours"), resolves the columns (``CEP-SQL-050``
+387, docs/predict.md "Paper vs ours"; a composite subscription refuses ``smoothing`` and
+``'paper'``, :func:`check_composite`), resolves the columns (``CEP-SQL-050``
 for a missing column, a column of the wrong type or an argument that is not a constant;
 ``CEP-PAT-203`` with a caret for an attribute the table does not have) and asks Spark for just
 the columns the subscription reads: the timestamp (TIMESTAMP, TIMESTAMP_NTZ and DATE as UTC
@@ -56,8 +57,8 @@ from functools import lru_cache
 from typing import Any, Iterator
 
 from cep.errors import CepError
-from udfs.shell import (PlannedResult, TableFunction, bind_call, keyed, planned,
-                        quote as _quote, table_function)
+from udfs.shell import (PlannedResult, TableFunction, bind_call, grouping_key, keyed, planned,
+                        quote as _quote, table_function, utc_micros)
 
 # Buckets of the key_col form (as match_seq): one task answers many keys, each on its own.
 KEY_BUCKETS = 64
@@ -231,6 +232,26 @@ def check_call(subscription: Any, lookahead: Any, threshold: Any, output: Any, c
     return (subscription, *checked)
 
 
+def check_composite(definition: str, smoothing: float) -> None:
+    """``CEP-PRED-011`` for what a composite subscription cannot do yet, before any task runs.
+
+    The core refuses both with these messages (:func:`cep.predict.predict`,
+    :func:`cep.predict.composite.predict_composite`), but only once a task calls it, so an empty
+    table or key answered no rows instead (issue 47).
+
+    Example:
+        >>> check_composite("first_passage", 0.0)
+    """
+    from cep.predict.errors import PredictArgumentError
+
+    if definition != "first_passage":
+        raise PredictArgumentError("argument definition: a composite subscription is predicted by "
+                                   "the convolution of completion times ('first_passage' only)")
+    if smoothing:
+        raise PredictArgumentError("argument smoothing: not supported for a composite "
+                                   "subscription (a master sequence with '&' / '|' steps); use 0")
+
+
 def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
     """The analysis of one call (see the module docstring)."""
     from pyspark.sql.types import (BinaryType, BooleanType, DateType, DecimalType, DoubleType,
@@ -253,6 +274,8 @@ def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
     from cep.predict.answer import check_definition
 
     definition_checked = check_definition(_constant(definition, "definition"))
+    if _compiled(text).composite:
+        check_composite(definition_checked, smooth)
     fields = {f.name.lower(): f for f in events.dataType.fields}
     ts_f = _field(fields, _string(ts_col, "ts_col") or "ts", "ts_col")
     id_name = _string(id_col, "id_col")
@@ -270,9 +293,13 @@ def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
                                         f"type_col or DEFINE the class; columns found: "
                                         f"{_columns_found(fields)}")
 
-    if isinstance(ts_f.dataType, (TimestampType, TimestampNTZType, DateType)):
+    if isinstance(ts_f.dataType, TimestampType):
         ts_kind, ts_sql, ts_type = ("timestamp", f"unix_micros(CAST({_quote(ts_f.name)} AS TIMESTAMP))",
                                     TimestampType())
+    elif isinstance(ts_f.dataType, (TimestampNTZType, DateType)):
+        # As they are: a CAST to TIMESTAMP would read them in the session time zone, not as UTC
+        # (docs/sql.md); the task takes their wall clock as UTC (utc_micros).
+        ts_kind, ts_sql, ts_type = "timestamp", _quote(ts_f.name), TimestampType()
     elif isinstance(ts_f.dataType, IntegralType):
         ts_kind, ts_sql, ts_type = "int", f"CAST({_quote(ts_f.name)} AS BIGINT)", LongType()
     elif isinstance(ts_f.dataType, NumericType):
@@ -373,11 +400,12 @@ def answer_table(plan: PredictCallPlan, table: Any, blob: Any = None) -> Any:
         array = table.column(name).combine_chunks()
         return array.dictionary_decode() if pa.types.is_dictionary(array.type) else array
 
-    ts_col = column("__ts")
+    ts_col = utc_micros(column("__ts"))
     ids = _values(column("__id")) if plan.has_id else None
     codes, keys = None, None
     if plan.key is not None:
-        encoded = pc.dictionary_encode(column("__key"), null_encoding="encode")
+        # -0.0 and 0.0, and all NaNs, are one key as in GROUP BY (issue 47)
+        encoded = pc.dictionary_encode(grouping_key(column("__key")), null_encoding="encode")
         keys = encoded.dictionary
         codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
     if ts_col.null_count:

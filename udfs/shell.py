@@ -198,6 +198,25 @@ def grouping_key(keys: Any) -> Any:
     return pc.if_else(pc.is_nan(keys), pa.scalar(math.nan, keys.type), keys)
 
 
+def utc_micros(array: Any) -> Any:
+    """A TIMESTAMP_NTZ (Arrow ``timestamp``) or DATE (``date32``) column as int64 microseconds of
+    its wall clock read as UTC, whatever the session time zone; any other column unchanged.
+
+    Example:
+        >>> import pyarrow as pa
+        >>> utc_micros(pa.array([1, None], pa.date32())).to_pylist()
+        [86400000000, None]
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if pa.types.is_timestamp(array.type):
+        return array.cast(pa.timestamp("us", tz=array.type.tz)).cast(pa.int64())
+    if pa.types.is_date32(array.type):
+        return pc.multiply(array.cast(pa.int32()).cast(pa.int64()), 86_400_000_000)
+    return array
+
+
 def key_runs(keys: Any) -> Any:
     """Where each run of equal keys starts in a column sorted by key (numpy int64 offsets);
     NULL is one key, NaN is one key (:func:`grouping_key`).

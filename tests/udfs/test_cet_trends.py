@@ -264,3 +264,25 @@ def test_floating_keys_group_as_group_by_does(spark) -> None:
                      f"TABLE({NAN_KEYS}), type_col => 'type')").collect()
     assert sorted((str(r.key), list(r.event_ids)) for r in rows) == [("0.0", [3, 4]),
                                                                      ("nan", [1, 2])]
+
+
+@pytest.mark.parametrize("ts_type", ["TIMESTAMP_NTZ", "DATE"])
+def test_ntz_and_date_are_read_as_utc_in_any_session_time_zone(spark, ts_type: str) -> None:
+    # Issue 47: a CAST to TIMESTAMP read them in the session time zone, so in New York the
+    # one-hour windows of 2024-03-10 (a clock change) started at 06:00 and 07:00 UTC.
+    from tests.sql_fuzz import ZONE, session_conf
+
+    table = (f"SELECT * FROM VALUES (1L, CAST(TIMESTAMP_NTZ'2024-03-10 01:30:00' AS {ts_type}), "
+             f"1.0D), (2L, CAST(TIMESTAMP_NTZ'2024-03-10 03:10:00' AS {ts_type}), 2.0D) "
+             "AS t(id, ts, x)")
+    with session_conf(spark, {ZONE: "America/New_York"}):
+        rows = spark.sql("SELECT unix_micros(window_start) AS ws, event_ids FROM cet_trends("
+                         "'PATTERN s+ w[] WHERE w[i].x > w[i-1].x WITHIN 1 HOUR', "
+                         f"TABLE({table}))").collect()
+    hour = 3_600_000_000
+    day = 1_710_028_800_000_000  # 2024-03-10 00:00 UTC
+    found = sorted((r.ws, list(r.event_ids)) for r in rows)
+    if ts_type == "DATE":  # both at midnight UTC: one window, and no trend links equal times
+        assert found == [(day, [1]), (day, [2])]
+    else:
+        assert found == [(day + hour, [1]), (day + 3 * hour, [2])]

@@ -4,7 +4,8 @@
 Kleene trends over one class with conditions between neighbours, an equivalence, a DEFINE, no
 window, tumbling and sliding windows; each case with or without ``key_col``, with or without
 ``type_col`` (without it every row is an event of the class), and with its
-output (the trends, and their count per window); every timestamp type. Each window's trends
+output (the trends, and their count per window); every timestamp type, in several session time
+zones. Each window's trends
 (as event-id sequences) and count must be the oracle's. The harness is :mod:`tests.sql_fuzz`.
 """
 
@@ -18,8 +19,9 @@ from hypothesis import strategies as st
 
 from cep.oracles.trend_oracle import oracle_trend_windows
 from sql_ext.quoting import sql_string
-from tests.sql_fuzz import (SQL_FUZZ, UNIT, Batch, Event, batches, by_key, case_table,
-                            create_view, describe, rows_by_case, union_sql)
+from tests.sql_fuzz import (SQL_FUZZ, UNIT, ZONE, ZONES, Batch, Event, batches, by_key,
+                            case_table, create_view, describe, rows_by_case, session_conf,
+                            union_sql)
 
 PATTERNS = ["PATTERN A+ a[] WHERE a[i].v > a[i-1].v",
             "PATTERN A+ a[] WHERE a[i].v >= a[i-1].v WITHIN 3 UNITS",
@@ -71,18 +73,20 @@ def oracle(events: list[Event], call: dict[str, Any], unit: str) -> dict[tuple, 
 
 
 @SQL_FUZZ
-@given(batch=batches(types="AB", max_rows=8), data=st.data())
-def test_cet_trends_through_sql_equals_the_oracle(spark, batch: Batch,
+@given(batch=batches(types="AB", max_rows=8), zone=st.sampled_from(ZONES), data=st.data())
+def test_cet_trends_through_sql_equals_the_oracle(spark, batch: Batch, zone: str,
                                                   data: st.DataObject) -> None:
     chosen = [data.draw(calls()) for _ in range(batch.cases)]
     unit = UNIT[batch.ts_type]
     create_view(spark, batch, "fuzz_ct")
-    rows = spark.sql(union_sql([sql_call(case, call, unit) for case, call in enumerate(chosen)])
-                     ).collect()
+    with session_conf(spark, {ZONE: zone}):
+        rows = spark.sql(union_sql([sql_call(case, call, unit)
+                                    for case, call in enumerate(chosen)])).collect()
     got = rows_by_case(rows, batch.cases, lambda r: r)
     for case, call in enumerate(chosen):
         want = oracle(batch.of_case(case), call, unit)
-        where = f"case {case} {call} {batch.ts_type} [{describe(batch.of_case(case))}]"
+        where = (f"case {case} {call} {batch.ts_type} in {zone} "
+                 f"[{describe(batch.of_case(case))}]")
         if call["output"] == "count":
             found = {(r.key, r.ws): r.n for r in got[case]}
             assert found == {k: v[0] for k, v in want.items()}, where

@@ -1,9 +1,10 @@
 """``match_seq`` through ``spark.sql`` against the brute-force oracle, on random batches (issue 47).
 
-Every policy, NOT, Kleene, WITHIN in time and in events, conditions across events; each case of
-a batch with or without ``key_col`` and with its own ``chunk_rows`` (none, 0: whole partitions,
-1-7: tiny chunks), each batch with the JVM shim's row filter on or off and its own timestamp
-type. The harness is :mod:`tests.sql_fuzz`.
+Every policy, NOT, Kleene, WITHIN in time and in events, WINDOW, conditions across events and
+join variables; each case of a batch with or without ``key_col``, with the columns under their
+default names or others (``ts_col``, ``type_col``, ``id_col``, an INT id) and with its own
+``chunk_rows`` (none, 0: whole partitions, 1-7: tiny chunks), each batch with the JVM shim's
+row filter on or off, its own timestamp type and its own session time zone. The harness is :mod:`tests.sql_fuzz`.
 """
 
 from __future__ import annotations
@@ -20,14 +21,16 @@ from cep.match.stream import EventStream
 from cep.oracles import oracle_matches
 from sql_ext.quoting import sql_string
 from tests.cep.oracles.test_oracle_properties import PATTERNS, WINDOWED, WINDOWS
-from tests.sql_fuzz import (SHIM, SQL_FUZZ, UNIT, Batch, Event, batches, by_key, case_table,
-                            create_view, describe, rows_by_case, session_conf, union_sql)
+from tests.sql_fuzz import (SHIM, SQL_FUZZ, UNIT, ZONE, ZONES, Batch, Event, batches, by_key,
+                            case_table, create_view, describe, rows_by_case, session_conf,
+                            union_sql)
 
 POLICIES = ["skip-till-any-match", "skip-till-next-match", "strict-contiguity",
             "skip-till-any-match-grouped"]
 MORE = ["PATTERN A, B", "PATTERN SEQ(A, B) WHERE strict-contiguity", "PATTERN A, B, C",
         "PATTERN A; B WITHIN 2 EVENTS", "PATTERN X; Y DEFINE X AS v < 2, Y AS type = 'B'",
-        "PATTERN A+, B", "PATTERN A; C WHERE A.v < C.v WITHIN 3 UNITS"]
+        "PATTERN A+, B", "PATTERN A; C WHERE A.v < C.v WITHIN 3 UNITS",
+        "PATTERN A; B WINDOW [1, 4]", "PATTERN A; B DEFINE A AS v = $x, B AS v = $x"]
 QUERIES = ([p + w for p in PATTERNS + MORE for w in WINDOWS]
            + [p + w for p in WINDOWED for w in WINDOWS[1:]])
 NULL_TYPE = "\u2205"  # a NULL type is a class no pattern names: it binds nothing
@@ -49,12 +52,21 @@ def calls(draw: st.DrawFn) -> dict[str, Any]:
     """One case's call: its query and policy, whether keyed, and chunk_rows."""
     query, policy = draw(st.sampled_from(PAIRS))
     return {"query": query, "policy": policy, "keyed": draw(st.booleans()),
-            "chunk_rows": draw(st.sampled_from([None, None, 0, 1, 2, 3, 5, 7]))}
+            "chunk_rows": draw(st.sampled_from([None, None, 0, 1, 2, 3, 5, 7])),
+            "renamed": draw(st.booleans())}
+
+
+RENAMED = "CAST(id AS INT) AS eid, key, type AS kind, ts AS t, v"
+"""The columns under other names, the id as an INT: ``ts_col``, ``type_col``, ``id_col``."""
 
 
 def sql_call(view: str, case: int, call: dict[str, Any], unit: str) -> str:
+    columns = RENAMED if call["renamed"] else "id, key, type, ts, v"
     args = [f"pattern => {sql_string(call['query'].replace('UNITS', unit))}",
-            f"policy => {sql_string(call['policy'])}", f"events => {case_table(view, case)}"]
+            f"policy => {sql_string(call['policy'])}",
+            f"events => {case_table(view, case, columns)}"]
+    if call["renamed"]:
+        args += ["ts_col => 't'", "type_col => 'kind'", "id_col => 'eid'"]
     if call["keyed"]:
         args.append("key_col => 'key'")
     if call["chunk_rows"] is not None:
@@ -77,8 +89,8 @@ def oracle(events: list[Event], call: dict[str, Any]) -> set[tuple]:
 
 @SQL_FUZZ
 @given(batch=batches(keys=("k1", "k2", "k3", "k4", "k5", "k6", "k7", "k8", "k9", None)),
-       shim=st.booleans(), data=st.data())
-def test_match_seq_through_sql_equals_the_oracle(spark, batch: Batch, shim: bool,
+       shim=st.booleans(), zone=st.sampled_from(ZONES), data=st.data())
+def test_match_seq_through_sql_equals_the_oracle(spark, batch: Batch, shim: bool, zone: str,
                                                  data: st.DataObject) -> None:
     chosen = [data.draw(calls()) for _ in range(batch.cases)]
     create_view(spark, batch, "fuzz_ms")
@@ -87,14 +99,14 @@ def test_match_seq_through_sql_equals_the_oracle(spark, batch: Batch, shim: bool
                             ("key" if call["keyed"] else "CAST(NULL AS STRING) AS key")
                             + ", match_id, start_ts, end_ts, event_ids, variables, n_events")
                            for case, call in enumerate(chosen)])
-    with session_conf(spark, {SHIM: "true" if shim else "false"}):
+    with session_conf(spark, {SHIM: "true" if shim else "false", ZONE: zone}):
         rows = spark.sql(statement).collect()
-    ts_of = {r.id: r.ts for r in spark.table("fuzz_ms").collect()}
+        ts_of = {r.id: r.ts for r in spark.table("fuzz_ms").collect()}
     got = rows_by_case(rows, batch.cases, lambda r: r)
     for case, call in enumerate(chosen):
         want = oracle(batch.of_case(case), call)
         found = {(r.key, tuple(r.event_ids), tuple(r.variables)) for r in got[case]}
-        assert found == want, (f"case {case} {call} shim={shim} {batch.ts_type} "
+        assert found == want, (f"case {case} {call} shim={shim} {batch.ts_type} in {zone} "
                                f"[{describe(batch.of_case(case))}]: "
                                f"missing {sorted(want - found, key=str)}, "
                                f"extra {sorted(found - want, key=str)}")

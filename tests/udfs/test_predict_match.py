@@ -429,3 +429,37 @@ def test_the_fig5_composite_subscription(spark) -> None:
     assert [r.state for r in rows] == core_rows["state"]
     assert [r.probability for r in rows] == pytest.approx(core_rows["probability"], abs=1e-12)
     assert rows[9].state == "s1 ; ((s2, s3) & (s4, s5)) ; s6 ; [(- | -)]" and rows[9].progress == 3
+
+
+def test_a_composite_refuses_smoothing_and_paper_before_any_task(spark) -> None:
+    # Found writing issue 47's fuzz: the core refuses both for a composite subscription, but only
+    # once a task has events, so on an empty table (or key) the query answered no rows.
+    empty = "TABLE(SELECT * FROM VALUES (1, 'A', 'k') AS t(ts, type, k) WHERE ts > 1)"
+    for extra, needle in [(", smoothing => 0.5, key_col => 'k'",
+                           "CEP-PRED-011: argument smoothing: not supported for a composite"),
+                          (", definition => 'paper'",
+                           "CEP-PRED-011: argument definition: a composite subscription")]:
+        message = sql_error(spark, call("PATTERN A ; ((B, C) & D)", ", lookahead => 2" + extra,
+                                        empty))
+        assert needle in message, (extra, message)
+
+
+def test_ntz_and_date_timestamps_are_read_as_utc_in_any_session_time_zone(spark) -> None:
+    # Issue 47's fuzz: both were CAST to TIMESTAMP, so read in the session time zone (last_ts
+    # moved by its offset). Across New York's change to summer time (2024-03-10) a day had 23
+    # hours and 01:30 to 03:10 was 40 minutes: each time condition below held.
+    from tests.sql_fuzz import session_conf
+
+    def one(tag: str, a: str, b: str, unit: str) -> str:
+        return (f"SELECT '{tag}' AS c, matched, unix_micros(last_ts) AS last FROM predict_match("
+                f"subscription => 'PATTERN A ; B @(t(B) - t(A) < 1 {unit})', lookahead => 1, "
+                f"events => TABLE(SELECT * FROM VALUES (1, 'A', {a}), (2, 'B', {b}) "
+                "AS t(id, type, ts)))")
+
+    with session_conf(spark, {"spark.sql.session.timeZone": "America/New_York"}):
+        rows = spark.sql(one("date", "DATE'2024-03-10'", "DATE'2024-03-11'", "DAYS") + " UNION ALL "
+                         + one("ntz", "TIMESTAMP_NTZ'2024-03-10 01:30:00'",
+                               "TIMESTAMP_NTZ'2024-03-10 03:10:00'", "HOURS")).collect()
+    assert {r.c: (r.matched, r.last) for r in rows} == {
+        "date": (False, micros(datetime(2024, 3, 11, tzinfo=timezone.utc))),
+        "ntz": (False, micros(datetime(2024, 3, 10, 3, 10, tzinfo=timezone.utc)))}
