@@ -224,6 +224,12 @@ def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
             f"= {id_sql}, false)" for fn in ("lag", "lead"))
         keep = f"({keep}) OR {same}"
 
+    if keep is not None:
+        # A row with a NULL id or timestamp reaches the task, which refuses it (CEP-SQL-010)
+        # whatever its type: a filter must not decide whether the input is an error (issue 47:
+        # `lag` over a NULL timestamp dropped such a row and the call answered without it).
+        keep = f"({keep}) OR {ts_sql} IS NULL OR {id_sql} IS NULL"
+
     selection = Selection(raw=positioned)
     selection.add("__id", id_sql, id_f.name)
     selection.add("__ts", ts_sql, ts_f.name)

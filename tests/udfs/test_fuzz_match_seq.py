@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -119,3 +120,23 @@ def test_match_seq_through_sql_equals_the_oracle(spark, batch: Batch, shim: bool
         for key, ids in per_key.items():
             assert sorted(ids) == list(range(1, len(ids) + 1)), (case, call, key, sorted(ids))
 
+
+
+@pytest.mark.parametrize("null", ["id", "ts"])
+@pytest.mark.parametrize("policy", ["skip-till-next-match", "strict-contiguity"])
+@pytest.mark.parametrize("chunk_rows", [None, 0, 1])
+def test_a_null_id_or_timestamp_is_the_typed_error_on_every_path(spark, null: str, policy: str,
+                                                                  chunk_rows: int | None) -> None:
+    # Issue 47: the documented error (docs/sql.md), never a crash or a silent answer, whether
+    # the shim filters the rows or the task does, with and without key_col.
+    rows = ["(1L, 'k', 'A', 1L)", "(2L, 'k', 'B', 2L)", "(3L, 'k', 'A', 3L)"]
+    rows.append("(NULL, 'k', 'B', 4L)" if null == "id" else "(4L, 'k', 'B', NULL)")
+    table = f"SELECT * FROM VALUES {', '.join(rows)} AS t(id, key, type, ts)"
+    chunk = "" if chunk_rows is None else f", chunk_rows => {chunk_rows}"
+    for shim in ("true", "false"):
+        for key in ("", ", key_col => 'key'"):
+            with session_conf(spark, {SHIM: shim}), pytest.raises(Exception) as info:
+                spark.sql(f"SELECT * FROM match_seq(pattern => 'PATTERN A, B', events => "
+                          f"TABLE({table}), policy => '{policy}'{key}{chunk})").collect()
+            assert "CEP-SQL-010" in str(info.value) and "NULL id or timestamp" in str(info.value), \
+                (shim, key, str(info.value)[:2000])
