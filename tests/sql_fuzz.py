@@ -17,10 +17,9 @@ suite's budget); ``make fuzz`` runs 10,000.
 from __future__ import annotations
 
 import os
-from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Sequence
 
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
@@ -137,21 +136,12 @@ def case_table(view: str, case: int, columns: str = "id, key, type, ts, v") -> s
     return f"TABLE(SELECT {columns} FROM {view} WHERE c = {case})"
 
 
-@contextmanager
-def session_conf(spark: Any, values: dict[str, str | None]) -> Iterator[None]:
-    """Set Spark session options for a block (``None``: leave as is), then restore them."""
-    names = {k: v for k, v in values.items() if v is not None}
-    before = {k: spark.conf.get(k, None) for k in names}
-    for k, v in names.items():
-        spark.conf.set(k, v)
-    try:
-        yield
-    finally:
-        for k, v in before.items():
-            if v is None:
-                spark.conf.unset(k)
-            else:
-                spark.conf.set(k, v)
+def session_conf(spark: Any, values: dict[str, str | None]) -> Any:
+    """Set Spark session options for a block (``None``: leave that one as is), then restore
+    them (:func:`jobs.session.session_confs`)."""
+    from jobs.session import session_confs
+
+    return session_confs(spark, {k: v for k, v in values.items() if v is not None})
 
 
 def by_key(events: Sequence[Event], keyed: bool) -> dict[str | None, list[Event]]:
