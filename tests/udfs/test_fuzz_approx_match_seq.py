@@ -1,5 +1,5 @@
-"""``approx_match_seq`` through ``spark.sql`` against ``cep.sketch`` and the exact-set oracle, on
-random sketch trees (issue 47).
+"""``approx_match_seq`` and ``sketch_stats`` through ``spark.sql`` against ``cep.sketch`` and the
+exact-set oracle, on random sketch trees (issue 47).
 
 Each case is a few random streams (a stream of one event, streams with ties, a case with no
 stream at all), each built into a sketch tree with small Bloom filters (so the sketch has false
@@ -7,7 +7,8 @@ positives), written as the ``<name>_nodes`` rows the sketch job writes, in one v
 column. Each case's call draws its pattern, policy, mode, level and resume; its rows must be
 :func:`cep.sketch.evaluate_sketch` over the same trees, and for NOT-free patterns contain the
 brute-force oracle's answer over the exact-set twin (docs/sketch.md, "No false negatives, per
-policy"). The harness is :mod:`tests.sql_fuzz`.
+policy"); ``sketch_stats`` over the same rows must give each tree's own counts. The harness
+is :mod:`tests.sql_fuzz`.
 """
 
 from __future__ import annotations
@@ -97,3 +98,18 @@ def test_approx_match_seq_through_sql_equals_the_sketch_and_contains_the_oracle(
             if not q.negated_names and call["resume"] == "every-start":
                 assert_contains_twin(q, twin_oracle(q, tree, call["level"]), found)
         assert {r.stream for r in got[case]} <= set(forests[case]), where
+    # sketch_stats over the same rows: one row per stream, the tree's own counts
+    stats = rows_by_case(spark.sql(" UNION ALL ".join(
+        f"SELECT {case} AS c, * FROM sketch_stats(TABLE(SELECT {COLUMNS} FROM fuzz_am "
+        f"WHERE c = {case}))" for case in range(batch.cases))).collect(), batch.cases,
+        lambda r: r)
+    for case, forest in enumerate(forests):
+        assert sorted(r.stream for r in stats[case]) == sorted(forest), case
+        for r in stats[case]:
+            tree = forest[r.stream]
+            want = tree.stats()
+            blobs = sum(len(row["bits"]) for row in tree_to_arrow(r.stream, tree).to_pylist())
+            assert (r.nodes, r.levels, r.top_level, r.open_events, r.bytes, r.m, r.k) == (
+                want["nodes"], want["levels"], want["top_level"], want["open_events"], blobs,
+                CONFIG.m, CONFIG.k), (case, r.stream)
+            assert abs(r.fill - want["mean_fill"]) <= 1e-12, (case, r.stream)

@@ -463,3 +463,15 @@ def test_ntz_and_date_timestamps_are_read_as_utc_in_any_session_time_zone(spark)
     assert {r.c: (r.matched, r.last) for r in rows} == {
         "date": (False, micros(datetime(2024, 3, 11, tzinfo=timezone.utc))),
         "ntz": (False, micros(datetime(2024, 3, 10, 3, 10, tzinfo=timezone.utc)))}
+
+
+def test_floating_keys_group_as_group_by_does(spark) -> None:
+    # Issue 47: NaNs of different bits, and -0.0 beside 0.0, are one key each for GROUP BY;
+    # Arrow's dictionary made four keys of them, each with its own history.
+    from tests.udfs.test_match_seq import NAN_KEYS
+
+    rows = spark.sql(f"SELECT key, events, matches FROM predict_match(subscription => "
+                     f"'PATTERN A , A', lookahead => 1, key_col => 'key', "
+                     f"events => TABLE({NAN_KEYS}))").collect()
+    assert sorted((str(r.key), r.events, r.matches) for r in rows) == [
+        ("0.0", 2, 1), ("nan", 2, 1)], rows
