@@ -227,13 +227,21 @@ def key_runs(keys: Any) -> Any:
         [0, 2, 4]
     """
     import numpy as np
+    import pyarrow as pa
     import pyarrow.compute as pc
 
-    if len(keys) == 0:
+    n = len(keys)
+    if n == 0:
         return np.zeros(0, dtype=np.int64)
-    codes = pc.dictionary_encode(grouping_key(keys), null_encoding="encode").indices
-    codes = codes.to_numpy(zero_copy_only=False)
-    return np.concatenate(([0], np.flatnonzero(codes[1:] != codes[:-1]) + 1)).astype(np.int64)
+    if pa.types.is_floating(keys.type):  # NaN is unequal to itself: compare dictionary codes
+        codes = pc.dictionary_encode(grouping_key(keys), null_encoding="encode").indices
+        codes = codes.to_numpy(zero_copy_only=False)
+        changed = codes[1:] != codes[:-1]
+    else:  # neighbours compared, no hash of every key on the hot path
+        nulls = keys.is_null().to_numpy(zero_copy_only=False)
+        changed = pc.fill_null(pc.not_equal(keys.slice(1), keys.slice(0, n - 1)), False)
+        changed = changed.to_numpy(zero_copy_only=False) | (nulls[1:] != nulls[:-1])
+    return np.concatenate(([0], np.flatnonzero(changed) + 1)).astype(np.int64)
 
 
 def batch_of(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
