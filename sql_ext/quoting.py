@@ -2,7 +2,7 @@
 
 Spark does not bind ``:name`` parameters inside table-valued function arguments, so a pattern
 passed to ``match_seq`` from Python has to become a SQL string literal. sqlglot's Spark
-generator writes the literal, escaping quotes and backslashes.
+generator writes the literal, escaping quotes and backslashes (``cep.lang.spark_sql.sql_string``).
 
 Example:
     >>> sql_string("PATTERN a WHERE a.name = 'O''Brien'")
@@ -11,11 +11,6 @@ Example:
 
 from __future__ import annotations
 
-from sqlglot import exp
+from cep.lang.spark_sql import sql_string
 
-
-def sql_string(text: str) -> str:
-    """A Spark SQL string literal whose value is exactly ``text``."""
-    if not isinstance(text, str):
-        raise TypeError(f"expected a string, found {type(text).__name__}")
-    return exp.Literal.string(text).sql(dialect="spark")
+__all__ = ["sql_string"]  # written once, in cep.lang.spark_sql, where udfs/ can reach it too

@@ -47,7 +47,8 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
     FunctionSpec(
         "match_seq",
         "match_seq(pattern STRING, [key_col STRING,] events TABLE; named: policy STRING, "
-        "ts_col STRING, type_col STRING, id_col STRING, max_matches BIGINT)",
+        "ts_col STRING, type_col STRING, id_col STRING, max_matches BIGINT, chunk_rows BIGINT, "
+        "allow_absent BOOLEAN)",
         "<key_col>, match_id BIGINT, start_ts <ts type>, end_ts <ts type>, "
         "event_ids ARRAY<BIGINT>, variables ARRAY<STRING>, n_events INT",
         "available", "udfs.match_seq:match_seq_udtf",

@@ -33,6 +33,7 @@ from typing import Any, Iterator
 
 from cep.errors import CepError
 from udfs.chunks import ChunkBuffer, Horizon, committed
+from udfs.facts import FACTS, check_classes, class_questions, facts_sql, newest_of, read_facts
 from udfs.shell import (PlannedResult, TableFunction, bind_call, constant, field, grouping_key,
                         key_runs, keyed, planned, quote, string_arg, table_fields,
                         table_function)
@@ -75,6 +76,10 @@ class CallPlan:
             partition first.
         chunk_rows: new rows per chunk (``chunk_rows =>``; None: ``udfs.chunks.CHUNK_ROWS``;
             0: no streaming).
+        classes: the classes whose absence from the whole input is an error (CEP-PAT-219;
+            none with ``allow_absent => true``); their facts are ``need_i``/``near_i``.
+        newest: the pattern ends in NOT with a time window, so a match is reported only
+            once the input's newest event time has closed its window (:mod:`udfs.facts`).
     """
 
     pattern: str
@@ -89,6 +94,8 @@ class CallPlan:
     renames: tuple[tuple[str, str], ...] = ()
     horizon: Horizon | None = None
     chunk_rows: int | None = None
+    classes: tuple[str, ...] = ()
+    newest: bool = False
 
 
 def _ts_kind(data_type: Any, name: str) -> tuple[str, str]:
@@ -107,7 +114,7 @@ def _ts_kind(data_type: Any, name: str) -> tuple[str, str]:
                                 f"number, found {data_type.simpleString()}")
 
 
-OPTIONS = ("policy", "ts_col", "type_col", "id_col", "max_matches", "chunk_rows")
+OPTIONS = ("policy", "ts_col", "type_col", "id_col", "max_matches", "chunk_rows", "allow_absent")
 
 
 class Selection:
@@ -157,14 +164,17 @@ def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
     from cep.lang import parse_pattern
     from cep.lang.ast import events as pattern_events
     from cep.lang.spark_sql import NotRenderable, class_test, render_condition
+    from cep.lang.validate import checked_classes
     from cep.match import compile_query
+    from cep.match.closing import needs_newest
 
     err = MatchSeqArgumentError
     call = bind_call("match_seq", args, kwargs, leading=("pattern",), table="events", keyed=True,
                      options=OPTIONS, error=err)
     pattern, key_col, events, policy = (call.get(n) for n in ("pattern", "key_col", "events",
                                                               "policy"))
-    ts_col, type_col, id_col, max_matches, chunk_rows = (call.get(n) for n in OPTIONS[1:])
+    ts_col, type_col, id_col, max_matches, chunk_rows, allow_absent = (call.get(n)
+                                                                       for n in OPTIONS[1:])
     text = string_arg(pattern, "pattern", err, required=True)
     fields = table_fields(events, "events", err)
     ts_f = field(fields, string_arg(ts_col, "ts_col", err, "ts"), "ts_col", err)
@@ -179,6 +189,9 @@ def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
     chunk = constant(chunk_rows, "chunk_rows", err)
     if chunk is not None and (isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 0):
         raise err(f"argument chunk_rows: expected a non-negative integer, found {chunk!r}")
+    allowed = constant(allow_absent, "allow_absent", err)
+    if allowed is not None and not isinstance(allowed, bool):
+        raise err(f"argument allow_absent: expected true or false, found {allowed!r}")
     if not isinstance(id_f.dataType, IntegralType):
         raise err(f"id_col {id_f.name!r} must be an integer column, found "
                   f"{id_f.dataType.simpleString()}")
@@ -236,6 +249,15 @@ def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
     type_sql = (quote(type_f.name) if isinstance(type_f.dataType, StringType)
                 else f"CAST({quote(type_f.name)} AS STRING)")
     selection.add("__type", type_sql, type_f.name)
+    # Facts about the whole input (udfs.facts): every class the pattern reads must occur, and
+    # a trailing NOT's time window closes by the newest event time of every key.
+    checked = () if allowed else tuple(checked_classes(compiled.query))
+    asked = class_questions(checked, type_sql)
+    newest = needs_newest(compiled)
+    if newest:
+        asked["newest"] = ts_sql
+    if asked:
+        selection.add(FACTS, facts_sql(asked))
     for i, attr in enumerate(attributes):
         name = schema_names[attr.lower()]
         selection.add(f"__a{i}", quote(name), name)
@@ -264,7 +286,8 @@ def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
     # chunk_rows => 0: each partition collected whole, unsorted by Spark (the pre-streaming way)
     horizon = None if positioned or chunk == 0 else horizon_of(compiled)
     plan = CallPlan(text, chosen_policy, ts_kind, key, attributes, tuple(mask_aliases), limit,
-                    keep is not None, positioned, selection.renames, horizon, chunk)
+                    keep is not None, positioned, selection.renames, horizon, chunk, checked,
+                    newest)
     if positioned and key is not None:
         # The window already brings each key's rows into one task, sorted: asking Spark for a
         # partitioning too would shuffle every row twice (Spark cannot see that the two agree)
@@ -388,9 +411,13 @@ class StreamedPartition:
         self.plan = plan
         self.buffer = ChunkBuffer() if plan.chunk_rows is None else ChunkBuffer(plan.chunk_rows)
         self.reported = 0  # matches of the open key already emitted
+        self.newest: int | None = None  # from the first rows (input_facts)
+        self.checked = False
 
     def add(self, batch: Any) -> Iterator[Any]:
         """Take one record batch; the output tables of each chunk it completes."""
+        if not self.checked and batch.num_rows:
+            self.newest, self.checked = input_facts(self.plan, batch), True
         if self.plan.filtered:  # drop unbindable rows before they are held (no JVM shim)
             batch = batch.filter(batch.column(KEEP))
         size = self.buffer.rows
@@ -417,12 +444,48 @@ class StreamedPartition:
         offset = self.reported if continues else 0
         emitted = 0
         for _, segments, table_out in answer_stream(self.plan, stream, keys, cut=cut,
-                                                    offset=offset):
+                                                    offset=offset, newest=self.newest):
             emitted += int(np.count_nonzero(segments == last))
             yield table_out
         self.reported = emitted + (offset if last == 0 else 0)
         if not final:
             self.buffer.carry(table, cut)
+
+
+def input_facts(plan: CallPlan, table: Any) -> int | None:
+    """Check the facts of the whole input on a task's first rows; the newest event time in
+    the stream's unit when a trailing NOT needs it (else None).
+
+    Raises:
+        PatternSemanticError: CEP-PAT-219, a class of the pattern no event carries.
+        MatchSeqArgumentError: a trailing NOT's time window and no facts (no JVM shim).
+    """
+    facts = read_facts(table)
+    check_classes(_compiled(plan.pattern, plan.policy, plan.max_matches).query, plan.classes,
+                  facts)
+    if not plan.newest:
+        return None
+    if facts is None:
+        raise MatchSeqArgumentError(
+            "a pattern that ends in NOT with a time window reports a match only once the "
+            "newest event time of the whole input has closed its window, and this session "
+            "cannot compute that time: start it with the CEP extension "
+            "(spark.sql.extensions=cep.sql.CepExtensions, docs/setup.md) or end the pattern "
+            "with a bound event")
+    return int(micros(newest_of(table), plan.ts_kind)[0])
+
+
+def closed(compiled: Any, chunk: Any, stream: Any, newest: int | None) -> Any:
+    """``chunk`` without the matches whose trailing NOT's window is still open."""
+    from dataclasses import replace
+
+    from cep.match.closing import closed_only, open_windows
+
+    still = open_windows(compiled, chunk.matches, stream, chunk.segments, newest)
+    if not still.any():
+        return chunk
+    return replace(chunk, matches=closed_only(chunk.matches, ~still),
+                   segments=chunk.segments[~still])
 
 
 def answer_table(plan: CallPlan, table: Any) -> Iterator[Any]:
@@ -432,11 +495,13 @@ def answer_table(plan: CallPlan, table: Any) -> Iterator[Any]:
     from cep.match.errors import MatchLimitError
     from cep.match.limits import check_matches
 
+    newest = input_facts(plan, table) if table.num_rows else None
     stream, keys, groups = event_stream(plan, table)
     compiled = _compiled(plan.pattern, plan.policy, plan.max_matches)
     carry = (-1, 0)
     try:
         for chunk in iter_segment_matches(compiled, stream):
+            chunk = closed(compiled, chunk, stream, newest)
             ids = chunk.match_ids()
             if groups is not None:  # segments are runs: number and limit matches per key
                 ids, carry = key_match_ids(groups[chunk.segments], carry)
@@ -447,8 +512,8 @@ def answer_table(plan: CallPlan, table: Any) -> Iterator[Any]:
         raise MatchLimitError(sql_advice(err.message)) from None
 
 
-def answer_stream(plan: CallPlan, stream: Any, keys: Any, *, cut: int, offset: int
-                  ) -> Iterator[tuple[Any, Any, Any]]:
+def answer_stream(plan: CallPlan, stream: Any, keys: Any, *, cut: int, offset: int,
+                  newest: int | None = None) -> Iterator[tuple[Any, Any, Any]]:
     """The matches of a streamed chunk whose first event lies before ``cut``.
 
     Args:
@@ -456,6 +521,7 @@ def answer_stream(plan: CallPlan, stream: Any, keys: Any, *, cut: int, offset: i
         cut: the first uncommitted position (:func:`udfs.chunks.committed`).
         offset: matches of segment 0's key reported by earlier chunks: its ``match_id`` and
             its ``max_matches`` count go on from there.
+        newest: from :func:`input_facts`.
 
     Yields:
         ``(match_id, segment, output table)`` per piece of segments.
@@ -474,6 +540,7 @@ def answer_stream(plan: CallPlan, stream: Any, keys: Any, *, cut: int, offset: i
             truncated = k < len(chunk.matches)
             if truncated:
                 chunk = _head(chunk, k)
+            chunk = closed(compiled, chunk, stream, newest)
             ids = chunk.match_ids()
             if offset:
                 first_key = chunk.segments == 0

@@ -34,6 +34,18 @@ def _identifier(name: str) -> exp.Column:
     return exp.column(exp.to_identifier(name, quoted=True))
 
 
+def sql_string(text: str) -> str:
+    """A Spark SQL string literal whose value is exactly ``text``.
+
+    Example:
+        >>> print(sql_string("it's"))
+        'it\\'s'
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"expected a string, found {type(text).__name__}")
+    return exp.Literal.string(text).sql(dialect="spark")
+
+
 def class_test(type_col: str, cls: str) -> str:
     """Spark SQL for "the event's type column equals ``cls``"."""
     return exp.EQ(this=_identifier(type_col), expression=exp.Literal.string(cls)).sql(dialect="spark")

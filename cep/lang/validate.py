@@ -412,6 +412,49 @@ def _listing(names: Sequence[str], limit: int = 30) -> str:
     return shown + (f", ... ({len(names) - limit} more)" if len(names) > limit else "")
 
 
+def checked_classes(query: Query) -> list[str]:
+    """The event classes a query reads from the type column, in order of first appearance.
+
+    These are the names of the pattern's events (NOT's included) that DEFINE does not define:
+    an event of such a class is one whose type value equals the name.
+
+    Example:
+        >>> from cep.lang.pipeline import parse_pattern
+        >>> checked_classes(parse_pattern("PATTERN a; b; NOT(c); a DEFINE b AS v > 1"))
+        ['a', 'c']
+    """
+    defined = {d.cls for d in query.defines}
+    return list(dict.fromkeys(ev.cls for ev in events(query.pattern) if ev.cls not in defined))
+
+
+def absent_class(query: Query, cls: str, near: str | None = None) -> PatternSemanticError:
+    """The error for a class no event of the input carries, at the class's first use.
+
+    Args:
+        query: the parsed query.
+        cls: one of :func:`checked_classes`.
+        near: a type value of the input close to ``cls``, offered as "did you mean".
+
+    Example:
+        >>> from cep.lang.pipeline import parse_pattern
+        >>> print(absent_class(parse_pattern("PATTERN O_Create Offer; O_Sent"), "O_Create",
+        ...                    "O_Create Offer"))
+        CEP-PAT-219: line 1, column 9: no event of the input has class 'O_Create' (did you mean 'O_Create Offer'? a name with spaces is written in double quotes: "O_Create Offer")
+            PATTERN O_Create Offer; O_Sent
+                    ^~~~~~~~
+    """
+    hint = ""
+    if near is not None:
+        hint = f" (did you mean '{near}'?"
+        if not all(ch == "_" or ch.isalnum() for ch in near):
+            quoted = near.replace('"', '""')
+            hint += f' a name with spaces is written in double quotes: "{quoted}"'
+        hint += ")"
+    first = next(ev for ev in events(query.pattern) if ev.cls == cls)
+    return _err(query, E_UNKNOWN_CLASS, f"no event of the input has class '{cls}'{hint}",
+                _name_extent(query.text, first.span[0]))
+
+
 def _columns(query: Query, columns: list[str]) -> Iterator[PatternError]:
     # `a.ts` and `a.type` always name the timestamp and type columns, whatever the table calls
     # them (docs/semantics.md, decision 9), so they exist in every table.

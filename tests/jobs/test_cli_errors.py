@@ -55,6 +55,19 @@ def test_a_cep_error_inside_spark_comes_first_with_its_caret(spark, settings, ca
     assert not any(marker in err for marker in STACK_MARKERS), err
 
 
+def test_a_class_no_event_carries_is_the_error_not_an_empty_answer(spark, settings, capsys
+                                                                    ) -> None:
+    statement = ("SELECT * FROM match_seq('PATTERN A_Incomplet; A_Pending', TABLE(SELECT 1L AS id, "
+                 "'A_Incomplete' AS type, TIMESTAMP'2024-01-01' AS ts))")
+    code = main(["sql", statement], spark=spark, settings=settings)
+    err = capsys.readouterr().err
+    assert code == 2, err
+    first = err.splitlines()[0]
+    assert first.startswith("error: CEP-PAT-219: line 1, column 9: no event of the input has "
+                            "class 'A_Incomplet' (did you mean 'A_Incomplete'?)"), err
+    assert not any(marker in err for marker in STACK_MARKERS), err
+
+
 def test_other_failures_exit_1_and_point_to_verbose() -> None:
     assert exit_code(RuntimeError("disk full")) == 1
     assert short_message(RuntimeError("disk full\n\tat x")) == "RuntimeError: disk full"

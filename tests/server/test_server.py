@@ -112,6 +112,9 @@ ERRORS = {  # a failing call of every function with an argument: (SQL, the code 
         f"SELECT * FROM match_seq('PATTERN a; b', key_col => 'key', "
         f"policy => 'skip-till-any-match', max_matches => 1, events => TABLE({EVENTS}))",
         "CEP-MATCH-001"),
+    # a class no event carries: decided from the whole input, before the tasks (issue 47)
+    "match_seq absent class": (f"SELECT * FROM match_seq('PATTERN a; bb', key_col => 'key', "
+                               f"events => TABLE({EVENTS}))", "CEP-PAT-219"),
     "approx_match_seq": ("SELECT * FROM approx_match_seq('PATTERN a;;', "
                          "sketch => TABLE(SELECT 1 AS x))", "CEP-PAT-106"),
     "sketch_stats": ("SELECT * FROM sketch_stats(TABLE(SELECT 1 AS x))", "CEP-SQL-021"),

@@ -11,12 +11,14 @@ import scala.runtime.AbstractFunction2;
 import scala.runtime.BoxedUnit;
 
 /**
- * The project's entry in {@code spark.sql.extensions}: registers {@link KeepRowsRule} and the
+ * The project's entry in {@code spark.sql.extensions}: registers {@link KeepRowsRule},
+ * {@link FactsRule} and the
  * servers' {@link LockdownRule}
  * (on analysed plans, and through {@link LockdownParser} on parsed ones).
  *
  * <p>It holds no semantics of its own (DESIGN.md section 5): which rows a call needs is decided
- * by the Python compiler, at analysis, and handed over as a {@code __cep_keep} column.
+ * by the Python compiler, at analysis, and handed over as a {@code __cep_keep} column; which
+ * facts about the whole input a call needs, as a {@code __cep_facts} column.
  */
 public final class CepExtensions extends AbstractFunction1<SparkSessionExtensions, BoxedUnit> {
 
@@ -32,6 +34,15 @@ public final class CepExtensions extends AbstractFunction1<SparkSessionExtension
             }
         };
         extensions.injectOptimizerRule(builder);
+        // Facts about a call's whole input, asked for at analysis and answered right after it
+        // (so the optimizer prunes and plans the subquery like any other).
+        Function1 facts = new AbstractFunction1<Object, Rule<LogicalPlan>>() {
+            @Override
+            public Rule<LogicalPlan> apply(Object session) {
+                return new FactsRule();
+            }
+        };
+        extensions.injectPostHocResolutionRule(facts);
         // The check rule is off unless the JVM was started with spark.cep.lockdown=true.
         Function1 check = new AbstractFunction1<Object, LockdownRule>() {
             @Override
