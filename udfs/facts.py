@@ -10,9 +10,13 @@ same input that Spark runs once before the tasks: ``named_struct('done', true, n
 max(expr), ...)``, of the asked struct's type. Without the rule Spark folds every field to
 NULL, ``done`` stays false, and the task knows that it has no facts.
 
-Fields named ``need_...`` are requirements (booleans some row must make true); ``near_...`` a
-type value close to a class (Spark's ``levenshtein`` within 3 edits, or a value that starts
-with the class name: ``O_Create`` for ``"O_Create Offer"``); ``newest`` the maximum timestamp.
+Fields named ``need_...`` are requirements (booleans some row must make true; when one is not,
+the shim lets every row through its row filter so that the tasks see rows and report it);
+``newest`` is the maximum timestamp. A failed requirement's "did you mean" comes from the type
+values of the reporting task's own rows (a type value that starts with the class name, as
+``O_Create Offer`` for ``O_Create``, else the closest by ``difflib``): the facts stay one
+single-stage aggregate of booleans, where a distance to every class for every row cost 0.7 s
+per 10^6 rows (BENCHMARKS.md, "Facts about the whole input").
 
 Example:
     >>> print(facts_sql({"newest": "`ts`", "need_0": "`type` = 'a'"}))
@@ -30,8 +34,6 @@ from cep.lang.spark_sql import sql_string
 
 FACTS = "__cep_facts"
 """The selected column the JVM shim's rule answers (``FactsRule.FIELD``)."""
-NEAR_EDITS = 3
-"""How many edits apart a type value may be from a class to be offered as "did you mean"."""
 
 
 def facts_sql(asked: Mapping[str, str]) -> str:
@@ -41,20 +43,14 @@ def facts_sql(asked: Mapping[str, str]) -> str:
 
 
 def class_questions(classes: Sequence[str], type_sql: str) -> dict[str, str]:
-    """The ``need_i`` / ``near_i`` fields for each class a pattern reads from the type column.
+    """The ``need_i`` field of each class a pattern reads from the type column.
 
     Example:
         >>> class_questions(["a"], "`type`")["need_0"]
         "coalesce(`type` = 'a', false)"
     """
-    asked = {}
-    for i, cls in enumerate(classes):
-        lit = sql_string(cls)
-        asked[f"need_{i}"] = f"coalesce({type_sql} = {lit}, false)"
-        asked[f"near_{i}"] = (f"CASE WHEN {type_sql} <> {lit} AND (levenshtein({type_sql}, {lit}, "
-                              f"{NEAR_EDITS}) >= 0 OR startswith({type_sql}, {lit})) "
-                              f"THEN {type_sql} END")
-    return asked
+    return {f"need_{i}": f"coalesce({type_sql} = {sql_string(cls)}, false)"
+            for i, cls in enumerate(classes)}
 
 
 def read_facts(table: Any) -> dict[str, Any] | None:
@@ -76,14 +72,55 @@ def newest_of(table: Any) -> Any:
     return column.field("newest").slice(0, 1)
 
 
-def check_classes(query: Query, classes: Sequence[str], facts: Mapping[str, Any] | None) -> None:
+def check_classes(query: Query, classes: Sequence[str], facts: Mapping[str, Any] | None,
+                  types: Any = None) -> None:
     """Raise CEP-PAT-219 for the first class of ``classes`` that no event of the input carries.
 
+    Args:
+        query: the parsed pattern.
+        classes: the classes with ``need_i`` fields, in order.
+        facts: from :func:`read_facts` (None: no facts, nothing checked).
+        types: the task's type values (an Arrow array), for "did you mean".
+
     Raises:
-        PatternSemanticError: a class is absent (with a near type value as "did you mean").
+        PatternSemanticError: a class is absent.
+
+    Example:
+        >>> import pyarrow as pa
+        >>> from cep.lang import parse_pattern
+        >>> q = parse_pattern("PATTERN A_Incomplet; A_Pending")
+        >>> check_classes(q, ["A_Incomplet", "A_Pending"], {"done": True, "need_0": False,
+        ...               "need_1": True}, pa.array(["A_Pending", "A_Incomplete"]))
+        Traceback (most recent call last):
+        ...
+        cep.lang.errors.PatternSemanticError: CEP-PAT-219: line 1, column 9: no event of the input has class 'A_Incomplet' (did you mean 'A_Incomplete'?)
+            PATTERN A_Incomplet; A_Pending
+                    ^~~~~~~~~~~
     """
     if facts is None:
         return
     for i, cls in enumerate(classes):
         if not facts.get(f"need_{i}"):
-            raise absent_class(query, cls, facts.get(f"near_{i}"))
+            raise absent_class(query, cls, near(cls, types))
+
+
+def near(cls: str, types: Any) -> str | None:
+    """A type value to offer for ``cls``: one that starts with it, else the closest.
+
+    Example:
+        >>> import pyarrow as pa
+        >>> near("O_Create", pa.array(["O_Sent", "O_Create Offer", None]))
+        'O_Create Offer'
+    """
+    import difflib
+
+    import pyarrow.compute as pc
+
+    if types is None:
+        return None
+    values = sorted(str(v) for v in pc.unique(types.drop_null()).to_pylist() if v != cls)
+    prefixed = [v for v in values if v.startswith(cls)]
+    if prefixed:
+        return prefixed[0]
+    close = difflib.get_close_matches(cls, values, n=1)
+    return close[0] if close else None

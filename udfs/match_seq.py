@@ -77,7 +77,7 @@ class CallPlan:
         chunk_rows: new rows per chunk (``chunk_rows =>``; None: ``udfs.chunks.CHUNK_ROWS``;
             0: no streaming).
         classes: the classes whose absence from the whole input is an error (CEP-PAT-219;
-            none with ``allow_absent => true``); their facts are ``need_i``/``near_i``.
+            none with ``allow_absent => true``); their facts are ``need_i``.
         newest: the pattern ends in NOT with a time window, so a match is reported only
             once the input's newest event time has closed its window (:mod:`udfs.facts`).
     """
@@ -462,7 +462,7 @@ def input_facts(plan: CallPlan, table: Any) -> int | None:
     """
     facts = read_facts(table)
     check_classes(_compiled(plan.pattern, plan.policy, plan.max_matches).query, plan.classes,
-                  facts)
+                  facts, table.column(dict(plan.renames).get("__type", "__type")))
     if not plan.newest:
         return None
     if facts is None:

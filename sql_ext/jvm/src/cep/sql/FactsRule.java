@@ -9,6 +9,7 @@ import org.apache.spark.sql.catalyst.expressions.Coalesce;
 import org.apache.spark.sql.catalyst.expressions.CreateNamedStruct;
 import org.apache.spark.sql.catalyst.expressions.Expression;
 import org.apache.spark.sql.catalyst.expressions.If;
+import org.apache.spark.sql.catalyst.expressions.GetStructField;
 import org.apache.spark.sql.catalyst.expressions.Literal;
 import org.apache.spark.sql.catalyst.expressions.NamedExpression;
 import org.apache.spark.sql.catalyst.expressions.Not;
@@ -35,17 +36,17 @@ import scala.runtime.AbstractPartialFunction;
  *
  * <p>A Python table function's {@code analyze} may select a column named {@code __cep_facts}
  * into its TABLE argument: a {@code named_struct('done', false, name1, IF(false, expr1, NULL),
- * ...)} over the argument's columns. A task sees only its own rows, so what must hold for the whole input (the
- * newest event time, which event classes occur at all) cannot be decided there. This rule, run
- * once the call is resolved, replaces that struct with a scalar subquery over the same input:
- * {@code named_struct('done', true, name1, max(expr1), ...)}. Spark computes it once, before the
- * tasks run, and every row carries the same value. A boolean's maximum says whether any row
- * made it true. Fields named {@code need_...} are requirements: a {@code __cep_keep} condition
- * selected beside the facts lets every row through when one was not met, so that the tasks
- * see rows and report it.
- * Without this rule the struct reaches the task row by row with {@code done}
- * false, and the Python side knows it has no facts (DESIGN.md section 5: the shim holds no
- * semantics; which facts matter is decided in Python).
+ * ...)} over the argument's columns. A task sees only its own rows, so what must hold for the
+ * whole input (the newest event time, which event classes occur at all) cannot be decided
+ * there. This rule, run once the call is resolved, replaces that struct with a scalar subquery
+ * over the same input: {@code named_struct('done', true, name1, max(expr1), ...)}, one
+ * single-stage aggregate that Spark runs once before the tasks (column pruning leaves it the
+ * columns it reads); every row carries the same value. A boolean's maximum says whether any
+ * row made it true. Fields named {@code need_...} are requirements: a {@code __cep_keep}
+ * condition selected beside the facts lets every row through when one was not met, so that
+ * the tasks see rows and report it. Without this rule Spark folds every field to NULL, the
+ * struct reaches the task with {@code done} false, and the Python side knows it has no facts
+ * (DESIGN.md section 5: the shim holds no semantics; which facts matter is decided in Python).
  */
 public final class FactsRule extends Rule<LogicalPlan> {
 
@@ -58,9 +59,6 @@ public final class FactsRule extends Rule<LogicalPlan> {
     /** Fields named so are requirements: booleans that some row must make true. */
     public static final String NEED = "need_";
 
-    /** The name of the second answer, for a keep condition: every requirement is met. */
-    public static final String OK = "ok";
-
     /** A session setting that turns the rule off ({@code false}); on by default. */
     public static final String ENABLED = "spark.cep.facts.enabled";
 
@@ -72,7 +70,7 @@ public final class FactsRule extends Rule<LogicalPlan> {
         // Bottom up, a call's keep condition comes after its facts: in the same projection, or
         // in one above it when Spark moved the facts below the window of a strict-contiguity
         // call. The last facts answered are the ones of the keep condition met next.
-        final LogicalPlan[] met = {null};
+        final Expression[] met = {null};
         return plan.transformUpWithSubqueries(new AbstractPartialFunction<LogicalPlan, LogicalPlan>() {
             @Override
             public boolean isDefinedAt(LogicalPlan node) {
@@ -88,8 +86,7 @@ public final class FactsRule extends Rule<LogicalPlan> {
                 }
                 Project project = (Project) node;
                 if (find(project) >= 0) {
-                    met[0] = requirements(project);
-                    project = rewrite(project);
+                    project = rewrite(project, met);
                 }
                 if (uncoupled(project) >= 0) {
                     project = couple(project, met[0]);
@@ -151,7 +148,9 @@ public final class FactsRule extends Rule<LogicalPlan> {
         return value;
     }
 
-    private static Project rewrite(Project project) {
+    /** The project with its facts answered; {@code met[0]} becomes the condition that every
+     * requirement is met, read from the same subquery (Spark runs it once). */
+    private static Project rewrite(Project project, Expression[] met) {
         List<NamedExpression> list = new ArrayList<>(CollectionConverters.asJava(project.projectList()));
         int at = find(project);
         Alias alias = (Alias) list.get(at);
@@ -163,27 +162,22 @@ public final class FactsRule extends Rule<LogicalPlan> {
             answered.add(parts.get(i));
             answered.add(new Max(question(parts.get(i + 1))).toAggregateExpression());
         }
-        // The answer has the asked struct's type exactly: the task's input schema was fixed
-        // when the call was analysed.
+        // One row, one struct of the asked struct's type exactly (the task's input schema was
+        // fixed when the call was analysed): a single-stage aggregate of the columns it reads.
         Expression struct = new CreateNamedStruct(seq(answered.toArray(new Expression[0])));
         LogicalPlan once = new Aggregate(seq(), seq(named(struct, FIELD)), input(project.child()),
                 Option.empty());
         list.set(at, (NamedExpression) alias.withNewChildren(seq(subquery(once))));
-        return new Project(CollectionConverters.asScala(list).toSeq(), project.child());
-    }
-
-    /** One row: whether every {@code need_} field of the project's facts is true somewhere. */
-    private static LogicalPlan requirements(Project project) {
-        List<Expression> parts = CollectionConverters.asJava(
-                asked(CollectionConverters.asJava(project.projectList()).get(find(project))).children());
-        Expression ok = Literal.create(true, DataTypes.BooleanType);
-        for (int i = 2; i + 1 < parts.size(); i += 2) {
+        Expression ok = null;
+        for (int i = 2, field = 0; i + 1 < parts.size(); i += 2, field++) {
             if (String.valueOf(((Literal) parts.get(i)).value()).startsWith(NEED)) {
-                Expression max = new Max(question(parts.get(i + 1))).toAggregateExpression();
-                ok = new And(ok, new Coalesce(seq(max, Literal.create(false, DataTypes.BooleanType))));
+                Expression need = new GetStructField(subquery(once), field + 1, Option.empty());
+                Expression sure = new Coalesce(seq(need, Literal.create(false, DataTypes.BooleanType)));
+                ok = new And(ok == null ? Literal.create(true, DataTypes.BooleanType) : ok, sure);
             }
         }
-        return new Aggregate(seq(), seq(named(ok, OK)), input(project.child()), Option.empty());
+        met[0] = ok;  // null: nothing required, the keep condition stays as it is
+        return new Project(CollectionConverters.asScala(list).toSeq(), project.child());
     }
 
     /** The index of a keep condition not yet widened by {@link #couple}, or -1. */
@@ -194,7 +188,7 @@ public final class FactsRule extends Rule<LogicalPlan> {
             if (item instanceof Alias && KeepRowsRule.FIELD.equals(item.name())
                     && !(((Alias) item).child() instanceof Or
                          && ((Or) ((Alias) item).child()).right() instanceof Not
-                         && ((Not) ((Or) ((Alias) item).child()).right()).child() instanceof ScalarSubquery)) {
+                         && ((Not) ((Or) ((Alias) item).child()).right()).child() instanceof And)) {
                 return i;
             }
         }
@@ -205,14 +199,14 @@ public final class FactsRule extends Rule<LogicalPlan> {
      * The keep condition widened to every row when a requirement is not met: with every row of
      * a misspelt class filtered away, no task would run to report it.
      */
-    private static Project couple(Project project, LogicalPlan met) {
+    private static Project couple(Project project, Expression met) {
         int at = uncoupled(project);
         if (met == null || at < 0) {
             return project;
         }
         List<NamedExpression> list = new ArrayList<>(CollectionConverters.asJava(project.projectList()));
         Alias keep = (Alias) list.get(at);
-        Expression wide = new Or(keep.child(), new Not(subquery(met)));
+        Expression wide = new Or(keep.child(), new Not(met));
         list.set(at, (NamedExpression) keep.withNewChildren(seq(wide)));
         return new Project(CollectionConverters.asScala(list).toSeq(), project.child());
     }
