@@ -74,7 +74,7 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
         "cet_trends",
         "cet_trends(pattern STRING, [key_col STRING,] events TABLE; named: output STRING, "
         "max_trends BIGINT, ts_col STRING, id_col STRING, type_col STRING, window_col STRING, "
-        "completeness STRING)",
+        "completeness STRING, allow_absent BOOLEAN)",
         "output 'trends' (default): <key_col>, window_start, window_end, trend_id BIGINT, "
         "length INT, first_ts, last_ts, event_ids ARRAY<BIGINT>; output 'count': <key_col>, "
         "window_start, window_end, n_trends DECIMAL(38,0)",
@@ -96,7 +96,8 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
         "predict_match",
         "predict_match(subscription STRING, [key_col STRING,] events TABLE; named: "
         "lookahead INT, threshold DOUBLE, model BINARY, output STRING, combine STRING, "
-        "smoothing DOUBLE, ts_col STRING, id_col STRING, type_col STRING, definition STRING)",
+        "smoothing DOUBLE, ts_col STRING, id_col STRING, type_col STRING, definition STRING, "
+        "allow_absent BOOLEAN)",
         "output 'keys' (default): <key_col>, instance STRING, state STRING, progress INT, "
         "probability DOUBLE, p_exact DOUBLE, matched BOOLEAN, matches BIGINT, events BIGINT, "
         "last_ts <ts type>; output 'events': <key_col>, instance STRING, id <id type>, "

@@ -49,12 +49,16 @@ from functools import lru_cache
 from typing import Any, Iterator
 
 from cep.errors import CepError
+from cep.lang import parse_pattern
+from cep.lang.validate import checked_classes
+from udfs.facts import FACTS, check_classes, class_questions, facts_sql, read_facts
 from udfs.shell import (PlannedResult, TableFunction, bind_call, grouping_key, planned,
                         quote as _quote, table_function, utc_micros)
 
 OUTPUTS = ("trends", "count")
 MAX_DECIMAL = 10 ** 38 - 1
-OPTIONS = ("output", "max_trends", "ts_col", "id_col", "type_col", "window_col", "completeness")
+OPTIONS = ("output", "max_trends", "ts_col", "id_col", "type_col", "window_col", "completeness",
+           "allow_absent")
 # Buckets of the key: the keys of a bucket are answered in one task, each on its own.
 KEY_BUCKETS = 16
 
@@ -104,6 +108,7 @@ class TrendCallPlan:
     pushed: bool = False  # class test and filters computed by Spark as the column __keep
     given_windows: bool = False  # windows from window_col (Spark's window()), not cut here
     completeness: str = "ends"  # 'ends' (section 3) or 'maximal' (line 43)
+    classes: tuple[str, ...] = ()  # read from type_col: each must occur (udfs.facts)
 
 
 def _constant(arg: Any, name: str, *, required: bool = False) -> Any:
@@ -180,7 +185,7 @@ def check_arguments(output: Any, max_trends: Any) -> tuple[str, int]:
 def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
     """The analysis of one call (see the module docstring)."""
     from pyspark.sql.types import (ArrayType, DateType, DecimalType, IntegerType, IntegralType,
-                                   LongType, NumericType, StructField, StructType,
+                                   LongType, NumericType, StringType, StructField, StructType,
                                    TimestampNTZType, TimestampType)
     from pyspark.sql.udtf import PartitioningColumn, SelectedColumn
 
@@ -189,7 +194,7 @@ def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
     call = bind_call("cet_trends", args, kwargs, leading=("pattern",), table="events",
                      keyed=True, options=OPTIONS, error=CetTrendsArgumentError)
     pattern, key_col, events = call.get("pattern"), call.get("key_col"), call.get("events")
-    output, max_trends, ts_col, id_col, type_col, window_col, completeness = (
+    output, max_trends, ts_col, id_col, type_col, window_col, completeness, allow_absent = (
         call.get(n) for n in OPTIONS)
     text = _constant(pattern, "pattern", required=True)
     if not isinstance(text, str):
@@ -199,6 +204,10 @@ def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
     out_kind, limit = check_arguments(_constant(output, "output"), _constant(max_trends,
                                                                              "max_trends"))
     complete = check_completeness_argument(_constant(completeness, "completeness"))
+    allowed = _constant(allow_absent, "allow_absent")
+    if allowed is not None and not isinstance(allowed, bool):
+        raise CetTrendsArgumentError(f"argument allow_absent: expected true or false, found "
+                                     f"{allowed!r}")
     fields = {f.name.lower(): f for f in events.dataType.fields}
     ts_f = _field(fields, _string(ts_col, "ts_col") or "ts", "ts_col")
     id_f = _field(fields, _string(id_col, "id_col") or "id", "id_col")
@@ -240,8 +249,17 @@ def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
         f"CAST({_quote(fields[a.lower()].name)} AS DOUBLE)"
         if isinstance(fields[a.lower()].dataType, DecimalType) else _quote(fields[a.lower()].name),
         alias=f"__a{i}") for i, a in enumerate(attributes)]
+    classes: tuple[str, ...] = ()
     if type_f is not None:
         select.append(SelectedColumn(_quote(type_f.name), alias="__type"))
+        # The class must occur in the input (udfs.facts, issue 47): a misspelt class would
+        # answer "no trend" without a word.
+        classes = () if allowed else tuple(checked_classes(parse_pattern(text)))
+        if classes:
+            type_sql = (_quote(type_f.name) if isinstance(type_f.dataType, StringType)
+                        else f"CAST({_quote(type_f.name)} AS STRING)")
+            select.append(SelectedColumn(facts_sql(class_questions(classes, type_sql)),
+                                         alias=FACTS))
     if key_f is not None:
         select.append(SelectedColumn(_quote(key_f.name), alias="__key"))
     keep = _pushdown(query, fields, type_f, ts_f)
@@ -279,7 +297,7 @@ def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
     plan = TrendCallPlan(text, out_kind, limit, ts_kind, attributes, type_f is not None,
                          key_f.name if key_f is not None else None,
                          query.within is not None or window_f is not None,
-                         keep is not None, window_f is not None, complete)
+                         keep is not None, window_f is not None, complete, classes)
     if not partition_by:
         return PlannedResult(schema=StructType(out), withSinglePartition=True, select=select,
                              plan=plan)
@@ -401,6 +419,9 @@ def answer_table(plan: TrendCallPlan, table: Any) -> Any:
     if table.column("__id").null_count or table.column("__ts").null_count:
         raise CetTrendsArgumentError("an event has a NULL id or timestamp; filter such rows out "
                                      "of the TABLE argument")
+    if plan.classes:
+        check_classes(parse_pattern(plan.pattern), plan.classes, read_facts(table),
+                      table.column("__type").combine_chunks())
     ids = table.column("__id").to_numpy().astype(np.int64)
     ts_arrow = table.column("__ts").type
     ts = table.column("__ts").to_numpy()

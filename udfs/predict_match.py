@@ -57,13 +57,16 @@ from functools import lru_cache
 from typing import Any, Iterator
 
 from cep.errors import CepError
+from cep.lang import parse_pattern
+from cep.lang.validate import checked_classes
+from udfs.facts import FACTS, check_classes, class_questions, facts_sql, read_facts
 from udfs.shell import (PlannedResult, TableFunction, bind_call, grouping_key, keyed, planned,
                         quote as _quote, table_function, utc_micros)
 
 # Buckets of the key_col form (as match_seq): one task answers many keys, each on its own.
 KEY_BUCKETS = 64
 OPTIONS = ("lookahead", "threshold", "model", "output", "combine", "smoothing", "ts_col",
-           "id_col", "type_col", "definition")
+           "id_col", "type_col", "definition", "allow_absent")
 
 
 class PredictMatchArgumentError(CepError):
@@ -88,6 +91,8 @@ class PredictCallPlan:
         model_given: the ``model`` argument was passed (and is not a NULL literal).
         model_blob: the blob when ``model`` is a constant (checked in ``analyze``).
         definition: ``'first_passage'`` (ours) or ``'paper'`` (:data:`cep.predict.answer.DEFINITIONS`).
+        classes: the classes read from the type column that must occur in the input
+            (:mod:`udfs.facts`; none with a model or ``allow_absent => true``).
     """
 
     subscription: str
@@ -104,6 +109,7 @@ class PredictCallPlan:
     model_given: bool = False
     model_blob: bytes | None = None
     definition: str = "first_passage"
+    classes: tuple[str, ...] = ()
 
 
 def output_fields(output: str, key: str | None, id_type: str, ts_type: str) -> list[str]:
@@ -263,8 +269,8 @@ def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
     call = bind_call("predict_match", args, kwargs, leading=("subscription",), table="events",
                      keyed=True, options=OPTIONS, error=PredictMatchArgumentError)
     subscription, key_col, events = (call.get(n) for n in ("subscription", "key_col", "events"))
-    lookahead, threshold, model, output, combine, smoothing, ts_col, id_col, type_col, definition = (
-        call.get(n) for n in OPTIONS)
+    (lookahead, threshold, model, output, combine, smoothing, ts_col, id_col, type_col, definition,
+     allow_absent) = (call.get(n) for n in OPTIONS)
     if events is None or not events.isTable:
         raise PredictMatchArgumentError("argument events must be a TABLE(...) argument")
     text, look, theta, out_kind, comb, smooth = check_call(
@@ -274,6 +280,10 @@ def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
     from cep.predict.answer import check_definition
 
     definition_checked = check_definition(_constant(definition, "definition"))
+    allowed = _constant(allow_absent, "allow_absent")
+    if allowed is not None and not isinstance(allowed, bool):
+        raise PredictMatchArgumentError(f"argument allow_absent: expected true or false, found "
+                                        f"{allowed!r}")
     if _compiled(text).composite:
         check_composite(definition_checked, smooth)
     fields = {f.name.lower(): f for f in events.dataType.fields}
@@ -328,8 +338,18 @@ def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
     select = [SelectedColumn(ts_sql, alias="__ts")]
     if id_f is not None:
         select.append(SelectedColumn(_quote(id_f.name), alias="__id"))
+    classes: tuple[str, ...] = ()
     if needs_type:
         select.append(SelectedColumn(_quote(type_f.name), alias="__type"))
+        # Trained on the input itself, a class no event carries (a misspelt name) would give
+        # every stream probability 0 without a word (udfs.facts, issue 47). A given model may
+        # know classes this input has not seen yet: no check then.
+        classes = () if allowed or model_given else tuple(checked_classes(parse_pattern(text)))
+        if classes:
+            type_sql = (_quote(type_f.name) if isinstance(type_f.dataType, StringType)
+                        else f"CAST({_quote(type_f.name)} AS STRING)")
+            select.append(SelectedColumn(facts_sql(class_questions(classes, type_sql)),
+                                         alias=FACTS))
     if key_f is not None:
         select.append(SelectedColumn(_quote(key_f.name), alias="__key"))
     # DECIMAL attributes reach the core as DOUBLE (its numeric comparisons are float64).
@@ -350,7 +370,8 @@ def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
         schema.insert(0, StructField(key_f.name, key_f.dataType))
     key = key_f.name if key_f is not None else None
     plan = PredictCallPlan(text, look, theta, out_kind, comb, smooth, ts_kind, id_f is not None,
-                           needs_type, key, tuple(attributes), model_given, blob, definition_checked)
+                           needs_type, key, tuple(attributes), model_given, blob, definition_checked,
+                           classes)
     return keyed(StructType(schema), select, plan, key, KEY_BUCKETS)
 
 
@@ -400,6 +421,9 @@ def answer_table(plan: PredictCallPlan, table: Any, blob: Any = None) -> Any:
         array = table.column(name).combine_chunks()
         return array.dictionary_decode() if pa.types.is_dictionary(array.type) else array
 
+    if plan.classes:
+        check_classes(parse_pattern(plan.subscription), plan.classes, read_facts(table),
+                      column("__type"))
     ts_col = utc_micros(column("__ts"))
     ids = _values(column("__id")) if plan.has_id else None
     codes, keys = None, None

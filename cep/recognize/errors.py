@@ -32,6 +32,10 @@ CEP-MR-204     semantic  AFTER MATCH SKIP TO a variable that matched no row
 CEP-MR-205     semantic  a construct the engine does not support yet (the message says which)
 CEP-MR-206     semantic  WITH UNMATCHED ROWS together with a pattern exclusion
 CEP-MR-207     semantic  a DEFINE or MEASURES expression that is malformed or not allowed
+CEP-MR-208     analysis  a column the rows do not have (raised by the JVM shim's
+                         ``RewrittenErrorsRule`` once Spark has resolved the statement)
+CEP-MR-209     analysis  an expression whose input types do not fit (the same rule)
+CEP-MR-210     analysis  a source table or view the catalog does not have (the same rule)
 =============  ========  =============================================================
 """
 

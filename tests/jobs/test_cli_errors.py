@@ -55,6 +55,20 @@ def test_a_cep_error_inside_spark_comes_first_with_its_caret(spark, settings, ca
     assert not any(marker in err for marker in STACK_MARKERS), err
 
 
+def test_a_match_recognize_name_error_points_into_the_statement_written(spark, settings, capsys
+                                                                        ) -> None:
+    statement = ("SELECT * FROM (SELECT 1L AS id, 'a' AS type, TIMESTAMP'2024-01-01' AS ts) "
+                 "MATCH_RECOGNIZE (ORDER BY ts MEASURES FIRST(A.typo) AS t PATTERN (A) "
+                 "DEFINE A AS type = 'a')")
+    code = main(["sql", statement], spark=spark, settings=settings)
+    err = capsys.readouterr().err
+    assert code == 2, err
+    column = statement.index("typo") + 1
+    assert err.splitlines()[0].startswith(
+        f"error: CEP-MR-208: line 1, column {column}: no column `typo`"), err
+    assert "__mr_" not in err and not any(marker in err for marker in STACK_MARKERS), err
+
+
 def test_a_class_no_event_carries_is_the_error_not_an_empty_answer(spark, settings, capsys
                                                                     ) -> None:
     statement = ("SELECT * FROM match_seq('PATTERN A_Incomplet; A_Pending', TABLE(SELECT 1L AS id, "

@@ -33,9 +33,10 @@ public final class LockdownParser {
         InvocationHandler handler = (Object proxy, Method method, Object[] args) -> {
             boolean statement = args != null && args.length >= 1 && args[0] instanceof String
                 && STATEMENT_METHODS.contains(method.getName());
+            String asked = statement ? (String) args[0] : null;
             if (statement) {
                 args = args.clone();
-                args[0] = StatementRewrites.apply((String) args[0]);
+                args[0] = StatementRewrites.apply(asked);
             }
             Object result;
             try {
@@ -48,6 +49,9 @@ public final class LockdownParser {
                 throw failed.getCause();
             }
             if (result instanceof LogicalPlan) {
+                if (statement && !asked.equals(args[0])) {
+                    RewrittenOrigins.remap((LogicalPlan) result, asked, (String) args[0]);
+                }
                 LockdownRule.check((LogicalPlan) result);
             }
             return result;
