@@ -85,7 +85,8 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
         "match_prob",
         "match_prob(pattern STRING, [key_col STRING,] pstream TABLE; named: overlap STRING, "
         "threshold DOUBLE, window INT, output STRING, t_col STRING, value_col STRING, "
-        "p_col STRING, probs_col STRING, tolerance DOUBLE, transducer_mode STRING)",
+        "p_col STRING, probs_col STRING, tolerance DOUBLE, transducer_mode STRING, "
+        "allow_absent BOOLEAN)",
         "output 'groups' (default): <key_col>, t_start BIGINT, t_end BIGINT, "
         "probability DOUBLE, n_matches BIGINT, core_start BIGINT, core_end BIGINT; output "
         "'matches': <key_col>, match_id BIGINT, t_start BIGINT, t_end BIGINT, "

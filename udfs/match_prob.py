@@ -59,6 +59,10 @@ from functools import lru_cache
 from typing import Any, Iterator
 
 from cep.errors import CepError
+from cep.lang import parse_pattern
+from cep.lang.spark_sql import sql_string
+from cep.lang.validate import checked_classes
+from udfs.facts import FACTS, check_classes, class_questions, facts_sql, read_facts
 from udfs.shell import (PlannedResult, TableFunction, bind_call, grouping_key, keyed, planned,
                         quote as _quote, table_function)
 
@@ -90,6 +94,7 @@ class ProbCallPlan:
     tolerance: float
     key: str = "stream"  # the key column's name (the output column's name)
     transducer_mode: str = "window"  # "window" or "paper" (cep.prob.answer.MODES)
+    classes: tuple[str, ...] = ()  # values that must occur in the input (udfs.facts)
 
 
 def _constant(arg: Any, name: str) -> Any:
@@ -207,7 +212,7 @@ def check_arguments(pattern: Any, overlap: Any = None, threshold: Any = None,
 
 
 OPTIONS = ("overlap", "threshold", "window", "output", "t_col", "value_col", "p_col",
-           "probs_col", "tolerance", "transducer_mode")
+           "probs_col", "tolerance", "transducer_mode", "allow_absent")
 
 
 def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
@@ -220,7 +225,7 @@ def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
                      keyed=True, options=OPTIONS, error=MatchProbArgumentError)
     pattern, key_col, pstream = call.get("pattern"), call.get("key_col"), call.get("pstream")
     (overlap, threshold, window, output, t_col, value_col, p_col, probs_col, tolerance,
-     transducer_mode) = (call.get(n) for n in OPTIONS)
+     transducer_mode, allow_absent) = (call.get(n) for n in OPTIONS)
     if pstream is None or not pstream.isTable:
         raise MatchProbArgumentError("argument pstream must be a TABLE(...) argument")
     plan = check_arguments(_constant(pattern, "pattern"), _constant(overlap, "overlap"),
@@ -233,6 +238,13 @@ def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
                          p_col=_constant(p_col, "p_col"),
                          probs_col=_constant(probs_col, "probs_col"))
 
+    allowed = _constant(allow_absent, "allow_absent")
+    if allowed is not None and not isinstance(allowed, bool):
+        raise MatchProbArgumentError(f"argument allow_absent: expected true or false, found "
+                                     f"{allowed!r}")
+    # Each class without DEFINE must be a value of some row (udfs.facts, issue 47): a
+    # misspelt one would answer "no match" without a word.
+    classes = () if allowed else tuple(checked_classes(parse_pattern(plan.pattern)))
     fields = {f.name.lower(): f for f in pstream.dataType.fields}
     stream_f = _field(fields, names, "key_col", "STRING (or any scalar type)")
     if isinstance(stream_f.dataType, (MapType, ArrayType, StructType)):
@@ -252,6 +264,8 @@ def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
         probs_sql = (_quote(probs_f.name) if isinstance(probs_f.dataType.valueType, DoubleType)
                      else f"CAST({_quote(probs_f.name)} AS MAP<STRING, DOUBLE>)")
         select.append(SelectedColumn(probs_sql, alias="__probs"))
+        asked = {f"need_{i}": f"coalesce(array_contains(map_keys({probs_sql}), "
+                              f"{sql_string(cls)}), false)" for i, cls in enumerate(classes)}
     elif _constant(probs_col, "probs_col") is not None:  # asked for the wide layout
         probs_f = _field(fields, names, "probs_col", "MAP<STRING, DOUBLE>")
         raise _wrong_type(probs_f, "probs_col", "MAP<STRING, DOUBLE>", fields)
@@ -267,6 +281,9 @@ def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
                  else f"CAST({_quote(p_f.name)} AS DOUBLE)")
         select += [SelectedColumn(_quote(value_f.name), alias="__value"),
                    SelectedColumn(p_sql, alias="__p")]
+        asked = class_questions(classes, _quote(value_f.name))
+    if asked:
+        select.append(SelectedColumn(facts_sql(asked), alias=FACTS))
 
     out = [StructField(stream_f.name, stream_f.dataType)]
     if plan.output == "groups":
@@ -277,8 +294,8 @@ def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
         out += [StructField("match_id", LongType()), StructField("t_start", LongType()),
                 StructField("t_end", LongType()), StructField("probability", DoubleType()),
                 StructField("values", ArrayType(StringType()))]
-    return keyed(StructType(out), select, replace(plan, layout=layout, key=stream_f.name),
-                 stream_f.name, KEY_BUCKETS)
+    return keyed(StructType(out), select, replace(plan, layout=layout, key=stream_f.name,
+                                                  classes=classes), stream_f.name, KEY_BUCKETS)
 
 
 @lru_cache(maxsize=64)
@@ -378,10 +395,16 @@ def answer_table(plan: ProbCallPlan, table: Any) -> Any:
     t_rows = _numbers(column("__t"), pa.int64())
     if plan.layout == "long":
         codes, t = row_codes, t_rows
+        if plan.classes:
+            check_classes(parse_pattern(plan.pattern), plan.classes, read_facts(table),
+                          column("__value"))
         value, names = _coded(column("__value"))
         p = _numbers(column("__p"), pa.float64())
     else:
         probs = column("__probs")
+        if plan.classes:
+            check_classes(parse_pattern(plan.pattern), plan.classes, read_facts(table),
+                          probs.keys)
         offsets = probs.offsets.to_numpy()
         lengths = np.diff(offsets)
         entry_row = np.repeat(np.arange(len(probs)), lengths)

@@ -25,6 +25,8 @@ CEP-MR-104     syntax    bracket opened but never closed
 CEP-MR-105     syntax    malformed quantifier bounds (``{}``, ``{a}``, ``{3,2}``)
 CEP-MR-106     syntax    a quantifier directly after a quantifier (``A{2}{3}``)
 CEP-MR-107     syntax    the clause itself is malformed (missing PATTERN, clause twice, ...)
+CEP-MR-108     syntax    Spark cannot parse the statement once its clauses are rewritten (a
+                         syntax error elsewhere in it; raised by the JVM shim's parser)
 CEP-MR-201     semantic  a variable defined, skipped to or used in a measure that is unknown
 CEP-MR-202     semantic  a SUBSET name that is also a primary variable, or defined twice
 CEP-MR-203     semantic  AFTER MATCH SKIP would start the next match where this one started

@@ -104,25 +104,28 @@ def _origin(sql: str, offset: int) -> tuple[int, int]:
 
 
 def _source_start(sql: str, tokens: list[Any], at: int) -> int:
-    """The token index where the clause's input starts: a bracketed subquery, or a table name
-    with an optional ``VERSION AS OF n`` / ``TIMESTAMP AS OF '...'``."""
+    """The token index where the clause's input starts: a bracketed subquery, a table name
+    with an optional ``VERSION AS OF n`` / ``TIMESTAMP AS OF '...'``, a table function call
+    (``range(10)``), or inline ``VALUES`` rows; the last two (and a subquery) may carry an
+    alias with a column list (``VALUES (1, 2) AS t(id, x)``)."""
     j = at - 1
     if j < 0:
         raise RowPatternSyntaxError(E_CLAUSE, "MATCH_RECOGNIZE needs a table or a bracketed "
                                     "subquery before it", sql, tokens[at].start,
                                     tokens[at].end + 1)
     if tokens[j].text == ")":
-        depth = 0
-        while j >= 0:
-            if tokens[j].text == ")":
-                depth += 1
-            elif tokens[j].text == "(":
-                depth -= 1
-                if depth == 0:
-                    return j
-            j -= 1
-        raise RowPatternSyntaxError(E_CLAUSE, "unbalanced brackets before MATCH_RECOGNIZE", sql,
-                                    tokens[at].start, tokens[at].end + 1)
+        k = _opening(sql, tokens, j, at)
+        name = k - 1
+        if name >= 0 and (_is_name(tokens[name]) or _is_function(tokens[name])):
+            if name >= 1 and tokens[name - 1].text.upper() == "AS" and name >= 2 \
+                    and tokens[name - 2].text == ")":
+                return _bracketed_start(sql, tokens, name - 2, at)  # (...) AS t(a, b)
+            if name >= 1 and tokens[name - 1].text == ")":
+                return _bracketed_start(sql, tokens, name - 1, at)  # (...) t(a, b)
+            while name >= 2 and tokens[name - 1].text == ".":  # a function: range(10)
+                name -= 2
+            return name
+        return _bracketed_start(sql, tokens, j, at)
     words = [t.text.upper() for t in tokens[max(0, j - 3):j]]
     if len(words) == 3 and words[1:] == ["AS", "OF"] and words[0] in ("VERSION", "TIMESTAMP"):
         j -= 4
@@ -131,11 +134,52 @@ def _source_start(sql: str, tokens: list[Any], at: int) -> int:
         j -= 3
     while j >= 2 and tokens[j - 1].text == ".":
         j -= 2
-    if j < 0 or tokens[j].token_type.name not in ("VAR", "IDENTIFIER"):
+    if j < 0 or not _is_name(tokens[j]):
         raise RowPatternSyntaxError(E_CLAUSE, "MATCH_RECOGNIZE needs a table name or a "
                                     "bracketed subquery right before it", sql,
                                     tokens[at].start, tokens[at].end + 1)
     return j
+
+
+def _is_name(tok: Any) -> bool:
+    return tok.token_type.name in ("VAR", "IDENTIFIER")
+
+
+_NOT_FUNCTIONS = frozenset({"FROM", "JOIN", "ON", "USING", "AS", "IN", "EXISTS", "LATERAL",
+                            "SELECT", "WHERE", "AND", "OR", "NOT", "WITH", "UNION", "VALUES",
+                            "TABLE", "INTERSECT", "EXCEPT", "BY", "HAVING"})
+
+
+def _is_function(tok: Any) -> bool:
+    """A word before ``(`` that names a table function (``range`` is a keyword to sqlglot)."""
+    return tok.text.isidentifier() and tok.text.upper() not in _NOT_FUNCTIONS
+
+
+def _opening(sql: str, tokens: list[Any], j: int, at: int) -> int:
+    """The index of the ``(`` that the ``)`` at ``j`` closes."""
+    depth = 0
+    while j >= 0:
+        if tokens[j].text == ")":
+            depth += 1
+        elif tokens[j].text == "(":
+            depth -= 1
+            if depth == 0:
+                return j
+        j -= 1
+    raise RowPatternSyntaxError(E_CLAUSE, "unbalanced brackets before MATCH_RECOGNIZE", sql,
+                                tokens[at].start, tokens[at].end + 1)
+
+
+def _bracketed_start(sql: str, tokens: list[Any], j: int, at: int) -> int:
+    """Where a bracketed source ending at ``j`` starts: its ``(``, or the ``VALUES`` keyword
+    when it is the last of ``VALUES (...), (...)`` rows."""
+    k = _opening(sql, tokens, j, at)
+    first = k
+    while first >= 2 and tokens[first - 1].text == "," and tokens[first - 2].text == ")":
+        first = _opening(sql, tokens, first - 2, at)
+    if first >= 1 and tokens[first - 1].text.upper() == "VALUES":
+        return first - 1
+    return k
 
 
 def _column_name(item: Any, sql: str, role: str) -> str:

@@ -121,3 +121,27 @@ def test_valid_statements_around_the_rewrite_still_run(spark, ticks):
         assert [float(r.low) for r in spark.sql("SELECT low FROM mr_err_view").collect()] == [9.0]
     finally:
         spark.sql("DROP VIEW IF EXISTS mr_err_view")
+
+
+def test_a_syntax_error_outside_the_clause_is_shown_in_the_users_text(spark, ticks):
+    sql = statement() + " WHERE low >"
+    message = failure(spark, sql)
+    assert message.startswith(f"CEP-MR-108: line 1, column {len(sql)}: Spark cannot parse the "
+                              "statement: Syntax error at or near end of input"), message
+    sql = statement() + " m GROUP BY BY low"
+    message = failure(spark, sql)
+    assert message.startswith(f"CEP-MR-108: line 1, column {len(sql) - 2}: "), message
+    assert "__mr_" not in message, message
+
+
+@pytest.mark.parametrize("source", [
+    "VALUES ('a', TIMESTAMP'2024-01-01 00:00:00', 10.0), ('a', TIMESTAMP'2024-01-01 00:01:00', "
+    "9.0), ('a', TIMESTAMP'2024-01-01 00:02:00', 11.0) AS t(stock, ts, price)",
+    "(SELECT stock, ts, price FROM mr_err_ticks) AS t(stock, ts, price)",
+    "(SELECT stock, ts, price FROM mr_err_ticks) t(stock, ts, price)",
+])
+def test_a_source_with_a_column_list_is_read_whole(spark, ticks, source):
+    # The rewriter took `(stock, ts, price)` for the source and left `VALUES ... AS t` in
+    # front of the subquery: Spark's parse error named the internal columns.
+    rows = spark.sql(statement(source=source)).collect()
+    assert [float(r.low) for r in rows] == [9.0], rows

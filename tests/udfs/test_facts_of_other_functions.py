@@ -28,8 +28,8 @@ def failure(spark, sql: str) -> str:
 
 
 def trends(pattern: str, *extra: str, keyed: bool = True) -> str:
-    args = ", ".join([f"pattern => '{pattern}'", *(["key_col => 'key'"] if keyed else []), *extra,
-                      f"events => TABLE({EVENTS})"])
+    key = ["key_col => 'key'"] if keyed else []
+    args = ", ".join([f"pattern => '{pattern}'", *key, *extra, f"events => TABLE({EVENTS})"])
     return f"SELECT * FROM cet_trends({args})"
 
 
@@ -83,3 +83,23 @@ def test_predict_match_allow_absent_and_a_model_answer(spark):
     rows = spark.sql(predict("PATTERN Login ; Veiw", f"model => X'{model.to_bytes().hex()}'")
                      ).collect()
     assert rows, rows
+
+
+LONG = ("SELECT * FROM VALUES ('s', 1L, 'open', 0.9D), ('s', 1L, 'closed', 0.1D), "
+        "('s', 2L, 'closed', 1.0D) AS t(stream, t, value, p)")
+WIDE = ("SELECT * FROM VALUES ('s', 1L, map('open', 0.9D, 'closed', 0.1D)), "
+        "('s', 2L, map('closed', 1.0D)) AS t(stream, t, probs)")
+
+
+@pytest.mark.parametrize("table", [LONG, WIDE], ids=["long", "wide"])
+def test_match_prob_reports_a_misspelt_class_in_either_layout(spark, table):
+    call = "match_prob('PATTERN open, closd WITHIN 3 EVENTS', TABLE({}){})"
+    sql = "SELECT * FROM " + call.format(table, "")
+    message = failure(spark, sql)
+    assert ("CEP-PAT-219: line 1, column 15: no event of the input has class 'closd' "
+            "(did you mean 'closed'?)") in message, message
+    rows = spark.sql("SELECT * FROM " + call.format(table, ", allow_absent => true")).collect()
+    assert rows == [], rows
+    rows = spark.sql("SELECT * FROM " + call.replace("closd", "closed").format(table, "")
+                     ).collect()
+    assert len(rows) == 1 and abs(rows[0].probability - 0.9) < 1e-9, rows

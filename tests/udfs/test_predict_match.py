@@ -20,6 +20,7 @@ import pytest
 
 from cep.predict import Events, Model, predict
 from sql_ext.quoting import sql_string
+from udfs.facts import class_questions, facts_sql
 
 pytestmark = pytest.mark.spark
 
@@ -351,9 +352,12 @@ def test_arguments_are_checked_in_analyze() -> None:
     assert [p.name for p in result.partitionBy] == ["pmod(hash(`user`), 64)"]
     result = analyze(BOOL, table="id string, type string, t decimal, v decimal",
                      lookahead=2, output="events", ts_col="t")
+    # ... and, trained on the input, the facts that its classes occur (udfs.facts)
     assert [(c.name, c.alias) for c in result.select] == [
         ("CAST(`t` AS DOUBLE)", "__ts"), ("`id`", "__id"), ("`type`", "__type"),
+        (facts_sql(class_questions(result.plan.classes, "`type`")), "__cep_facts"),
         ("CAST(`v` AS DOUBLE)", "__a0")]
+    assert result.plan.classes == ("A", "B", "C", "D")
     assert result.schema.simpleString() == (
         "struct<instance:string,id:string,ts:double,state:string,progress:int,"
         "probability:double,p_exact:double,matched:boolean>")

@@ -42,6 +42,11 @@ public final class LockdownParser {
             try {
                 result = method.invoke(parent, args);
             } catch (InvocationTargetException failed) {
+                RuntimeException ours = statement
+                    ? RewrittenOrigins.parseFailure(failed.getCause(), asked, (String) args[0]) : null;
+                if (ours != null) {
+                    throw ours;
+                }
                 if (statement && !StatementRewrites.installed()
                         && StatementRewrites.mentions((String) args[0])) {
                     throw StatementRewrites.missing((String) args[0]);

@@ -192,14 +192,31 @@ public final class RewrittenErrorsRule extends Rule<LogicalPlan> {
             + ((Integer) origin.startPosition().get() + 1) + ": ";
     }
 
-    /** The user's line with a caret under the name, as the Python side draws it. */
+    /** {@code line L, column C: } of the character at {@code start} of {@code text}. */
+    static String where(String text, int start) {
+        int line = 1;
+        int lineStart = 0;
+        for (int i = 0; i < start && i < text.length(); i++) {
+            if (text.charAt(i) == '\n') {
+                line++;
+                lineStart = i + 1;
+            }
+        }
+        return "line " + line + ", column " + (start - lineStart + 1) + ": ";
+    }
+
     private static String snippet(Origin origin) {
         if (!origin.sqlText().isDefined() || !origin.startIndex().isDefined()) {
             return "";
         }
-        String text = origin.sqlText().get();
-        int start = Math.min((Integer) origin.startIndex().get(), text.length());
-        int stop = origin.stopIndex().isDefined() ? (Integer) origin.stopIndex().get() : start;
+        int start = (Integer) origin.startIndex().get();
+        return snippet(origin.sqlText().get(), start,
+            origin.stopIndex().isDefined() ? (Integer) origin.stopIndex().get() : start);
+    }
+
+    /** The user's line with a caret under {@code [start, stop]}, as the Python side draws it. */
+    static String snippet(String text, int start, int stop) {
+        start = Math.max(0, Math.min(start, text.length()));
         int lineStart = text.lastIndexOf('\n', start - 1) + 1;
         int lineEnd = text.indexOf('\n', start);
         String line = text.substring(lineStart, lineEnd < 0 ? text.length() : lineEnd)

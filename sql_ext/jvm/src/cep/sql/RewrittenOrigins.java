@@ -10,7 +10,9 @@ import java.util.Map;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
+import org.apache.spark.SparkThrowableHelper;
 import org.apache.spark.sql.catalyst.expressions.Expression;
+import org.apache.spark.sql.catalyst.parser.ParseException;
 import org.apache.spark.sql.catalyst.expressions.SubqueryExpression;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.trees.Origin;
@@ -129,6 +131,64 @@ final class RewrittenOrigins {
             collect(((scala.Product2<?, ?>) value)._2(), todo, depth + 1);
         }
     }
+
+    /**
+     * The error for a rewritten statement Spark could not parse: CEP-MR-108 at the place of the
+     * user's text the failure maps to, with Spark's reason; null for anything else.
+     */
+    static RuntimeException parseFailure(Throwable failure, String original, String rewritten) {
+        if (!(failure instanceof ParseException) || original.equals(rewritten)) {
+            return null;
+        }
+        ParseException e = (ParseException) failure;
+        Origin at = e.start();
+        int index = -1;
+        if (at.line().isDefined() && at.startPosition().isDefined()) {
+            index = 0;
+            int line = (Integer) at.line().get();
+            for (int l = 1; l < line && index >= 0; l++) {
+                index = rewritten.indexOf('\n', index);
+                index = index < 0 ? -1 : index + 1;
+            }
+            index = Math.max(0, index) + (Integer) at.startPosition().get();
+        }
+        int[] span = null;
+        if (index >= 0) {
+            index = Math.min(index, Math.max(0, rewritten.length() - 1));
+            span = new RewrittenOrigins(original, rewritten).span(index, index);
+        } else {
+            // Some failures carry no position, only the token ("extra input 'p'"): its last
+            // place in the user's text, where such an input is found.
+            String token = e.getMessageParameters().getOrDefault("error", "");
+            if (token.length() > 2 && token.startsWith("'") && token.endsWith("'")) {
+                token = token.substring(1, token.length() - 1);
+                int found = original.lastIndexOf(token);
+                if (found >= 0) {
+                    span = new int[] {found, found + token.length() - 1};
+                }
+            }
+        }
+        String why;
+        try {
+            why = SparkThrowableHelper.getMessage(e.getCondition(), e.getMessageParameters());
+        } catch (RuntimeException unknown) {
+            why = e.getCondition();
+        }
+        why = why.replaceFirst("^\\[[A-Z_.]+\\] ", "").replaceFirst(" SQLSTATE: [0-9A-Z]+$", "");
+        if (why.contains("__mr_")) {
+            why = "a syntax error inside the rewritten MATCH_RECOGNIZE clause";
+        }
+        if (span == null) {
+            return new IllegalArgumentException(PARSE_FAILED + ": Spark cannot parse the "
+                + "statement: " + why);
+        }
+        return new IllegalArgumentException(PARSE_FAILED + ": "
+            + RewrittenErrorsRule.where(original, span[0]) + "Spark cannot parse the statement: "
+            + why + RewrittenErrorsRule.snippet(original, span[0], span[1]));
+    }
+
+    /** The code of a statement Spark cannot parse once its clauses are rewritten. */
+    static final String PARSE_FAILED = "CEP-MR-108";
 
     /** Writes the user-text origin into a node that was parsed from the rewritten text. */
     private void relocate(TreeNode<?> node) {
