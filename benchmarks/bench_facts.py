@@ -1,7 +1,8 @@
-"""What the facts about the whole input cost ``match_seq`` (issue 47, ``udfs/facts.py``).
+"""What the facts about the whole input cost the SQL functions (issue 47, ``udfs/facts.py``).
 
-Every ``match_seq`` call whose pattern reads classes from the type column asks the JVM shim
-for facts about its whole input (does each class occur, and for a trailing NOT the newest
+Every ``match_seq`` call whose pattern reads classes from the type column (and every
+``cet_trends`` call with ``type_col``, every ``predict_match`` call that trains on its input)
+asks the JVM shim for facts about its whole input (does each class occur, and for a trailing NOT the newest
 event time): one scalar subquery over the same Delta table, run before the tasks. This times,
 in one run and on the same data (the benchmark stream of ``bench_match_sql``: 1,000 keys, 50
 Zipf types, read from Delta, not cached), each call with the facts (the default) and with the
@@ -15,7 +16,7 @@ Run from the project root::
 
 Example:
     >>> sorted(QUERIES)
-    ['not_next', 'seq3_next', 'strict3', 'trailing_not']
+    ['not_next', 'predict_next', 'seq3_next', 'strict3', 'trailing_not', 'trends_count']
 """
 
 from __future__ import annotations
@@ -27,12 +28,22 @@ from typing import Any
 
 from benchmarks.common import bench_session, cached_events
 
+MATCH = ("match_seq(pattern => {pattern}, policy => {policy}, key_col => 'key', "
+         "events => TABLE({table}))")
 QUERIES = {
-    "seq3_next": ("PATTERN T01; T02; T03 WHERE T03.v0 > T01.v0 WITHIN 1 MINUTE",
-                  "skip-till-next-match"),
-    "not_next": ("PATTERN T01; NOT(T04); T02 WITHIN 1 MINUTE", "skip-till-next-match"),
-    "strict3": ("PATTERN T00, T00, T01 WITHIN 1 MINUTE", "strict-contiguity"),
-    "trailing_not": ("PATTERN T01; NOT(T02) WITHIN 1 MINUTE", "skip-till-next-match"),
+    "seq3_next": MATCH.format(pattern="'PATTERN T01; T02; T03 WHERE T03.v0 > T01.v0 WITHIN 1 "
+                              "MINUTE'", policy="'skip-till-next-match'", table="{table}"),
+    "not_next": MATCH.format(pattern="'PATTERN T01; NOT(T04); T02 WITHIN 1 MINUTE'",
+                             policy="'skip-till-next-match'", table="{table}"),
+    "strict3": MATCH.format(pattern="'PATTERN T00, T00, T01 WITHIN 1 MINUTE'",
+                            policy="'strict-contiguity'", table="{table}"),
+    "trailing_not": MATCH.format(pattern="'PATTERN T01; NOT(T02) WITHIN 1 MINUTE'",
+                                 policy="'skip-till-next-match'", table="{table}"),
+    "trends_count": ("cet_trends(pattern => 'PATTERN T01+ a[] WHERE a[i].v0 > a[i-1].v0 WITHIN "
+                     "1 MINUTE', key_col => 'key', type_col => 'type', output => 'count', "
+                     "events => TABLE({table}))"),
+    "predict_next": ("predict_match(subscription => 'PATTERN T01, T02; T03', lookahead => 3, "
+                     "key_col => 'key', events => TABLE({table}))"),
 }
 FACTS = "spark.cep.facts.enabled"
 
@@ -49,15 +60,12 @@ def best_of(spark: Any, sql: str, runs: int = 3) -> float:
 
 def run(sizes: list[int]) -> list[dict[str, Any]]:
     """Time every query with and without facts at every size."""
-    from sql_ext.quoting import sql_string
-
     spark, settings = bench_session()
     out = []
     for n in sizes:
         cached_events(spark, settings, n).unpersist()
-        for name, (pattern, policy) in QUERIES.items():
-            sql = (f"SELECT * FROM match_seq(pattern => {sql_string(pattern)}, policy => "
-                   f"{sql_string(policy)}, key_col => 'key', events => TABLE(bench_events_{n}))")
+        for name, call in QUERIES.items():
+            sql = "SELECT * FROM " + call.format(table=f"bench_events_{n}")
             matches = spark.sql(sql).count()
             with_facts = best_of(spark, sql)
             without = None

@@ -395,16 +395,12 @@ def answer_table(plan: ProbCallPlan, table: Any) -> Any:
     t_rows = _numbers(column("__t"), pa.int64())
     if plan.layout == "long":
         codes, t = row_codes, t_rows
-        if plan.classes:
-            check_classes(parse_pattern(plan.pattern), plan.classes, read_facts(table),
-                          column("__value"))
-        value, names = _coded(column("__value"))
+        values = column("__value")
+        value, names = _coded(values)
         p = _numbers(column("__p"), pa.float64())
     else:
         probs = column("__probs")
-        if plan.classes:
-            check_classes(parse_pattern(plan.pattern), plan.classes, read_facts(table),
-                          probs.keys)
+        values = probs.keys
         offsets = probs.offsets.to_numpy()
         lengths = np.diff(offsets)
         entry_row = np.repeat(np.arange(len(probs)), lengths)
@@ -446,6 +442,8 @@ def answer_table(plan: ProbCallPlan, table: Any) -> Any:
             found_rows += found
             count = len(found)
         which.append(np.full(count, k, dtype=np.int64))
+    if plan.classes:  # after the streams' own checks: a broken stream is the first error
+        check_classes(parse_pattern(plan.pattern), plan.classes, read_facts(table), values)
     keys_out = keys.take(pa.array(np.concatenate(which) if which else np.zeros(0, np.int64)))
     if plan.output == "groups":
         return _group_output(plan, keys_out, found_groups)
