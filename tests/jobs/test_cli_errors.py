@@ -88,3 +88,16 @@ def test_other_failures_exit_1_and_point_to_verbose() -> None:
     wrapped = RuntimeError("Python worker failed\n  File \"x\", line 1\n"
                            "CallFailed: CEP-SQL-020: bad mode\n\tat org.Foo")
     assert exit_code(wrapped) == 2 and short_message(wrapped) == "CEP-SQL-020: bad mode"
+
+
+def test_a_trailing_not_whose_window_is_open_is_not_answered(spark, settings, capsys) -> None:
+    # k1's A at 00:00 has its 20 minutes closed by k2's event at 00:30 (the newest of the whole
+    # input); its A at 00:25 does not (issue 47, docs/semantics.md "Windows").
+    statement = ("SELECT key, start_ts FROM match_seq('PATTERN A; NOT(B) WITHIN 20 MINUTES', "
+                 "'key', TABLE(SELECT * FROM VALUES (1L, 'k1', 'A', TIMESTAMP'2024-01-01 00:00:00'),"
+                 " (2L, 'k1', 'A', TIMESTAMP'2024-01-01 00:25:00'), "
+                 "(3L, 'k2', 'B', TIMESTAMP'2024-01-01 00:30:00') AS t(id, key, type, ts)))")
+    code = main(["sql", statement], spark=spark, settings=settings)
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "2024-01-01 00:00:00" in out and "00:25:00" not in out, out

@@ -95,6 +95,12 @@ RECOGNIZE = (f"SELECT user_id AS mr_user, mr_first, mr_n FROM {TABLE} MATCH_RECO
              "MEASURES CAST(FIRST(L.ts) AS STRING) AS mr_first, COUNT(*) AS mr_n "
              "PATTERN (L V+ B) DEFINE L AS type = 'login', V AS type = 'view', B AS type = 'buy') "
              "ORDER BY mr_user, mr_first")
+# A trailing NOT: a login's absence is reported once the newest click of the table (any
+# user's) has closed its 25 minutes; u1's second login, at 09:50 of a table whose newest click
+# is 09:55, is not (issue 47).
+ABSENCES = ("SELECT user_id AS ab_user, CAST(start_ts AS STRING) AS ab_start FROM match_seq("
+            "pattern => 'PATTERN login; NOT(buy) WITHIN 25 MINUTES', key_col => 'user_id', "
+            f"events => TABLE({TABLE})) ORDER BY ab_user, ab_start")
 AS_OF = ("SELECT user_id AS as_of_user, count(*) AS as_of_clicks, "
          f"CAST(max(ts) AS STRING) AS as_of_last FROM {TABLE} VERSION AS OF {{version}} "
          "GROUP BY user_id ORDER BY user_id")
@@ -157,7 +163,7 @@ class BiTable:
     def queries(self) -> dict[str, str]:
         """The statements every client runs, by name (the second version is the past one)."""
         return {"matches": MATCHES, "as_of": AS_OF.format(version=self.first + 1),
-                "recognize": RECOGNIZE}
+                "recognize": RECOGNIZE, "absences": ABSENCES}
 
 
 @dataclass(frozen=True)
@@ -376,6 +382,9 @@ def test_beeline_gets_the_in_process_rows(server: Server, bi_table: BiTable,
     assert expected["matches"].rows, "the pattern must match something in bi_clicks"
     # As of the second commit every user has 4 of the 6 clicks the latest version has.
     assert {row[1] for row in expected["as_of"].rows} == {"4"}, expected["as_of"]
+    # u1's 09:00 login only: the 09:50 one's window is still open (the session's zone is UTC)
+    assert [r[1][11:16] for r in expected["absences"].rows if r[0] == "u1"] == ["09:00"], \
+        expected["absences"]
 
     proc = beeline(server, list(bi_table.queries().values()), tmp_path)
 
