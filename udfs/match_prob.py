@@ -187,7 +187,7 @@ def check_arguments(pattern: Any, overlap: Any = None, threshold: Any = None,
 
     Example:
         >>> check_arguments("PATTERN a, b+, c WITHIN 6 EVENTS", "COMPLETE", 0.01)
-        ProbCallPlan(pattern='PATTERN a, b+, c WITHIN 6 EVENTS', overlap='complete', threshold=0.01, window=6, output='groups', layout='long', tolerance=1e-06, key='stream', transducer_mode='window')
+        ProbCallPlan(pattern='PATTERN a, b+, c WITHIN 6 EVENTS', overlap='complete', threshold=0.01, window=6, output='groups', layout='long', tolerance=1e-06, key='stream', transducer_mode='window', classes=())
         >>> check_arguments("PATTERN a, b+, c", window=6, transducer_mode="Paper").transducer_mode
         'paper'
     """
