@@ -5,14 +5,14 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test unit fuzz install jars data bench clean flink-venv exec-venv
+.PHONY: demo test unit fuzz install jars data bench clean flink-venv exec-venv wheel
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 
-$(STAMP): pyproject.toml | $(PY)
+$(STAMP): pyproject.toml constraints.txt | $(PY)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet -c constraints.txt -e '.[dev]'
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -26,8 +26,19 @@ data: jars
 demo: jars
 	$(PY) -m jobs demo
 
-test: jars flink-venv exec-venv
+test: jars flink-venv exec-venv wheel
 	$(PY) -m pytest
+
+# The product: dist/spark_cep-*.whl with the default conf and the compiled shim inside
+# (setup.py), rebuilt when a tracked source changes; tests/install runs it outside the checkout.
+WHEEL_SOURCES := $(shell git ls-files cep sql_ext udfs delta_tables jobs viz conf 2>/dev/null) \
+	setup.py pyproject.toml
+wheel: dist/.built
+
+dist/.built: $(WHEEL_SOURCES) | $(STAMP)
+	rm -rf build dist
+	$(PY) -m pip wheel --quiet --no-deps . -w dist
+	touch dist/.built
 
 unit: install
 	$(PY) -m pytest tests/cep
@@ -44,7 +55,7 @@ bench: jars
 	$(PY) -m benchmarks.run
 
 clean:
-	rm -rf $(VENV) data/warehouse data/tmp
+	rm -rf $(VENV) data/warehouse data/tmp build dist
 
 # PyFlink (the MATCH_RECOGNIZE baseline of the benchmarks and of tests/flink's conformance run)
 # in its own venv: it pins numpy/pyarrow versions that clash with ours.
@@ -52,10 +63,10 @@ clean:
 # third-party packages, never the project (the session ships its code).
 exec-venv: .venv-exec/.installed
 
-.venv-exec/.installed: pyproject.toml | $(STAMP)
+.venv-exec/.installed: pyproject.toml constraints.txt | $(STAMP)
 	$(PYTHON) -m venv .venv-exec
 	$(PY) -m jobs.code_bundle > .venv-exec/requirements.txt
-	.venv-exec/bin/python -m pip install --quiet -r .venv-exec/requirements.txt
+	.venv-exec/bin/python -m pip install --quiet -c constraints.txt -r .venv-exec/requirements.txt
 	touch .venv-exec/.installed
 
 flink-venv: .venv-flink/bin/python

@@ -24,6 +24,31 @@ from typing import Any, Iterable, Mapping
 from cep.errors import ConfigError
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
+PACKAGED_CONF = Path(__file__).resolve().parent / "defaults"
+"""The default ``conf/`` a wheel carries (copied there by setup.py when the wheel is built)."""
+
+
+def running_from_checkout() -> bool:
+    """Whether the packages are a source checkout (``make``, an editable install), not a wheel.
+
+    Example:
+        >>> isinstance(running_from_checkout(), bool)
+        True
+    """
+    return (PROJECT_ROOT / "pyproject.toml").is_file() and (PROJECT_ROOT / "conf").is_dir()
+
+
+def default_conf_dir() -> Path:
+    """``$CEP_CONF_DIR``, else a checkout's ``conf/``, else the defaults packaged in the wheel."""
+    if os.environ.get("CEP_CONF_DIR"):
+        return Path(os.environ["CEP_CONF_DIR"])
+    return PROJECT_ROOT / "conf" if running_from_checkout() else PACKAGED_CONF
+
+
+def relative_base() -> Path:
+    """What a relative ``data_dir`` resolves against: a checkout's root, else the current folder
+    (an installed package never writes into its own folder)."""
+    return PROJECT_ROOT if running_from_checkout() else Path.cwd()
 IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 
 
@@ -191,7 +216,8 @@ def load_settings(
 
     Args:
         conf_dir: folder holding ``spark.toml``, ``tables.toml`` and ``datasets.toml``;
-            default ``$CEP_CONF_DIR`` or the project's ``conf/``.
+            default :func:`default_conf_dir` (``$CEP_CONF_DIR``, a checkout's ``conf/``, or
+            the defaults packaged in the wheel).
         overrides: session keys (``data_dir``, ``warehouse``, ``master``, ``app_name``,
             ``show_progress``, ``shuffle_partitions``, ``driver_memory``) that win over the
             files and the environment.
@@ -199,7 +225,7 @@ def load_settings(
     Returns:
         The resolved, immutable :class:`Settings`.
     """
-    conf_path = Path(conf_dir or os.environ.get("CEP_CONF_DIR") or PROJECT_ROOT / "conf").resolve()
+    conf_path = Path(conf_dir or default_conf_dir()).resolve()
     spark_toml = _read_toml(conf_path / "spark.toml")
     tables_toml = _read_toml(conf_path / "tables.toml")
     data_toml = _read_toml(conf_path / "datasets.toml")
@@ -220,7 +246,7 @@ def load_settings(
     where = f"{conf_path / 'spark.toml'} [session]"
     data_dir = Path(_require(session, "data_dir", str, where))
     if not data_dir.is_absolute():
-        data_dir = PROJECT_ROOT / data_dir
+        data_dir = relative_base() / data_dir
     delta = spark_toml.get("delta", {})
     extra = spark_toml.get("spark", {})
     for key, value in extra.items():

@@ -1,4 +1,9 @@
-"""Command line of the project: ``python -m jobs <command>``.
+"""Command line of the project: ``spark-cep <command>`` (the same as ``python -m jobs <command>``).
+
+The data folder, the warehouse and the conf folder come from ``--data-dir``, ``--warehouse``
+and ``--conf-dir`` or from ``CEP_DATA_DIR``, ``CEP_WAREHOUSE`` and ``CEP_CONF_DIR``; an
+installed package defaults to ``./data`` of the current folder and its packaged conf
+(docs/install.md), a checkout to its own ``data/`` and ``conf/``.
 
 Commands: ``fetch-jars`` (resolve the Delta jars once), ``fetch-data`` (download the pm4py
 sdist once and extract the logs; the skfolio wheel once and take the stock prices out),
@@ -28,6 +33,8 @@ Example:
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 from typing import TYPE_CHECKING, Any, Sequence
 
 from jobs.cli_errors import Parser, spark_error_logs
@@ -40,8 +47,13 @@ if TYPE_CHECKING:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = Parser(prog="python -m jobs", description=__doc__.split("\n")[0])
-    parser.add_argument("--data-dir", help="override conf/spark.toml [session] data_dir")
+    parser = Parser(prog=_program(), description=__doc__.split("\n")[0])
+    parser.add_argument("--data-dir", help="override conf/spark.toml [session] data_dir "
+                        "(default $CEP_DATA_DIR, else ./data)")
+    parser.add_argument("--warehouse", help="root of every Delta table (default $CEP_WAREHOUSE, "
+                        "else <data-dir>/warehouse)")
+    parser.add_argument("--conf-dir", help="folder of spark.toml, tables.toml, ... (default "
+                        "$CEP_CONF_DIR, else the packaged defaults)")
     parser.add_argument("--verbose", action="store_true",
                         help="after an error's short message, print the whole traceback and the "
                              "Java stack")
@@ -167,11 +179,18 @@ def main(argv: Sequence[str] | None = None, *, spark: "SparkSession | None" = No
 
     arm()  # test hook (jobs/crash.py): does nothing unless CEP_KILL/PAUSE_BEFORE_COMMIT is set
     args = _parser().parse_args(argv)
-    overrides = {k: v for k, v in (("data_dir", args.data_dir), ("master", args.master)) if v}
+    overrides = {k: v for k, v in (("data_dir", args.data_dir), ("master", args.master),
+                                   ("warehouse", args.warehouse)) if v}
     if spark is not None and args.command in ("serve", "connect-server"):
         raise ValueError(f"`{args.command}` starts its own session; it cannot run in another")
     with spark_error_logs(shown=args.verbose):
         return _run(args, overrides, spark, settings)
+
+
+def _program() -> str:
+    """The name the command was called by: ``spark-cep`` (the console script) or ``python -m jobs``."""
+    name = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else ""
+    return "spark-cep" if name.startswith("spark-cep") else "python -m jobs"
 
 
 def _run(args: argparse.Namespace, overrides: dict[str, str], spark: "SparkSession | None",
@@ -180,7 +199,7 @@ def _run(args: argparse.Namespace, overrides: dict[str, str], spark: "SparkSessi
     from delta_tables.settings import load_settings
 
     try:
-        settings = settings or load_settings(overrides=overrides)
+        settings = settings or load_settings(args.conf_dir, overrides=overrides)
         if args.command == "fetch-jars":
             from jobs.class_archive import build_archive
             from jobs.session import ensure_delta_jars

@@ -41,7 +41,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("cep", "udfs", "sql_ext", "delta_tables", "jobs")
 """What executors import: the UDTFs, the engines, and the state jobs' partition functions."""
 THIRD_PARTY = ("numpy", "pyarrow", "pandas", "mmh3", "sqlglot")
-"""Third-party modules the executors' Python must have (pinned in pyproject.toml)."""
+"""Third-party modules the executors' Python must have (the driver's versions)."""
 _STAMP = (2020, 1, 1, 0, 0, 0)
 
 
@@ -105,20 +105,20 @@ def build_bundle(directory: Path, root: Path = ROOT,
     return path
 
 
-def executor_requirements(pyproject: Path = ROOT / "pyproject.toml") -> list[str]:
-    """The pinned requirements (``name==version``) of :data:`THIRD_PARTY`, from pyproject.toml.
+def executor_requirements() -> list[str]:
+    """``name==version`` of each of :data:`THIRD_PARTY` as installed in this (the driver's) Python.
 
-    What a cluster's executors' Python must install (``make exec-venv`` builds such a Python
-    for the standalone cluster of the tests).
+    What a cluster's executors' Python must install: the driver's own versions, so both sides
+    run the same code (``make exec-venv`` builds such a Python for the standalone cluster of
+    the tests; with constraints.txt, the pinned versions).
 
     Example:
         >>> sorted(r.split("==")[0] for r in executor_requirements())
         ['mmh3', 'numpy', 'pandas', 'pyarrow', 'sqlglot']
     """
-    import tomllib
+    from importlib.metadata import version
 
-    pins = tomllib.loads(pyproject.read_text())["project"]["dependencies"]
-    return [pin for pin in pins if pin.split("==")[0].split("[")[0] in THIRD_PARTY]
+    return [f"{name}=={version(name)}" for name in THIRD_PARTY]
 
 
 def _probe(modules: Sequence[str]) -> list[tuple[str, str, str]]:
@@ -164,8 +164,8 @@ def check_executors(spark: "SparkSession", modules: Sequence[str] | None = None)
         lines = "; ".join(f"{module} on {host}: {error}" for host, module, error in missing)
         raise ExecutorPackagesMissing(
             f"the executors' Python cannot import {sorted({m for _, m, _ in missing})}: "
-            f"{lines}. Install the pinned versions of pyproject.toml's dependencies in the "
-            "executors' Python (the project's own packages are shipped by the session).")
+            f"{lines}. Install the driver's versions of them (`python -m jobs.code_bundle` lists "
+            "them) in the executors' Python (the project's own packages are shipped by the session).")
 
 
 if __name__ == "__main__":  # `python -m jobs.code_bundle`: the executors' requirements

@@ -25,21 +25,14 @@ from typing import TYPE_CHECKING, Any, Collection, Mapping
 from cep.errors import CepError
 from delta_tables.settings import Settings, load_settings
 from jobs import class_archive
-from jobs.shim import shim_conf
+from jobs.shim import shim_jar
+from sql_ext.session_conf import REQUIRED_CONF as CEP_REQUIRED_CONF, configure, enable
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 # Settings that DESIGN.md section 7 requires; conf/spark.toml [spark] cannot override them.
-REQUIRED_CONF: dict[str, str] = {
-    "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
-    "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
-    # A Python UDF over a Parquet/Delta scan hangs forever with columnar input on 4.2.0.
-    "spark.sql.execution.arrow.pythonUDF.columnarInput.enabled": "false",
-    # The Arrow path of row UDTFs is measured slower than the plain one.
-    "spark.sql.execution.pythonUDTF.arrow.enabled": "false",
-    "spark.sql.session.timeZone": "UTC",
-}
+REQUIRED_CONF: dict[str, str] = dict(CEP_REQUIRED_CONF)
 
 
 class DeltaJarsUnavailable(CepError):
@@ -117,7 +110,11 @@ def _jars_help(settings: Settings, detail: str) -> str:
 
 
 def session_conf(settings: Settings, jars: list[Path]) -> dict[str, str]:
-    """Every Spark setting the builder applies, in order (required ones win)."""
+    """The settings of this project's sessions that come from ``conf/``, in order.
+
+    :func:`build_session` applies them, then :func:`sql_ext.configure` adds the jars,
+    extensions and trap settings every CEP session needs (those win).
+    """
     for d in (settings.warehouse_dir, settings.scratch_dir):
         d.mkdir(parents=True, exist_ok=True)
     java_opts = (f"-Duser.timezone=UTC -Dderby.system.home={settings.data_dir / 'derby'} "
@@ -125,7 +122,6 @@ def session_conf(settings: Settings, jars: list[Path]) -> dict[str, str]:
     # Only the driver maps the class archive: it is a file of this machine (jobs/class_archive.py).
     driver_opts = f"{java_opts} {class_archive.java_options(settings, jars)}".strip()
     conf: dict[str, str] = {
-        "spark.jars": ",".join(str(j) for j in jars),
         "spark.sql.warehouse.dir": str(settings.warehouse_dir),
         "spark.local.dir": str(settings.scratch_dir),
         "spark.driver.memory": settings.driver_memory,
@@ -140,8 +136,7 @@ def session_conf(settings: Settings, jars: list[Path]) -> dict[str, str]:
     }
     conf.update(local_only(settings.master))
     conf.update(settings.spark_extra)
-    conf.update(REQUIRED_CONF)
-    return shim_conf(settings, conf)
+    return conf
 
 
 def executor_python(settings: Settings) -> str:
@@ -214,15 +209,17 @@ def build_session(
     builder = SparkSession.builder.master(settings.master).appName(settings.app_name)
     for key, value in session_conf(settings, jars).items():
         builder = builder.config(key, value)
+    builder = configure(builder, delta_jars=jars, shim_jar=shim_jar(settings))
+    zone = "spark.sql.session.timeZone"  # the project's own sessions read and write in UTC
+    builder = builder.config(zone, REQUIRED_CONF[zone])
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     _check_delta_loaded(spark, settings)
     if not settings.master.startswith("local"):
         ship_code(spark, settings)
 
-    from sql_ext.recognize_hook import install_rewriter
-
-    install_rewriter(spark)  # MATCH_RECOGNIZE in every statement this JVM parses
+    # Every function, and MATCH_RECOGNIZE in every statement this JVM parses.
+    enable(spark)
 
     from delta_tables.catalog import register_tables
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from cep.errors import CepError
 
-__all__ = ["Rewriter", "install_rewriter"]
+__all__ = ["Rewriter", "install_rewriter", "refuse_without_shim", "shim_missing_error"]
 
 
 class Rewriter:
@@ -55,4 +55,55 @@ def install_rewriter(spark: Any) -> bool:
         return False
     ensure_callback_server_started(context._gateway)
     holder.install(Rewriter())
+    from sql_ext.registry import FUNCTIONS
+
+    # The parser refuses TABLE(t) PARTITION BY in these functions' calls (CEP-SQL-003).
+    holder.setFunctions(",".join(spec.name for spec in FUNCTIONS))
     return True
+
+
+def shim_missing_error(sql: str) -> CepError | None:
+    """CEP-MR-109 at the first MATCH_RECOGNIZE of ``sql``; None when the statement has none.
+
+    Example:
+        >>> print(shim_missing_error("SELECT * FROM t MATCH_RECOGNIZE (PATTERN (A))"))
+        CEP-MR-109: line 1, column 17: MATCH_RECOGNIZE needs the JVM shim, and this session started without it: build the session with sql_ext.configure(SparkSession.builder) before getOrCreate(), then call sql_ext.enable(spark) (docs/install.md)
+            SELECT * FROM t MATCH_RECOGNIZE (PATTERN (A))
+                            ^~~~~~~~~~~~~~~
+        >>> shim_missing_error("SELECT 'MATCH_RECOGNIZE'") is None
+        True
+    """
+    from cep.recognize.errors import E_NO_SHIM, RowPatternSemanticError
+    from cep.recognize.clause import KEYWORD, tokens_of
+    from cep.recognize.rewrite import contains_clause
+
+    if not isinstance(sql, str) or not contains_clause(sql):
+        return None
+    token = next(t for t in tokens_of(sql) if t.token_type.name == "VAR"
+                 and t.text.upper() == KEYWORD)
+    return RowPatternSemanticError(
+        E_NO_SHIM, "MATCH_RECOGNIZE needs the JVM shim, and this session started without it: "
+        "build the session with sql_ext.configure(SparkSession.builder) before getOrCreate(), "
+        "then call sql_ext.enable(spark) (docs/install.md)", sql, token.start, token.end + 1)
+
+
+def refuse_without_shim(spark: Any) -> None:
+    """Make ``spark.sql`` raise CEP-MR-109 for MATCH_RECOGNIZE instead of Spark's syntax error.
+
+    For a classic session whose JVM has no shim (started without ``sql_ext.configure``): the
+    parser cannot be extended once the session runs, so the session's own ``sql`` method is
+    wrapped; every other statement goes to Spark unchanged. Wrapping twice is avoided.
+    """
+    original = spark.sql
+    if getattr(original, "_cep_refuses_match_recognize", False):
+        return
+
+    def sql(sqlQuery: str, *args: Any, **kwargs: Any) -> Any:  # noqa: N803 - pyspark's name
+        error = shim_missing_error(sqlQuery)
+        if error is not None:
+            raise error
+        return original(sqlQuery, *args, **kwargs)
+
+    sql._cep_refuses_match_recognize = True  # type: ignore[attr-defined]
+    sql.__doc__ = original.__doc__
+    spark.sql = sql

@@ -25,6 +25,7 @@ PROCESS_MODULES = (
     "tests/connect/",                    # the Spark Connect server
     "tests/test_notebooks.py",           # a Jupyter kernel with its own JVM
     "tests/flink/",                      # PyFlink's JVM, for the conformance cases
+    "tests/install/",                    # the wheel in a new environment: a user's JVMs
 )
 """Tests that start processes of their own (JVMs, servers, kernels): ``spark`` and ``slow``."""
 

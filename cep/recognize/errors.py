@@ -27,6 +27,8 @@ CEP-MR-106     syntax    a quantifier directly after a quantifier (``A{2}{3}``)
 CEP-MR-107     syntax    the clause itself is malformed (missing PATTERN, clause twice, ...)
 CEP-MR-108     syntax    Spark cannot parse the statement once its clauses are rewritten (a
                          syntax error elsewhere in it; raised by the JVM shim's parser)
+CEP-MR-109     setup     a MATCH_RECOGNIZE statement in a session started without the JVM
+                         shim (``sql_ext.configure(builder)`` adds it; docs/install.md)
 CEP-MR-201     semantic  a variable defined, skipped to or used in a measure that is unknown
 CEP-MR-202     semantic  a SUBSET name that is also a primary variable, or defined twice
 CEP-MR-203     semantic  AFTER MATCH SKIP would start the next match where this one started
@@ -60,6 +62,7 @@ E_UNCLOSED = "CEP-MR-104"
 E_BAD_BOUNDS = "CEP-MR-105"
 E_DOUBLE_QUANTIFIER = "CEP-MR-106"
 E_CLAUSE = "CEP-MR-107"
+E_NO_SHIM = "CEP-MR-109"
 E_UNKNOWN_VARIABLE = "CEP-MR-201"
 E_BAD_SUBSET = "CEP-MR-202"
 E_SKIP_LOOPS = "CEP-MR-203"

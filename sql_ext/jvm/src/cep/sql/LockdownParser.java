@@ -58,6 +58,9 @@ public final class LockdownParser {
                     RewrittenOrigins.remap((LogicalPlan) result, asked, (String) args[0]);
                 }
                 LockdownRule.check((LogicalPlan) result);
+                if (statement) {
+                    TableArguments.check((LogicalPlan) result, asked);
+                }
             }
             return result;
         };

@@ -12,6 +12,7 @@ public final class StatementRewrites {
 
     static final String KEYWORD = "match_recognize";
     private static volatile StatementRewriter current;
+    private static volatile java.util.Set<String> functions = java.util.Set.of();
 
     private StatementRewrites() {
     }
@@ -19,6 +20,21 @@ public final class StatementRewrites {
     /** Installs (or, with null, removes) the rewriter; called once per Python driver. */
     public static void install(StatementRewriter rewriter) {
         current = rewriter;
+    }
+
+    /** The CEP functions' names (comma-separated, from Python's registry) the parser checks. */
+    public static void setFunctions(String names) {
+        java.util.Set<String> found = new java.util.HashSet<>();
+        for (String name : names.split(",")) {
+            if (!name.isBlank()) {
+                found.add(name.trim().toLowerCase(Locale.ROOT));
+            }
+        }
+        functions = java.util.Set.copyOf(found);
+    }
+
+    static java.util.Set<String> functions() {
+        return functions;
     }
 
     /** Whether a rewriter is installed. */
