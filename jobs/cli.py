@@ -5,7 +5,7 @@ and ``--conf-dir`` or from ``CEP_DATA_DIR``, ``CEP_WAREHOUSE`` and ``CEP_CONF_DI
 installed package defaults to ``./data`` of the current folder and its packaged conf
 (docs/install.md), a checkout to its own ``data/`` and ``conf/``.
 
-Commands: ``fetch-jars`` (resolve the Delta jars once), ``fetch-data`` (download the pm4py
+Commands: ``submit-args`` (the ``spark-submit`` options a user's script needs), ``fetch-jars`` (resolve the Delta jars once), ``fetch-data`` (download the pm4py
 sdist once and extract the logs; the skfolio wheel once and take the stock prices out),
 ``load-bpi`` (real logs into Delta), ``load-stocks`` (daily stock prices into Delta),
 ``load-sensors`` (hourly temperature changes as a probabilistic stream into Delta),
@@ -59,6 +59,8 @@ def _parser() -> argparse.ArgumentParser:
                              "Java stack")
     parser.add_argument("--master", help="override the Spark master (e.g. spark://host:7077)")
     sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("submit-args", help="print the spark-submit options a submitted script needs "
+                   "(spark-submit $(spark-cep submit-args) my_script.py; docs/install.md)")
     sub.add_parser("fetch-jars", help="resolve the Delta Lake jars from Maven Central once and "
                    "record the class archive that makes later sessions start faster")
     sub.add_parser("fetch-data", help="download the pm4py sdist and the skfolio wheel once and "
@@ -200,6 +202,14 @@ def _run(args: argparse.Namespace, overrides: dict[str, str], spark: "SparkSessi
 
     try:
         settings = settings or load_settings(args.conf_dir, overrides=overrides)
+        if args.command == "submit-args":
+            import shlex
+
+            from jobs.shim import build_shim
+            from sql_ext.session_conf import submit_args
+
+            print(shlex.join(submit_args(shim_jar=build_shim(settings, quiet=True))))
+            return 0
         if args.command == "fetch-jars":
             from jobs.class_archive import build_archive
             from jobs.session import ensure_delta_jars

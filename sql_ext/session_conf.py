@@ -26,7 +26,8 @@ from typing import Any, Iterable
 from cep.errors import CepError
 
 __all__ = ["DELTA_EXTENSION", "DELTA_PACKAGES", "Enabled", "REQUIRED_CONF", "RUNTIME_CONF",
-           "UnsupportedSpark", "configure", "default_delta_package", "enable", "merged"]
+           "UnsupportedSpark", "configure", "default_delta_package", "enable", "merged",
+           "submit_args"]
 
 DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
 DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
@@ -147,6 +148,34 @@ def configure(builder: Any, *, delta_package: str | None = None,
     for key, value in RUNTIME_CONF.items():
         builder = builder.config(key, value)
     return builder
+
+
+def submit_args(*, delta_package: str | None = None, shim_jar: str | Path | None = None
+                ) -> list[str]:
+    """The ``spark-submit`` options that do what :func:`configure` does, for a submitted script.
+
+    ``spark-submit`` starts the JVM before the script runs, so jars a builder names come too
+    late for the driver; they go on the command line instead
+    (``spark-submit $(spark-cep submit-args) my_script.py``, docs/install.md).
+
+    Example:
+        >>> args = submit_args(delta_package="io.delta:x:1", shim_jar="/nonexistent.jar")
+        >>> args[:2], args[3]
+        (['--packages', 'io.delta:x:1'], 'spark.sql.extensions=io.delta.sql.DeltaSparkSessionExtension')
+    """
+    jar = Path(shim_jar) if shim_jar is not None else _default_shim()
+    extensions = [DELTA_EXTENSION]
+    args = ["--packages", delta_package or default_delta_package()]
+    if jar is not None and jar.is_file():
+        from sql_ext.shim import EXTENSION
+
+        extensions.append(EXTENSION)
+        args = [*args, "--jars", str(jar)]
+    confs = {"spark.sql.extensions": ",".join(extensions),
+             "spark.sql.catalog.spark_catalog": DELTA_CATALOG, **RUNTIME_CONF}
+    for key, value in confs.items():
+        args += ["--conf", f"{key}={value}"]
+    return args
 
 
 def _default_shim() -> Path | None:

@@ -8,7 +8,7 @@ entry (which does not run the ``.venv``'s editable-install hook, so the checkout
 packages stay out). From an empty folder, a user's script (``user_script.py``) builds its own
 ``SparkSession.builder``, calls ``sql_ext.configure`` and ``sql_ext.enable``, writes a Delta
 table and runs ``match_seq``, MATCH_RECOGNIZE and a ``VERSION AS OF`` read, once with
-``python`` and once with ``spark-submit``; then ``spark-cep sketch`` runs a state job over that
+``python`` and once with ``spark-submit $(spark-cep submit-args)``; then ``spark-cep sketch`` runs a state job over that
 table. Every answer must equal the checkout's session's.
 
 The user's data folder gets one file from the checkout: the list of Delta jars that
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -113,13 +114,18 @@ def test_a_users_script_and_spark_cep_answer_as_the_checkout(spark, settings, us
     assert found["functions"] == [f.name for f in FUNCTIONS if f.status == "available"]
     assert expected["match_seq"] and expected["match_recognize"]  # the queries find something
 
-    # The same script through spark-submit (the venv's pyspark), into a fresh folder.
+    # The same script through spark-submit (the venv's pyspark), into a fresh folder, with the
+    # options `spark-cep submit-args` prints (spark-submit starts the JVM before the script).
     shutil.rmtree(user / "data" / "warehouse")
     submit = venv / "bin" / "spark-submit"
     if not submit.exists():  # pyspark's scripts live in the .venv the .pth reaches
         submit = Path(sys.executable).parent / "spark-submit"
-    _run([str(submit), "--master", "local[2]", str(SCRIPT), str(user_env["base"] / "submit.json")],
-         user_env)
+    options = shlex.split(_run([str(venv / "bin" / "spark-cep"), "submit-args"], user_env).stdout)
+    assert options[:2] == ["--packages", "io.delta:delta-spark_4.2_2.13:4.4.0"]
+    assert str(options[options.index("--jars") + 1]).startswith(str(venv))  # the packaged jar
+    _run([str(submit), "--master", "local[2]", *options, "--conf",
+          f"spark.jars.ivy={ROOT / 'data' / 'ivy'}", str(SCRIPT),
+          str(user_env["base"] / "submit.json")], user_env)
     assert json.loads((user_env["base"] / "submit.json").read_text()) == found
 
     # A state job through the console script, in the user's folder (./data, packaged conf).

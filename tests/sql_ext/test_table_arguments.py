@@ -16,8 +16,7 @@ CALLS = {
     "match_prob": "match_prob('PATTERN a', TABLE({psrc}){tail})",
     "sketch_stats": "sketch_stats(TABLE({src}){tail})",
 }
-TAILS = [" PARTITION BY key", " PARTITION BY key ORDER BY ts", " WITH SINGLE PARTITION",
-         " ORDER BY ts"]
+TAILS = [" PARTITION BY key", " PARTITION BY key ORDER BY ts", " WITH SINGLE PARTITION"]
 
 
 @pytest.mark.parametrize("tail", TAILS)

@@ -53,6 +53,14 @@ final class TableArguments {
         while (children.hasNext()) {
             visit(children.next(), names, sql);
         }
+        // A WITH clause's queries (UnresolvedWith) and the expressions' subqueries.
+        scala.collection.Iterator<?> inner = plan.innerChildren().iterator();
+        while (inner.hasNext()) {
+            Object node = inner.next();
+            if (node instanceof LogicalPlan) {
+                visit((LogicalPlan) node, names, sql);
+            }
+        }
     }
 
     private static void visitExpression(Expression expr, Set<String> names, String sql) {
