@@ -8,6 +8,8 @@ Connect) and registers every function and the MATCH_RECOGNIZE parser hook. Both 
 The project's own session builder (``jobs.session.build_session``) is a user of both.
 
 Example (a session the user builds; needs Java and, once, Maven Central):
+    >>> default_delta_package("4.2.0")  # the Delta jars configure asks Spark for
+    'io.delta:delta-spark_4.2_2.13:4.4.0'
     >>> from pyspark.sql import SparkSession                       # doctest: +SKIP
     >>> import sql_ext                                              # doctest: +SKIP
     >>> builder = sql_ext.configure(SparkSession.builder.master("local[2]"))  # doctest: +SKIP
