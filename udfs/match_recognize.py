@@ -165,7 +165,8 @@ def _per_partition(program: Any, masks: list[int], firsts: Any, skip: Any, text:
         reads = None
         if conditions is not None:
             part = {name: column[lo:hi] for name, column in (values or {}).items()}
-            reads = Reads(conditions.mask, conditions.bind(part, hi - lo))
+            ask = conditions.bind(part, hi - lo)
+            reads = Reads(conditions.mask, ask, ask.number)
         parts.append(_flatten(match_masks(program, masks[lo:hi], skip, text=text,
                                           within=window, reads=reads),
                               lambda starts, lo=lo: starts + lo))

@@ -32,8 +32,9 @@ class OracleBudgetExceeded(Exception):
     patterns); a test then draws another example."""
 
 _Path = tuple[tuple[str, bool], ...]
-Reads = Callable[[str, int, tuple[str, ...]], bool]
-"""``(variable, row, labels of the rows before it in the match) -> bool``."""
+Reads = Callable[[str, int, tuple[str, ...], int], bool]
+"""``(variable, row, labels of the rows before it in the match, the number the match being
+tried will get) -> bool``."""
 
 
 def oracle_row_matches(pattern: Node, rows: list[set[str]], skip: str = "past_last",
@@ -54,7 +55,8 @@ def oracle_row_matches(pattern: Node, rows: list[set[str]], skip: str = "past_la
 
         max_steps: how many pattern nodes the enumeration may visit in all.
         reads: DEFINE conditions that read the match so far, asked (after ``rows`` said yes)
-            with the labels of the match's rows before the one tested.
+            with the labels of the match's rows before the one tested and the match's number
+            (MATCH_NUMBER(): matches found before it, plus one).
 
     Raises:
         ValueError: the skip target is missing from a match or would loop (the matcher raises
@@ -67,8 +69,11 @@ def oracle_row_matches(pattern: Node, rows: list[set[str]], skip: str = "past_la
     pos = 0
     while pos < n:
         found = None
+        number = len(out) + 1
+        asked = None if reads is None else (
+            lambda var, row, labels, r=reads, k=number: r(var, row, labels, k))
         for start in range(pos, n):
-            for end, path in _walk(pattern, rows, start, (), False, budget, reads):
+            for end, path in _walk(pattern, rows, start, (), False, budget, asked):
                 if times is not None and path and not _within(times, start, end, span):
                     continue
                 found = (start, path)
@@ -101,8 +106,11 @@ def _within(times: list[int | None], start: int, end: int, span: int) -> bool:
     return None not in window and window[-1] - window[0] < span
 
 
+_Asked = Callable[[str, int, tuple[str, ...]], bool]
+
+
 def _walk(node: Node, rows: list[set[str]], i: int, path: _Path, excluded: bool,
-          budget: list[int], reads: Reads | None = None) -> Iterator[tuple[int, _Path]]:
+          budget: list[int], reads: _Asked | None = None) -> Iterator[tuple[int, _Path]]:
     """Every ``(next row, path)`` after matching ``node`` from row ``i``, preferred first."""
     budget[0] -= 1
     if budget[0] < 0:
@@ -132,7 +140,7 @@ def _walk(node: Node, rows: list[set[str]], i: int, path: _Path, excluded: bool,
 
 
 def _sequence(items: tuple[Node, ...], rows: list[set[str]], i: int, path: _Path,
-              excluded: bool, budget: list[int], reads: Reads | None
+              excluded: bool, budget: list[int], reads: _Asked | None
               ) -> Iterator[tuple[int, _Path]]:
     if not items:
         yield i, path
@@ -142,7 +150,7 @@ def _sequence(items: tuple[Node, ...], rows: list[set[str]], i: int, path: _Path
 
 
 def _repeat(node: Quantified, rows: list[set[str]], i: int, path: _Path, excluded: bool,
-            count: int, budget: list[int], reads: Reads | None
+            count: int, budget: list[int], reads: _Asked | None
             ) -> Iterator[tuple[int, _Path]]:
     can_stop = count >= node.low
     can_go = node.high is None or count < node.high

@@ -16,10 +16,13 @@ whose leaves Spark has computed as columns (everything that depends only on one 
 * ``["nav", "FIRST"|"LAST", members, k, column, m]``: the ``k``-th first/last row of the match
   mapped to one of ``members`` (None: any row), then ``m`` rows further (physical, negative
   for PREV), and there ``column`` (None: the row's label, i.e. CLASSIFIER);
-* ``["agg", "count"|"sum"|"avg"|"min"|"max", members, column]``: the aggregate over the rows
-  mapped to ``members`` (None: every row of the match); ``column`` None means ``count(*)``;
+* ``["agg", "count"|"sum"|"avg"|"min"|"max"|"count_if"|"bool_and"|"bool_or", members,
+  column]``: the aggregate over the rows mapped to ``members`` (None: every row of the match);
+  ``column`` None means ``count(*)``;
+* ``["number"]``: MATCH_NUMBER(), the number the match being tried will get;
 * ``["op", name, *args]``: SQL operators with three-valued logic (``= <> < <= > >= + - * / %
-  neg and or not isnull notnull coalesce abs between``).
+  neg and or not isnull notnull coalesce abs between case like ilike in concat upper lower
+  length greatest least``; ``case`` takes test, value pairs and then the ELSE value).
 
 Per thread the history is a chain of nodes ``(row, label, excluded, previous, memo)``; running
 summaries (the last k rows of a set of labels, the first k, aggregates) are cached in each
@@ -39,7 +42,10 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any, Callable
 
-__all__ = ["Conditions"]
+__all__ = ["Conditions", "NUMBER"]
+
+NUMBER = "__mr_number"
+"""The key under which :meth:`Conditions.bind` passes the match number to the trees."""
 
 _Node = Any  # (row, label, excluded, previous, memo) or None
 _Eval = Callable[[dict[str, list[Any]], int, int, int, _Node], Any]
@@ -73,12 +79,20 @@ class Conditions:
         return self._by_variable[v](columns, n, v, i, history) is True
 
     def bind(self, columns: dict[str, list[Any]], n: int) -> Callable[[int, int, _Node], bool]:
-        """:meth:`accepts` for one partition's values: ``ask(v, i, history)``."""
+        """:meth:`accepts` for one partition's values: ``ask(v, i, history)``.
+
+        The returned function has an attribute ``number``, a one-item list holding the number
+        of the match being tried (MATCH_NUMBER() in DEFINE); the matcher sets it
+        (:class:`cep.recognize.matcher.Reads`).
+        """
         by_variable = self._by_variable
+        number = [1]
+        values = {**columns, NUMBER: number}
 
         def ask(v: int, i: int, history: _Node) -> bool:
-            return by_variable[v](columns, n, v, i, history) is True
+            return by_variable[v](values, n, v, i, history) is True
 
+        ask.number = number  # type: ignore[attr-defined]
         return ask
 
     # --- compilation -----------------------------------------------------------------------
@@ -95,6 +109,8 @@ class Conditions:
             return self._navigation(*tree[1:])
         if kind == "agg":
             return self._aggregate(*tree[1:])
+        if kind == "number":
+            return lambda cols, n, v, i, h: cols[NUMBER][0]
         if kind == "op":
             return _operator(tree[1], [self._compile(t) for t in tree[2:]])
         raise ValueError(f"not a condition tree: {kind!r}")
@@ -145,6 +161,9 @@ class Conditions:
     def _aggregate(self, func: str, names: list[str] | None, column: str | None) -> _Eval:
         members = self._members(names)
 
+        if func in _LOGICAL:
+            return self._logical_aggregate(func, members, column)
+
         def step(state: tuple[int, Any, Any, Any], row: int, label: int, cols: Any) -> Any:
             if members is not None and label not in members:
                 return state
@@ -162,6 +181,25 @@ class Conditions:
         pick = {"count": lambda s: s[0], "sum": lambda s: s[1], "min": lambda s: s[2],
                 "max": lambda s: s[3],
                 "avg": lambda s: None if s[0] == 0 else _divide(s[1], s[0])}[func]
+
+        def evaluate(cols: dict[str, list[Any]], n: int, v: int, i: int, h: _Node) -> Any:
+            return pick(step(self._state(j, h, cols), i, v, cols))
+
+        return evaluate
+
+    def _logical_aggregate(self, func: str, members: frozenset[int] | None,
+                           column: str | None) -> _Eval:
+        """count_if, bool_and, bool_or: counts of TRUE and FALSE values (NULLs skipped)."""
+        def step(state: tuple[int, int], row: int, label: int, cols: Any) -> Any:
+            if members is not None and label not in members:
+                return state
+            x = cols[column][row]
+            if x is None:
+                return state
+            return (state[0] + 1, state[1]) if x else (state[0], state[1] + 1)
+
+        j = self._summary(("logical", members, column), (0, 0), step)
+        pick = _LOGICAL[func]
 
         def evaluate(cols: dict[str, list[Any]], n: int, v: int, i: int, h: _Node) -> Any:
             return pick(step(self._state(j, h, cols), i, v, cols))
@@ -285,6 +323,16 @@ def _operator(name: str, args: list[_Eval]) -> _Eval:
                     return x
             return None
         return coalesce
+    if name in _VARIADIC:
+        func = _VARIADIC[name]
+        return lambda cols, n, v, i, h: func([arg(cols, n, v, i, h) for arg in args])
+    if name == "case":
+        def case(cols: Any, n: int, v: int, i: int, h: _Node) -> Any:
+            for k in range(0, len(args) - 1, 2):
+                if args[k](cols, n, v, i, h) is True:
+                    return args[k + 1](cols, n, v, i, h)
+            return args[-1](cols, n, v, i, h)
+        return case
     if name == "between":
         low, high = rest
         at_least, at_most = _BINARY[">="], _BINARY["<="]
@@ -298,6 +346,65 @@ def _operator(name: str, args: list[_Eval]) -> _Eval:
             return None if above is None or below is None else True
         return between
     raise ValueError(f"not a condition operator: {name!r}")
+
+
+_LOGICAL: dict[str, Callable[[tuple[int, int]], Any]] = {
+    "count_if": lambda s: s[0],
+    "bool_and": lambda s: None if s == (0, 0) else s[1] == 0,
+    "bool_or": lambda s: None if s == (0, 0) else s[0] > 0,
+}
+
+
+def _like(text: Any, pattern: Any, fold: bool) -> Any:
+    """SQL LIKE with Spark's default escape (backslash): ``%`` any run, ``_`` one character."""
+    import re
+
+    if text is None or pattern is None:
+        return None
+    out, k = [], 0
+    while k < len(pattern):
+        ch = pattern[k]
+        if ch == "\\" and k + 1 < len(pattern):
+            out.append(re.escape(pattern[k + 1]))
+            k += 2
+            continue
+        out.append(".*" if ch == "%" else "." if ch == "_" else re.escape(ch))
+        k += 1
+    flags = re.DOTALL | (re.IGNORECASE if fold else 0)
+    return re.fullmatch("".join(out), str(text), flags) is not None
+
+
+def _in(values: list[Any]) -> Any:
+    x, *items = values
+    if x is None:
+        return None
+    unknown = False
+    for item in items:
+        same = _BINARY["="](x, item)
+        if same is True:
+            return True
+        unknown = unknown or same is None
+    return None if unknown else False
+
+
+def _extreme(pick: Callable[..., Any]) -> Callable[[list[Any]], Any]:
+    def apply(values: list[Any]) -> Any:
+        present = [x for x in values if x is not None]  # Spark's greatest/least skip NULLs
+        return pick(present) if present else None
+    return apply
+
+
+def _text(func: Callable[[str], Any]) -> Callable[[list[Any]], Any]:
+    return lambda values: None if values[0] is None else func(str(values[0]))
+
+
+_VARIADIC: dict[str, Callable[[list[Any]], Any]] = {
+    "like": lambda a: _like(a[0], a[1], False), "ilike": lambda a: _like(a[0], a[1], True),
+    "in": _in,
+    "concat": lambda a: None if any(x is None for x in a) else "".join(map(str, a)),
+    "upper": _text(str.upper), "lower": _text(str.lower), "length": _text(len),
+    "greatest": _extreme(max), "least": _extreme(min),
+}
 
 
 def _connective(decisive: bool, args: list[_Eval]) -> _Eval:

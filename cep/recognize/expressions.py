@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from cep.recognize.aggregates import AGGREGATES, DEFINE_AGGREGATES, FRAMELESS, REFUSED
 from cep.recognize.clause import Item
 from cep.recognize.errors import (E_BAD_EXPRESSION, E_UNKNOWN_VARIABLE, E_UNSUPPORTED,
                                   RowPatternSemanticError, RowPatternSyntaxError)
@@ -42,12 +43,19 @@ WINDOW = "__mr_w"
 """The name of the partition's window (``WINDOW __mr_w AS (PARTITION BY ... ORDER BY ...)``)."""
 
 _NAVIGATION = ("PREV", "NEXT", "FIRST", "LAST", "CLASSIFIER", "MATCH_NUMBER")
-_AGGREGATES = ("COUNT", "SUM", "AVG", "MIN", "MAX")
+_AGGREGATES = frozenset(name.upper() for name in AGGREGATES) - set(_NAVIGATION)
 _MATCHED = "__mr_kind = 0"
+_LABELS = ("CLASSIFIER", "MATCH_NUMBER")
+"""Calls that read the matcher's labels, not the input's columns."""
 
 
 def _prepared(item: Item, statement: str) -> tuple[str, Any]:
-    """``item``'s text with navigation renamed, and its sqlglot tree."""
+    """``item``'s text with navigation and aggregate calls renamed, and its sqlglot tree.
+
+    ``FIRST(`` becomes ``MR_NAV_FIRST_DEFAULT(``, ``FINAL max_by(`` ``MR_AGG_MAX_BY_FINAL(``:
+    sqlglot then keeps every such call as a plain function node with its name and semantics,
+    whether or not it knows the aggregate. Calls inside a subquery keep their Spark meaning.
+    """
     import sqlglot
     from sqlglot.errors import SqlglotError
 
@@ -57,16 +65,41 @@ def _prepared(item: Item, statement: str) -> tuple[str, Any]:
     out = []
     last = 0
     semantics = ""
+    depth = 0
+    subqueries: list[int] = []  # the bracket depths at which a subquery opened
     for k, tok in enumerate(tokens):
         word = tok.text.upper()
         nxt = tokens[k + 1].text if k + 1 < len(tokens) else ""
-        if word in ("RUNNING", "FINAL") and k + 1 < len(tokens) and \
-                tokens[k + 1].text.upper() in _NAVIGATION + _AGGREGATES:
+        if tok.text == "(":
+            depth += 1
+            if nxt.upper() in ("SELECT", "WITH"):
+                subqueries.append(depth)
+        elif tok.text == ")":
+            if subqueries and subqueries[-1] == depth:
+                subqueries.pop()
+            depth -= 1
+        if subqueries or tok.token_type.name in ("IDENTIFIER", "STRING"):
+            semantics = ""
+            continue
+        if word in ("RUNNING", "FINAL") and k + 2 < len(tokens) and tokens[k + 2].text == "(":
+            after = nxt.upper()
+            if after not in _NAVIGATION and after not in _AGGREGATES:
+                raise RowPatternSyntaxError(
+                    E_BAD_EXPRESSION, f"{word} goes before FIRST, LAST, CLASSIFIER, PREV, NEXT "
+                    f"or an aggregate function, not before {nxt}(...)", statement,
+                    item.span[0] + tok.start, item.span[0] + tok.end + 1)
             out.append(item.text[last:tok.start])
             last = tok.end + 1
             semantics = word
             continue
-        if nxt == "(" and word in _NAVIGATION + _AGGREGATES:
+        if nxt == "(" and (word in _NAVIGATION or word in _AGGREGATES) and not (
+                word in ("ANY", "SOME") and k + 2 < len(tokens)
+                and tokens[k + 2].text.upper() in ("SELECT", "WITH")):
+            if word.lower() in REFUSED:
+                raise RowPatternSemanticError(
+                    E_BAD_EXPRESSION, f"{tok.text}() has no meaning inside MATCH_RECOGNIZE (it "
+                    "reads GROUP BY sets or a metric view)", statement,
+                    item.span[0] + tok.start, item.span[0] + tok.end + 1)
             out.append(item.text[last:tok.start])
             kind = "NAV" if word in _NAVIGATION else "AGG"
             out.append(f"MR_{kind}_{word}_{semantics or 'DEFAULT'}")
@@ -81,11 +114,30 @@ def _prepared(item: Item, statement: str) -> tuple[str, Any]:
                                     f"{str(err).splitlines()[0]}", statement, *item.span) from None
     from sqlglot import exp
 
-    if any(isinstance(node, exp.Distinct) for node in tree.walk()):
-        raise RowPatternSemanticError(E_UNSUPPORTED, "DISTINCT inside DEFINE or MEASURES is not "
-                                      "supported (aggregate the MATCH_RECOGNIZE output "
-                                      "instead)", statement, *item.span)
+    for node in _outside_subqueries(tree):
+        if isinstance(node, exp.Distinct):
+            raise RowPatternSemanticError(E_UNSUPPORTED, "DISTINCT inside DEFINE or MEASURES is "
+                                          "not supported (aggregate the MATCH_RECOGNIZE output "
+                                          "instead)", statement, *item.span)
+        if isinstance(node, (exp.IgnoreNulls, exp.RespectNulls)):
+            raise RowPatternSemanticError(E_UNSUPPORTED, "IGNORE NULLS / RESPECT NULLS inside "
+                                          "DEFINE or MEASURES is not supported (aggregates over "
+                                          "a match skip NULLs; first_value(x, true) says it "
+                                          "too)", statement, *item.span)
     return text, tree
+
+
+def _outside_subqueries(tree: Any) -> Any:
+    """Every node of ``tree`` that is not inside a subquery (whose columns are its own)."""
+    from sqlglot import exp
+
+    return tree.walk(prune=lambda node: isinstance(node, (exp.Subquery, exp.Select))
+                     and node is not tree)
+
+
+def _has_labels(node: Any) -> bool:
+    """Whether ``node`` calls CLASSIFIER or MATCH_NUMBER (outside subqueries)."""
+    return any((_call(sub) or ("", "", ""))[1] in _LABELS for sub in _outside_subqueries(node))
 
 
 def _call(node: Any) -> tuple[str, str, str] | None:
@@ -117,6 +169,7 @@ class Translator:
         self.navigations: list[tuple[str, str]] = []  # (column, SQL over the input)
         self.values: dict[str, str] = {}  # SQL over the input -> its __mr_x<j> column
         self.conditions: dict[str, Any] = {}  # variable -> condition tree, asked per thread
+        self.verbatim: dict[str, str] = {}  # placeholder column -> SQL sqlglot must not rewrite
 
     # --- DEFINE ---------------------------------------------------------------------------
 
@@ -145,11 +198,13 @@ class Translator:
                 offset = self._offset(args[1:], item, statement, 1)
                 func = "LAG" if name == "PREV" else "LEAD"
                 return _parse(f"{func}({inner.sql(dialect='spark')}, {offset}) OVER {WINDOW}")
-            if name == "CLASSIFIER" and not node.expressions:
+            if name == "CLASSIFIER":  # only reached when U holds `variable` (_reads_match)
                 return exp.Literal.string(variable)  # the row tested is mapped to `variable`
             raise RowPatternSemanticError(
                 E_UNSUPPORTED, f"DEFINE of {variable}: {name.lower()}(...) with these "
                 "arguments is not supported in DEFINE", statement, *item.span)
+        if isinstance(node, (exp.Subquery, exp.Select)):
+            return node  # a subquery's columns are its own tables'
         if isinstance(node, exp.Column) and node.table:
             # Only reached for the tested row's own variable (or a SUBSET holding it): other
             # qualifiers make the condition a per-thread tree (_reads_match).
@@ -162,14 +217,17 @@ class Translator:
         """Whether ``node`` reads rows of the match other than the one tested."""
         from sqlglot import exp
 
-        for sub in node.walk():
+        for sub in _outside_subqueries(node):
             call = _call(sub)
             if call is not None:
                 kind, name, _ = call
                 if kind == "AGG" or name in ("FIRST", "LAST", "MATCH_NUMBER"):
                     return True
-                if name in ("PREV", "NEXT") and any(
-                        (_call(c) or ("", "", ""))[1] == "CLASSIFIER" for c in sub.walk()):
+                if name == "CLASSIFIER" and variable not in (
+                        self._members(self._classifier_target(sub, item, statement))
+                        or (variable,)):
+                    return True
+                if name in ("PREV", "NEXT") and _has_labels(sub):
                     return True
             elif isinstance(sub, exp.Column) and sub.table and not isinstance(sub.this, exp.Star):
                 target = self._qualifier(sub, item, statement)
@@ -211,6 +269,9 @@ class Translator:
         if isinstance(node, exp.Between):
             return ["op", "between", again(node.this), again(node.args["low"]),
                     again(node.args["high"])]
+        scalar = self._scalar_tree(node, again)
+        if scalar is not None:
+            return scalar
         if isinstance(node, exp.Column):
             target, value = self._scoped(node, item, statement)
             return ["nav", "LAST", self._members(target), 0,
@@ -223,15 +284,66 @@ class Translator:
                                             "for MEASURES only (DEFINE sees the match so far)",
                                             statement, *item.span)
             if kind == "AGG":
+                if name.lower() not in DEFINE_AGGREGATES:
+                    raise RowPatternSemanticError(
+                        E_UNSUPPORTED, f"DEFINE of {variable}: {name.lower()}() is not "
+                        "available in DEFINE, where the matcher keeps each aggregate running "
+                        f"per partial match itself (there: {', '.join(sorted(DEFINE_AGGREGATES))}"
+                        "); every Spark aggregate works in MEASURES", statement, *item.span)
                 return self._define_aggregate(node, name, item, statement)
+            if name == "MATCH_NUMBER":
+                return ["number"]
+            if name == "CLASSIFIER":
+                return ["nav", "LAST",
+                        self._members(self._classifier_target(node, item, statement)), 0,
+                        None, 0]
             if name in ("FIRST", "LAST", "PREV", "NEXT"):
                 return self._define_navigation(node, name, item, statement)
-        what = call[1].lower() + "()" if call is not None else node.key.upper()
+        what = node.key.upper()
         raise RowPatternSemanticError(
             E_UNSUPPORTED, f"DEFINE of {variable}: {what} around a reference to other rows of "
-            "the match is not supported (there: comparisons, + - * / %, AND, OR, NOT, IS [NOT] "
-            "NULL, BETWEEN, COALESCE, ABS, FIRST, LAST, PREV, NEXT, count, sum, avg, min, max)",
-            statement, *item.span)
+            "the match is not supported (there: comparisons, + - * / %, ||, AND, OR, NOT, IS "
+            "[NOT] NULL, BETWEEN, IN, LIKE, CASE, IF, COALESCE, ABS, UPPER, LOWER, LENGTH, "
+            "GREATEST, LEAST, FIRST, LAST, PREV, NEXT, CLASSIFIER, MATCH_NUMBER and the "
+            "aggregates " + ", ".join(sorted(DEFINE_AGGREGATES)) + "); compute it on the "
+            "current row, or in MEASURES", statement, *item.span)
+
+    @staticmethod
+    def _scalar_tree(node: Any, again: Any) -> Any:
+        """The condition tree of CASE, IF, LIKE, IN, || and the scalar functions the matcher
+        evaluates itself (None for any other node)."""
+        from sqlglot import exp
+
+        if isinstance(node, exp.If):
+            return ["op", "case", again(node.this), again(node.args["true"]),
+                    again(node.args["false"]) if node.args.get("false") else ["null"]]
+        if isinstance(node, exp.Case):
+            parts: list[Any] = []
+            subject = node.this
+            for branch in node.args.get("ifs") or []:
+                test = again(branch.this)
+                if subject is not None:
+                    test = ["op", "=", again(subject), test]
+                parts += [test, again(branch.args["true"])]
+            default = node.args.get("default")
+            return ["op", "case", *parts, again(default) if default is not None else ["null"]]
+        if isinstance(node, (exp.Like, exp.ILike)):
+            return ["op", "like" if isinstance(node, exp.Like) else "ilike", again(node.this),
+                    again(node.expression)]
+        if isinstance(node, exp.In) and node.expressions and not node.args.get("query"):
+            return ["op", "in", again(node.this), *[again(e) for e in node.expressions]]
+        if isinstance(node, exp.DPipe):
+            return ["op", "concat", again(node.this), again(node.expression)]
+        if isinstance(node, exp.Concat):
+            return ["op", "concat", *[again(e) for e in node.expressions]]
+        single = {exp.Upper: "upper", exp.Lower: "lower", exp.Length: "length"}
+        for kind, name in single.items():
+            if isinstance(node, kind):
+                return ["op", name, again(node.this)]
+        if isinstance(node, (exp.Greatest, exp.Least)):
+            name = "greatest" if isinstance(node, exp.Greatest) else "least"
+            return ["op", name, again(node.this), *[again(e) for e in node.expressions]]
+        return None
 
     def _define_navigation(self, node: Any, name: str, item: Item, statement: str) -> Any:
         """``["nav", ...]`` of FIRST/LAST, or of PREV/NEXT over a logical position."""
@@ -250,40 +362,66 @@ class Translator:
         else:
             logical, k, inner = name, self._offset(args[1:], item, statement, 0), args[0]
         inner_call = _call(inner)
-        if inner_call is not None and inner_call[1] == "CLASSIFIER" and not inner.expressions:
-            return ["nav", logical, None, k, None, physical]
+        if inner_call is not None and inner_call[1] == "CLASSIFIER":
+            target = self._classifier_target(inner, item, statement)
+            return ["nav", logical, self._members(target), k, None, physical]
         target, value = self._scoped(inner, item, statement)
         return ["nav", logical, self._members(target), k,
                 self._value(value.sql(dialect="spark")), physical]
 
     def _define_aggregate(self, node: Any, name: str, item: Item, statement: str) -> Any:
         """``["agg", ...]`` of a running aggregate in DEFINE."""
-        target, value = self._aggregated(node, name, item, statement)
-        if value is None:
+        target, args = self._aggregated(node, name, item, statement)
+        if args is None:
             return ["agg", "count", self._members(target), None]
-        return ["agg", name.lower(), self._members(target),
-                self._value(value.sql(dialect="spark"))]
+        if len(args) != 1:
+            raise RowPatternSyntaxError(E_BAD_EXPRESSION, f"{name.lower()} takes one argument "
+                                        "in DEFINE", statement, *item.span)
+        func = {"mean": "avg", "every": "bool_and", "some": "bool_or",
+                "any": "bool_or"}.get(name.lower(), name.lower())
+        return ["agg", func, self._members(target), self._value(args[0].sql(dialect="spark"))]
 
-    def _aggregated(self, node: Any, name: str, item: Item, statement: str
-                    ) -> tuple[str | None, Any]:
-        """``(variable or None, value)`` of an aggregate's one argument; value None for
-        ``count(*)`` / ``count(A.*)``."""
+    def _aggregated(self, node: Any, name: str, item: Item, statement: str,
+                    labels: bool = False, extra: tuple[Any, ...] = ()
+                    ) -> tuple[str | None, list[Any] | None]:
+        """``(variable or None, arguments)`` of an aggregate: every argument (and ``extra``,
+        an ordering's expressions) reads one variable, one SUBSET or the whole match (Trino's
+        rule); arguments None for ``count(*)`` / ``count(A.*)``. ``labels``: CLASSIFIER() and
+        MATCH_NUMBER() may appear (MEASURES), read from the matcher's labels."""
         from sqlglot import exp
 
         args = node.expressions
-        if len(args) != 1:
-            raise RowPatternSyntaxError(E_BAD_EXPRESSION, f"{name.lower()} takes one argument",
-                                        statement, *item.span)
-        arg = args[0]
-        if isinstance(arg, exp.Star) or (isinstance(arg, exp.Column)
-                                          and isinstance(arg.this, exp.Star)):
+        if len(args) == 1 and (isinstance(args[0], exp.Star) or (
+                isinstance(args[0], exp.Column) and isinstance(args[0].this, exp.Star))):
+            arg = args[0]
             if name != "COUNT":
                 raise RowPatternSyntaxError(E_BAD_EXPRESSION, f"{name.lower()}(*) is not an "
                                             "aggregate; only count(*) is", statement,
                                             *item.span)
             return (self._qualifier(arg, item, statement) if isinstance(arg, exp.Column)
                     else None), None
-        return self._scoped(arg, item, statement)
+        if not args and name == "COUNT":
+            return None, None  # count(): Trino's spelling of count(*)
+        targets: set[str] = set()
+        out = []
+        for arg in [*args, *extra]:
+            if any((_call(sub) or ("", "", ""))[1] in ("PREV", "NEXT", "FIRST", "LAST")
+                   for sub in _outside_subqueries(arg)):
+                raise RowPatternSyntaxError(E_BAD_EXPRESSION, f"the arguments of "
+                                            f"{name.lower()}() cannot navigate (PREV, NEXT, "
+                                            "FIRST, LAST), as SQL:2016 has it; CLASSIFIER() and "
+                                            "MATCH_NUMBER() can be read", statement,
+                                            *item.span)
+            target, value = self._scoped(arg, item, statement, labels=labels)
+            if target is not None:
+                targets.add(target)
+            out.append(value)
+        if len(targets) > 1:
+            raise RowPatternSemanticError(E_BAD_EXPRESSION, f"the arguments of {name.lower()}() "
+                                          "must read one pattern variable, found "
+                                          f"{', '.join(sorted(targets))}", statement,
+                                          *item.span)
+        return (targets.pop() if targets else None), out[:len(args)] + out[len(args):]
 
     def _members(self, target: str | None) -> list[str] | None:
         return None if target is None else list(self.subsets.get(target, (target,)))
@@ -299,11 +437,20 @@ class Translator:
     def measure(self, item: Item, rows: str, statement: str) -> str:
         """The SQL of one measure over the matcher's output rows (``rows``: one or all)."""
         _, tree = _prepared(item, statement)
-        return self._measure_node(tree, rows, item, statement).sql(dialect="spark")
+        sql = self._measure_node(tree, rows, item, statement).sql(dialect="spark")
+        for name, text in self.verbatim.items():
+            sql = sql.replace(name, f"({text})")
+        return sql
 
     def _measure_node(self, node: Any, rows: str, item: Item, statement: str) -> Any:
         from sqlglot import exp
 
+        if isinstance(node, (exp.Subquery, exp.Select)):
+            return node  # a subquery's columns are its own tables'
+        if isinstance(node, exp.WithinGroup) and (_call(node.this) or ("",))[0] == "AGG":
+            kind, name, semantics = _call(node.this)  # type: ignore[misc]
+            return self._ordered_aggregate(node, name, semantics == "FINAL" or rows == "one",
+                                           rows, item, statement)
         call = _call(node)
         if call is not None:
             kind, name, semantics = call
@@ -313,12 +460,15 @@ class Translator:
             if name == "MATCH_NUMBER":
                 return exp.column("__mr_match")
             if name == "CLASSIFIER":
-                return self._framed(f"MAX_BY(__mr_label, CASE WHEN {_MATCHED} THEN __mr_seq END)",
-                                    final, rows)
+                target = self._classifier_target(node, item, statement)
+                return self._logical("LAST", target, "__mr_label", 0, final, rows)
             if name in ("FIRST", "LAST"):
                 args = node.expressions
+                if not args:
+                    raise RowPatternSyntaxError(E_BAD_EXPRESSION, f"{name.lower()}() needs an "
+                                                "expression to read", statement, *item.span)
                 offset = self._offset(args[1:], item, statement, 0)
-                target, value = self._scoped(args[0], item, statement)
+                target, value = self._scoped(args[0], item, statement, labels=True)
                 return self._logical(name, target, value.sql(dialect="spark"), offset, final,
                                      rows)
             # PREV / NEXT: a physical offset from a logical position (LAST by default).
@@ -331,6 +481,9 @@ class Translator:
                 logical_offset = self._offset(inner.expressions[1:], item, statement, 0)
                 final = final or inner_call[2] == "FINAL"
                 inner = inner.expressions[0]
+            if _has_labels(inner):
+                return self._physical_label(name, inner, logical, logical_offset, offset, final,
+                                            rows, item, statement)
             target, value = self._scoped(inner, item, statement)
             func = "LAG" if name == "PREV" else "LEAD"
             column = f"__mr_nav{len(self.navigations)}"
@@ -346,12 +499,98 @@ class Translator:
 
     def _aggregate(self, node: Any, name: str, final: bool, rows: str, item: Item,
                    statement: str) -> Any:
-        target, value = self._aggregated(node, name, item, statement)
-        if value is None:
+        """Any Spark aggregate over the rows of one variable (or the match), as
+        ``agg(...) FILTER (WHERE <those rows>)``."""
+        target, args = self._aggregated(node, name, item, statement, labels=True)
+        if args is None:
             return self._framed(f"COUNT(CASE WHEN {self._condition(target)} THEN 1 END)",
                                 final, rows)
-        return self._framed(f"{name}(CASE WHEN {self._condition(target)} THEN "
-                            f"{value.sql(dialect='spark')} END)", final, rows)
+        cond = self._condition(target)
+        listed = ", ".join(a.sql(dialect="spark") for a in args)
+        ordered = name in ("COLLECT_LIST", "ARRAY_AGG") and len(args) == 1
+        joined = name in ("LISTAGG", "STRING_AGG") and len(args) in (1, 2)
+        if ordered or joined:
+            # In the match's order (Trino's array_agg): a GROUP BY keeps no order by itself,
+            # and Spark allows no window frame with listagg's WITHIN GROUP.
+            value = args[0].sql(dialect="spark")
+            pairs = self._framed_text(f"COLLECT_LIST(NAMED_STRUCT('s', __mr_seq, 'v', "
+                                      f"{value})) FILTER (WHERE {cond} AND ({value}) IS NOT "
+                                      "NULL)", final, rows)
+            values = f"TRANSFORM(ARRAY_SORT({pairs}), __mr_e -> __mr_e.v)"
+            if ordered:
+                return _parse(values)
+            separator = args[1].sql(dialect="spark") if len(args) == 2 else "''"
+            return _parse(f"CASE WHEN SIZE({pairs}) > 0 THEN ARRAY_JOIN({values}, "
+                          f"{separator}) END")
+        sql = f"{name}({listed}) FILTER (WHERE {cond})"
+        if name.lower() in FRAMELESS:
+            return self._frameless(sql, name, final, rows, item, statement)
+        return self._framed(sql, final, rows)
+
+    def _frameless(self, sql: str, name: str, final: bool, rows: str, item: Item,
+                   statement: str) -> Any:
+        """An aggregate Spark allows over a whole window only: FINAL, or ONE ROW PER MATCH."""
+        if rows == "one":
+            return self._verbatim(sql)
+        if not final:
+            raise RowPatternSemanticError(E_UNSUPPORTED, f"RUNNING {name.lower()}(...) in ALL "
+                                          "ROWS PER MATCH is not supported (Spark allows no "
+                                          "window frame for it); write FINAL, or use ONE ROW "
+                                          "PER MATCH", statement, *item.span)
+        keys = ", ".join([*self.partition, "__mr_match"])
+        return self._verbatim(f"{sql} OVER (PARTITION BY {keys})")
+
+    def _ordered_aggregate(self, node: Any, name: str, final: bool, rows: str, item: Item,
+                           statement: str) -> Any:
+        """``percentile_cont(0.5) WITHIN GROUP (ORDER BY A.x)`` and the like: the ordering
+        reads the same rows as the arguments."""
+        from sqlglot import exp
+
+        order = node.expression
+        keys = [o.this if isinstance(o, exp.Ordered) else o for o in order.expressions]
+        target, values = self._aggregated(node.this, name, item, statement, labels=True,
+                                          extra=tuple(keys))
+        assert values is not None
+        count = len(node.this.expressions)
+        order = order.copy()
+        for ordered, value in zip(order.expressions, values[count:]):
+            if isinstance(ordered, exp.Ordered):
+                ordered.set("this", value)
+        listed = ", ".join(a.sql(dialect="spark") for a in values[:count])
+        sql = (f"{name}({listed}) WITHIN GROUP ({order.sql(dialect='spark')}) FILTER (WHERE "
+               f"{self._condition(target)})")
+        return self._frameless(sql, name, final, rows, item, statement)
+
+    def _verbatim(self, sql: str) -> Any:
+        """A placeholder column for ``sql``, put back by :meth:`measure` after sqlglot wrote
+        the rest (its Spark dialect would turn WITHIN GROUP into other functions)."""
+        from sqlglot import exp
+
+        name = f"__mr_verbatim{len(self.verbatim)}_"
+        self.verbatim[name] = sql
+        return exp.column(name)
+
+    def _physical_label(self, name: str, inner: Any, logical: str, logical_offset: int,
+                        offset: int, final: bool, rows: str, item: Item, statement: str) -> Any:
+        """``PREV``/``NEXT`` around CLASSIFIER: the label of the row ``offset`` rows from the
+        logical position, NULL outside the match (or, RUNNING, beyond the current row)."""
+        from sqlglot import exp
+
+        target, value = self._scoped(inner, item, statement, labels=True)
+        if any(c.name not in ("__mr_label", "__mr_match") for c in value.find_all(exp.Column)):
+            raise RowPatternSemanticError(E_UNSUPPORTED, f"{name.lower()}() of an expression "
+                                          "that mixes CLASSIFIER() with columns is not "
+                                          "supported; navigate to each separately", statement,
+                                          *item.span)
+        position = self._logical(logical, target, "__mr_seq", logical_offset, final, rows)
+        at = f"({position.sql(dialect='spark')}) {'-' if name == 'PREV' else '+'} {offset}"
+        listed = self._framed(f"COLLECT_LIST(CASE WHEN {_MATCHED} THEN NAMED_STRUCT('s', "
+                              "__mr_seq, 'v', __mr_label) END)", final, rows)
+        # __mr_seq counts 1, 2, ... through the match: the sorted list's k-th entry is row k.
+        label = _parse(f"CASE WHEN {at} >= 1 THEN TRY_ELEMENT_AT(ARRAY_SORT("
+                       f"{listed.sql(dialect='spark')}), {at}).v END")
+        return value.transform(lambda n: label.copy() if isinstance(n, exp.Column)
+                               and n.name == "__mr_label" else n)
 
     def _logical(self, name: str, target: str | None, value_sql: str, offset: int,
                  final: bool, rows: str) -> Any:
@@ -367,12 +606,17 @@ class Translator:
                       f"{index}).v")
 
     def _framed(self, sql: str, final: bool, rows: str) -> Any:
+        return _parse(self._framed_text(sql, final, rows))
+
+    def _framed_text(self, sql: str, final: bool, rows: str) -> str:
+        """``sql``, an aggregate, over the match's group (ONE ROW) or its window up to the
+        current row (RUNNING) or over all of it (FINAL)."""
         if rows == "one":
-            return _parse(sql)
+            return sql
         bound = "UNBOUNDED FOLLOWING" if final else "CURRENT ROW"
         keys = ", ".join([*self.partition, "__mr_match"])
-        return _parse(f"{sql} OVER (PARTITION BY {keys} ORDER BY __mr_seq ROWS BETWEEN "
-                      f"UNBOUNDED PRECEDING AND {bound})")
+        return (f"{sql} OVER (PARTITION BY {keys} ORDER BY __mr_seq ROWS BETWEEN "
+                f"UNBOUNDED PRECEDING AND {bound})")
 
     def _condition(self, target: str | None) -> str:
         if target is None:
@@ -381,27 +625,71 @@ class Translator:
         labels = ", ".join(string_literal(m) for m in members)
         return f"__mr_label IN ({labels})" if len(members) > 1 else f"__mr_label = {labels}"
 
-    def _scoped(self, node: Any, item: Item, statement: str) -> tuple[str | None, Any]:
+    def _scoped(self, node: Any, item: Item, statement: str, labels: bool = False
+                ) -> tuple[str | None, Any]:
         """The one variable ``node``'s columns are qualified with (None: the universal one),
-        and ``node`` with the qualifiers removed."""
+        and ``node`` with the qualifiers removed. With ``labels`` (MEASURES), CLASSIFIER(U)
+        reads U's rows' labels (``__mr_label``) and MATCH_NUMBER() is ``__mr_match``."""
         from sqlglot import exp
 
         node = node.copy()
         targets = set()
-        for column in list(node.find_all(exp.Column)):
+        for column in [c for c in _outside_subqueries(node) if isinstance(c, exp.Column)]:
             if column.table:
                 targets.add(self._qualifier(column, item, statement))
             column.set("table", None)
-        if any(_call(n) is not None for n in node.walk()):
-            raise RowPatternSemanticError(E_UNSUPPORTED, "navigation inside navigation other "
-                                          "than PREV/NEXT(FIRST/LAST(...)) is not supported",
-                                          statement, *item.span)
+        for sub in list(_outside_subqueries(node)):
+            call = _call(sub)
+            if call is None:
+                continue
+            if call[1] in _LABELS and labels:
+                if call[1] == "CLASSIFIER":
+                    target = self._classifier_target(sub, item, statement)
+                    if target is not None:
+                        targets.add(target)
+                replacement = exp.column("__mr_label" if call[1] == "CLASSIFIER"
+                                         else "__mr_match")
+                if sub is node:
+                    node = replacement
+                else:
+                    sub.replace(replacement)
+                continue
+            if call[0] == "AGG":
+                raise RowPatternSyntaxError(E_BAD_EXPRESSION, "an aggregate cannot be nested "
+                                            "in navigation or in another aggregate (SQL:2016)",
+                                            statement, *item.span)
+            where = "DEFINE" if not labels else "this place"
+            raise RowPatternSemanticError(E_UNSUPPORTED, f"{call[1].lower()}() cannot be read "
+                                          f"inside navigation or an aggregate in {where} (PREV "
+                                          "and NEXT may hold FIRST or LAST; in MEASURES, "
+                                          "CLASSIFIER() and MATCH_NUMBER() may be read inside "
+                                          "FIRST, LAST and aggregates)", statement, *item.span)
         if len(targets) > 1:
             raise RowPatternSemanticError(E_BAD_EXPRESSION, "one navigation or aggregate can "
                                           f"read one pattern variable, found "
                                           f"{', '.join(sorted(targets))}", statement,
                                           *item.span)
         return (targets.pop() if targets else None), node
+
+    def _classifier_target(self, node: Any, item: Item, statement: str) -> str | None:
+        """The variable or SUBSET of ``CLASSIFIER(U)`` (None for ``CLASSIFIER()``)."""
+        from sqlglot import exp
+
+        args = node.expressions
+        if not args:
+            return None
+        if len(args) == 1 and isinstance(args[0], exp.Column) and not args[0].table and \
+                isinstance(args[0].this, exp.Identifier):
+            ident = args[0].this
+            name = ident.this if ident.quoted else str(ident.this).upper()
+            if name not in self.variables and name not in self.subsets:
+                known = ", ".join([*self.variables, *self.subsets])
+                raise RowPatternSemanticError(E_UNKNOWN_VARIABLE, f"CLASSIFIER({name}): not a "
+                                              f"pattern variable or SUBSET (known: {known})",
+                                              statement, *item.span)
+            return name
+        raise RowPatternSyntaxError(E_BAD_EXPRESSION, "CLASSIFIER takes nothing or one pattern "
+                                    "variable or SUBSET name", statement, *item.span)
 
     def _qualifier(self, column: Any, item: Item, statement: str) -> str:
         ident = column.args.get("table")

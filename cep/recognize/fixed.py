@@ -152,13 +152,19 @@ class _FixedTranslator(Translator):
         return _shifted(_parse(navigated or value_sql), k)
 
     def _measure_node(self, node: Any, rows: str, item: Item, statement: str) -> Any:
-        from cep.recognize.expressions import _call
+        from sqlglot import exp
+
+        from cep.recognize.expressions import _call, _has_labels
 
         call = _call(node)
         if call is not None and call[1] == "CLASSIFIER":
-            return _parse(string_literal(self.order[-1]))
+            places = self._places(self._classifier_target(node, item, statement))
+            return _parse(string_literal(self.order[places[-1]]) if places
+                          else "CAST(NULL AS STRING)")
         if call is not None and call[1] == "MATCH_NUMBER":
             raise _NotFixed
+        if (call is not None and _has_labels(node)) or isinstance(node, exp.WithinGroup):
+            raise _NotFixed  # labels read at other rows, ordered aggregates: the matcher's plan
         return super()._measure_node(node, rows, item, statement)
 
     def _logical(self, name: str, target: str | None, value_sql: str, offset: int,
@@ -170,12 +176,15 @@ class _FixedTranslator(Translator):
 
     def _aggregate(self, node: Any, name: str, final: bool, rows: str, item: Item,
                    statement: str) -> Any:
-        target, value = self._aggregated(node, name, item, statement)
-        places = self._places(target)
-        if name == "COUNT" and value is None:
-            return _parse(f"CAST({len(places)} AS BIGINT)")
         if name not in ("COUNT", "MIN", "MAX"):
             raise _NotFixed
+        target, args = self._aggregated(node, name, item, statement)
+        places = self._places(target)
+        if name == "COUNT" and args is None:
+            return _parse(f"CAST({len(places)} AS BIGINT)")
+        if args is None or len(args) != 1:
+            raise _NotFixed
+        value = args[0]
         values = [_shifted(value, k).sql(dialect="spark") for k in places]
         if name == "COUNT":
             tests = " + ".join(f"CASE WHEN ({v}) IS NULL THEN 0 ELSE 1 END" for v in values)

@@ -89,10 +89,13 @@ class Reads:
         ask: ``(v, row, history) -> bool``; ``history`` is the thread's chain of nodes
             ``(row, variable, excluded, previous, memo)`` (None: nothing matched yet), and
             ``memo`` a dict the condition may cache running summaries in.
+        number: a one-item list the matcher sets to the number the match being tried will
+            get, before each try (MATCH_NUMBER() in DEFINE); None when no condition reads it.
     """
 
     mask: int
     ask: Callable[[int, int, Any], bool]
+    number: list[int] | None = None
 
 
 MAX_THREADS = 1_000_000
@@ -165,6 +168,8 @@ def match_masks(program: Program, rows: list[int], skip: Skip = Skip(), *, text:
                 pos += 1
             if pos == n:
                 break
+        if reads is not None and reads.number is not None:
+            reads.number[0] = len(out) + 1
         found = _search(program, rows, pos, within, text, reads, budget, entries)
         if found is None:
             if reads is None:

@@ -34,6 +34,8 @@ WITHIN_UNITS = "WITHIN n UNITS (our extension; Flink has WITHIN INTERVAL)"
 SPARK_FUNCTION = "Spark SQL's timestamp_seconds()"
 NULLS_ORDER = "NULLS FIRST or NULLS LAST in the ORDER BY"
 ORDER_NOT_TIME = "an ORDER BY that is not an ascending time attribute"
+CLASSIFIER_ARGUMENT = "CLASSIFIER(U) of a variable or SUBSET"
+SPARK_AGGREGATE = "Spark's aggregates collect_list and count_if"
 ORDER_BY_MEASURE = "a MATCH_RECOGNIZE over another one's output (no time attribute to order by)"
 UNBOUNDED_BRACES = "the quantifier {,} (no bounds, the same as *)"
 
@@ -62,6 +64,8 @@ FEATURE_ERRORS: dict[str, str] = {
     ORDER_NOT_TIME: r"You must specify time point for order by as the first one",
     ORDER_BY_MEASURE: r"Column 'rt' not found in any table",
     UNBOUNDED_BRACES: r"SQL parse failed\. Encountered \"\}\"",
+    CLASSIFIER_ARGUMENT: r'SQL parse failed\. Encountered "[A-Z]" at line 1',
+    SPARK_AGGREGATE: r"No match found for function signature (collect_list|count_if)",
 }
 """Per refused feature: a regular expression that Flink's error for it matches."""
 
@@ -209,6 +213,18 @@ FLINK_UNSUPPORTED: dict[str, str] = {
     "trino_empty_bounds_are_star": UNBOUNDED_BRACES,
     "trino_nested_navigation_offsets": NAVIGATION_IN_MEASURES,
     "ties_any_order_permute": PERMUTE,
+    # issue 49's constructs
+    "classifier_of_a_subset_one_row": CLASSIFIER_ARGUMENT,
+    "classifier_of_a_subset_all_rows": CLASSIFIER_ARGUMENT,
+    "navigation_around_classifier_one_row": CLASSIFIER_ARGUMENT,
+    "classifier_of_a_subset_in_define": CLASSIFIER_ARGUMENT,
+    "navigation_around_classifier_all_rows": NAVIGATION_IN_MEASURES,
+    "match_number_in_define": MATCH_NUMBER,
+    "every_spark_aggregate_one_row": SPARK_AGGREGATE,
+    "every_spark_aggregate_running_and_final": SPARK_AGGREGATE,
+    "aggregates_of_a_fixed_length_pattern": SPARK_AGGREGATE,
+    "count_if_and_bool_or_in_define": SPARK_AGGREGATE,
+    "case_like_in_around_the_match_in_define": GREEDY_LAST,
 }
 """Case name → the feature Flink refuses (a key of :data:`FEATURE_ERRORS`)."""
 

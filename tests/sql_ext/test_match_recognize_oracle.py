@@ -179,7 +179,7 @@ def test_define_reading_the_match_equals_the_oracle(spark, reading_view) -> None
             x = [value for _, value in part]
             plain = {v: _reads(*reads[v])[1] for v in reads}
 
-            def check(var: str, i: int, labels: tuple, x=x, plain=plain) -> bool:
+            def check(var: str, i: int, labels: tuple, number: int, x=x, plain=plain) -> bool:
                 return var not in plain or plain[var](x, i, var, labels) is True
 
             for number, (start, labels, _) in enumerate(

@@ -109,7 +109,7 @@ def test_conditions_equal_oracle(text: str, rows: list[list[bool]], values: list
     reads = Reads(conditions.mask,
                   lambda v, i, h: conditions.accepts(columns, len(x), v, i, h))
 
-    def plain(var: str, i: int, labels: tuple[str, ...]) -> bool:
+    def plain(var: str, i: int, labels: tuple[str, ...], number: int = 1) -> bool:
         return var not in drawn or drawn[var][1](x, i, var, labels) is True
 
     accepts, names, plan, targets = inputs(program, rows, skip)
