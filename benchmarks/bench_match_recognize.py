@@ -18,6 +18,13 @@ written to Delta once) it times in ONE run, on the same cached data, results to 
 * ``price_down``: Flink's documented logical-offset pattern ``START_ROW DOWN+ UP`` on ``v0``,
   whose DEFINE reads the match so far (``LAST(DOWN.v0, 1)``, ``START_ROW.v0``), so the
   matcher asks it per thread;
+* ``v_shape_aggregates`` (issue 49): v_shape with the measures of the standard that Spark's
+  aggregates give (``array_agg(CLASSIFIER())``, ``stddev_pop``, ``max_by``,
+  ``percentile_cont ... WITHIN GROUP``, ``CLASSIFIER(U)``), against v_shape with its four
+  plain measures: what the richer measures cost;
+* ``running_stddev`` (issue 49): ``A B+`` where B keeps the running ``stddev_pop`` of the
+  match's ``v0`` under a bound (a per-thread summary of the matcher), against the same
+  pattern with the running ``avg`` the matcher had before;
 * ``flat``: ``A+ B+`` over 10^5 rows of one key that satisfy both variables, the shape on
   which a backtracking matcher explodes (trinodb/trino#18036: 49 s for 5,000 rows).
 
@@ -33,8 +40,8 @@ Run from the project root (not beside the test suite: two cores)::
     python -m benchmarks.bench_match_recognize [--sizes 10000 100000 1000000]
 
 Example:
-    >>> sorted(QUERIES)
-    ['abc_next', 'abc_past', 'abc_sum', 'price_down', 'v_shape']
+    >>> sorted(QUERIES)[:5]
+    ['abc_next', 'abc_past', 'abc_sum', 'price_down', 'running_stddev']
 """
 
 from __future__ import annotations
@@ -70,6 +77,18 @@ V_SHAPE = """SELECT * FROM bench_events MATCH_RECOGNIZE (
   PARTITION BY key ORDER BY ts, id
   MEASURES FIRST(A.v0) AS start_v, LAST(B.v0) AS bottom_v, LAST(C.v0) AS top_v, COUNT(*) AS n
   PATTERN (A B+ C+) DEFINE B AS v0 < PREV(v0), C AS v0 > PREV(v0))"""
+V_SHAPE_AGGREGATES = """SELECT * FROM bench_events MATCH_RECOGNIZE (
+  PARTITION BY key ORDER BY ts, id
+  MEASURES array_agg(CLASSIFIER()) AS path, stddev_pop(B.v0) AS spread,
+           max_by(C.ts, C.v0) AS peak_ts,
+           percentile_cont(0.5) WITHIN GROUP (ORDER BY v0) AS median_v,
+           CLASSIFIER(U) AS last_move
+  PATTERN (A B+ C+) SUBSET U = (B, C) DEFINE B AS v0 < PREV(v0), C AS v0 > PREV(v0))"""
+RUNNING_AVG = """SELECT * FROM bench_events MATCH_RECOGNIZE (
+  PARTITION BY key ORDER BY ts, id
+  MEASURES FIRST(A.id) AS a_id, COUNT(*) AS n
+  PATTERN (A B+) DEFINE A AS type = 'T00', B AS avg(v0) < 100)"""
+RUNNING_STDDEV = RUNNING_AVG.replace("avg(v0) < 100", "stddev_pop(v0) < 15")
 ABC_FLINK = """SELECT count(*) FROM ev MATCH_RECOGNIZE (
   PARTITION BY k ORDER BY ts MEASURES A.id AS a_id AFTER MATCH SKIP TO NEXT ROW
   PATTERN (A B C) DEFINE A AS A.type = 'T00', B AS B.type = 'T00', C AS C.type = 'T01')"""
@@ -100,6 +119,10 @@ QUERIES: dict[str, dict[str, Any]] = {
     # Flink refuses a greedy quantifier at the end of the pattern (C+): no Flink form.
     "v_shape": {"sql": V_SHAPE, "baselines": {}, "flink": None},
     "price_down": {"sql": PRICE_DOWN, "baselines": {}, "flink": PRICE_DOWN_FLINK},
+    "v_shape_aggregates": {"sql": V_SHAPE_AGGREGATES, "baselines": {"v_shape": V_SHAPE},
+                           "flink": None},
+    "running_stddev": {"sql": RUNNING_STDDEV, "baselines": {"running avg": RUNNING_AVG},
+                       "flink": None},
 }
 
 
@@ -137,7 +160,7 @@ def run(sizes: list[int], flat_rows: int = 100_000, flink: bool = True,
 
 def _line(row: dict[str, Any]) -> str:
     parts = [f"| {row['events']:,} | {row['query']} | {row['ours_s']:.2f} s ({row['matches']:,})"]
-    for base in ("lead()", "match_seq", "flink"):
+    for base in ("lead()", "match_seq", "v_shape", "running avg", "flink"):
         if isinstance(row.get(base), str):
             parts.append(f"{base}: {row[base]}")
         elif base in row:

@@ -17,8 +17,8 @@ per thread, so only :data:`DEFINE_AGGREGATES` are allowed there.
 Example:
     >>> "max_by" in AGGREGATES and "upper" not in AGGREGATES
     True
-    >>> sorted(DEFINE_AGGREGATES)[:3]
-    ['any', 'avg', 'bool_and']
+    >>> DEFINE_AGGREGATES["stddev"], "median" in DEFINE_AGGREGATES
+    ('stddev_samp', False)
 """
 
 from __future__ import annotations
@@ -50,8 +50,15 @@ FRAMELESS: frozenset[str] = frozenset({"median", "percentile_cont", "percentile_
 (``INVALID_WINDOW_SPEC_FOR_AGGREGATION_FUNC``): FINAL in ALL ROWS PER MATCH, never RUNNING.
 Any aggregate written with ``WITHIN GROUP (ORDER BY ...)`` is treated the same way."""
 
-DEFINE_AGGREGATES: frozenset[str] = frozenset({
-    "count", "sum", "avg", "mean", "min", "max", "count_if", "bool_and", "bool_or", "every",
-    "some", "any"})
-"""The aggregates a DEFINE condition may read the match with (the matcher's running
-summaries, :mod:`cep.recognize.condition`)."""
+DEFINE_AGGREGATES: dict[str, str] = {
+    **{name: name for name in (
+        "count", "sum", "avg", "min", "max", "count_if", "bool_and", "bool_or", "stddev_samp",
+        "stddev_pop", "var_samp", "var_pop", "max_by", "min_by", "first_value", "last_value",
+        "bit_and", "bit_or", "bit_xor")},
+    "mean": "avg", "every": "bool_and", "some": "bool_or", "any": "bool_or",
+    "stddev": "stddev_samp", "std": "stddev_samp", "variance": "var_samp",
+    "any_value": "first_value",
+}
+"""The aggregates a DEFINE condition may read the match with, by name, and the running
+summary the matcher keeps for each (:mod:`cep.recognize.condition`; Spark's synonyms share
+one)."""

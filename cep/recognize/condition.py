@@ -16,9 +16,10 @@ whose leaves Spark has computed as columns (everything that depends only on one 
 * ``["nav", "FIRST"|"LAST", members, k, column, m]``: the ``k``-th first/last row of the match
   mapped to one of ``members`` (None: any row), then ``m`` rows further (physical, negative
   for PREV), and there ``column`` (None: the row's label, i.e. CLASSIFIER);
-* ``["agg", "count"|"sum"|"avg"|"min"|"max"|"count_if"|"bool_and"|"bool_or", members,
-  column]``: the aggregate over the rows mapped to ``members`` (None: every row of the match);
-  ``column`` None means ``count(*)``;
+* ``["agg", func, members, column, *more]``: the aggregate ``func`` (the values of
+  :data:`cep.recognize.aggregates.DEFINE_AGGREGATES`) over the rows mapped to ``members``
+  (None: every row of the match); ``column`` None means ``count(*)``; ``max_by``/``min_by``
+  name the ordering column after the value's;
 * ``["number"]``: MATCH_NUMBER(), the number the match being tried will get;
 * ``["op", name, *args]``: SQL operators with three-valued logic (``= <> < <= > >= + - * / %
   neg and or not isnull notnull coalesce abs between case like ilike in concat upper lower
@@ -158,11 +159,15 @@ class Conditions:
             return None
         return self.variables[h[1]]
 
-    def _aggregate(self, func: str, names: list[str] | None, column: str | None) -> _Eval:
+    def _aggregate(self, func: str, names: list[str] | None, column: str | None,
+                   *more: str) -> _Eval:
         members = self._members(names)
-
         if func in _LOGICAL:
             return self._logical_aggregate(func, members, column)
+        if func in _MOMENTS:
+            return self._moments(func, members, column)
+        if func in _FOLDS:
+            return self._fold(func, members, column, *more)
 
         def step(state: tuple[int, Any, Any, Any], row: int, label: int, cols: Any) -> Any:
             if members is not None and label not in members:
@@ -184,6 +189,50 @@ class Conditions:
 
         def evaluate(cols: dict[str, list[Any]], n: int, v: int, i: int, h: _Node) -> Any:
             return pick(step(self._state(j, h, cols), i, v, cols))
+
+        return evaluate
+
+    def _moments(self, func: str, members: frozenset[int] | None, column: str | None) -> _Eval:
+        """stddev and variance, sample and population: Welford's running count, mean and sum
+        of squared distances (in doubles, as Spark's central moment aggregates)."""
+        def step(state: tuple[int, float, float], row: int, label: int, cols: Any) -> Any:
+            if members is not None and label not in members:
+                return state
+            x = cols[column][row]
+            if x is None:
+                return state
+            n, mean, m2 = state
+            n += 1
+            delta = float(x) - mean
+            mean += delta / n
+            return (n, mean, m2 + delta * (float(x) - mean))
+
+        j = self._summary(("moments", members, column), (0, 0.0, 0.0), step)
+        pick = _MOMENTS[func]
+
+        def evaluate(cols: dict[str, list[Any]], n: int, v: int, i: int, h: _Node) -> Any:
+            return pick(step(self._state(j, h, cols), i, v, cols))
+
+        return evaluate
+
+    def _fold(self, func: str, members: frozenset[int] | None, column: str | None,
+              *more: str) -> _Eval:
+        """max_by, min_by, first_value, last_value and the bit aggregates: one running value
+        (``(seen, value, key)``)."""
+        combine = _FOLDS[func]
+        key_column = more[0] if more else None
+
+        def step(state: tuple[bool, Any, Any], row: int, label: int, cols: Any) -> Any:
+            if members is not None and label not in members:
+                return state
+            x = cols[column][row]
+            key = cols[key_column][row] if key_column is not None else None
+            return combine(state, x, key)
+
+        j = self._summary(("fold", func, members, column, key_column), (False, None, None), step)
+
+        def evaluate(cols: dict[str, list[Any]], n: int, v: int, i: int, h: _Node) -> Any:
+            return step(self._state(j, h, cols), i, v, cols)[1]
 
         return evaluate
 
@@ -352,6 +401,48 @@ _LOGICAL: dict[str, Callable[[tuple[int, int]], Any]] = {
     "count_if": lambda s: s[0],
     "bool_and": lambda s: None if s == (0, 0) else s[1] == 0,
     "bool_or": lambda s: None if s == (0, 0) else s[0] > 0,
+}
+
+
+def _sqrt(x: float | None) -> float | None:
+    return None if x is None else x ** 0.5
+
+
+_MOMENTS: dict[str, Callable[[tuple[int, float, float]], Any]] = {
+    "var_samp": lambda s: s[2] / (s[0] - 1) if s[0] > 1 else None,
+    "var_pop": lambda s: s[2] / s[0] if s[0] else None,
+    "stddev_samp": lambda s: _sqrt(s[2] / (s[0] - 1)) if s[0] > 1 else None,
+    "stddev_pop": lambda s: _sqrt(s[2] / s[0]) if s[0] else None,
+}
+
+
+def _by(better: Callable[[Any, Any], bool]) -> Callable[..., tuple[bool, Any, Any]]:
+    """max_by / min_by: the value at the best key so far (rows with a NULL key skipped; the
+    first of equal keys kept)."""
+    def combine(state: tuple[bool, Any, Any], x: Any, key: Any) -> tuple[bool, Any, Any]:
+        if key is None:
+            return state
+        if not state[0] or better(*_numbers(key, state[2])):
+            return (True, x, key)
+        return state
+    return combine
+
+
+def _bits(func: Callable[[int, int], int]) -> Callable[..., tuple[bool, Any, Any]]:
+    def combine(state: tuple[bool, Any, Any], x: Any, key: Any) -> tuple[bool, Any, Any]:
+        if x is None:
+            return state
+        return (True, x if not state[0] else func(state[1], x), None)
+    return combine
+
+
+_FOLDS: dict[str, Callable[..., tuple[bool, Any, Any]]] = {
+    "max_by": _by(lambda a, b: a > b), "min_by": _by(lambda a, b: a < b),
+    # Spark's first_value/last_value (and any_value) keep NULLs unless told to ignore them.
+    "first_value": lambda s, x, key: s if s[0] else (True, x, None),
+    "last_value": lambda s, x, key: (True, x, None),
+    "bit_and": _bits(lambda a, b: a & b), "bit_or": _bits(lambda a, b: a | b),
+    "bit_xor": _bits(lambda a, b: a ^ b),
 }
 
 

@@ -7,17 +7,23 @@ token level (``FIRST``/``LAST`` would otherwise become Spark's own aggregates, a
 * **DEFINE** conditions become boolean columns Spark computes before the matcher runs: the
   current row's columns as they are, ``PREV(e, n)``/``NEXT(e, n)`` as ``lag``/``lead`` over the
   partition's window. A condition that reads other rows of the match (``A.price`` in the
-  DEFINE of ``B``, ``FIRST``/``LAST``, aggregates, ``PREV(CLASSIFIER())``) becomes a condition
-  tree the matcher asks per thread (:mod:`cep.recognize.condition`); every part of it that
-  reads one row only is still computed by Spark, as a value column ``__mr_x<j>``.
+  DEFINE of ``B``, ``FIRST``/``LAST``, aggregates, ``CLASSIFIER(U)``, ``MATCH_NUMBER()``,
+  ``PREV(CLASSIFIER())``) becomes a condition tree the matcher asks per thread
+  (:mod:`cep.recognize.condition`); every part of it that reads one row only is still
+  computed by Spark, as a value column ``__mr_x<j>``.
 * **MEASURES** become expressions over the matcher's output rows (one row per matched row,
   with ``__mr_match``, ``__mr_seq``, ``__mr_label``, ``__mr_kind``): ``LAST(A.x, n)`` and
   ``FIRST`` are ``max_by``/``min_by`` (or a sorted ``collect_list``) over the rows labelled
-  ``A``, aggregates take a ``CASE`` that keeps those rows, ``CLASSIFIER()`` is the label of the
-  last row, ``MATCH_NUMBER()`` is ``__mr_match``, and ``PREV``/``NEXT`` read a ``lag``/``lead``
-  column computed before the matcher. With ONE ROW PER MATCH they aggregate over the match's
-  group; with ALL ROWS PER MATCH each becomes a window over the match, up to the current row
-  (RUNNING, the default) or over all of it (FINAL).
+  ``A``; any Spark aggregate (:mod:`cep.recognize.aggregates`) becomes ``agg(...) FILTER (WHERE
+  <A's rows>)``; ``CLASSIFIER(U)`` is the label of the last row mapped to ``U``,
+  ``MATCH_NUMBER()`` is ``__mr_match``, and ``PREV``/``NEXT`` read a ``lag``/``lead`` column
+  computed before the matcher (around CLASSIFIER: the label at that position of the match).
+  With ONE ROW PER MATCH they aggregate over the match's group; with ALL ROWS PER MATCH each
+  becomes a window over the match, up to the current row (RUNNING, the default) or over all
+  of it (FINAL).
+
+Trino's documentation ("Row pattern recognition expressions") decides what the standard
+leaves open; docs/match-recognize.md lists each construct.
 
 Example:
     >>> from cep.recognize.clause import Item
@@ -26,6 +32,8 @@ Example:
     'COALESCE(price < LAG(price, 1) OVER __mr_w, FALSE)'
     >>> t.measure(Item("LAST(B.price) - FIRST(A.price)", (0, 0), "drop"), "one", "x")
     "MAX_BY(price, CASE WHEN __mr_label = 'B' THEN __mr_seq END) - MIN_BY(price, CASE WHEN __mr_label = 'A' THEN __mr_seq END)"
+    >>> t.measure(Item("stddev_pop(B.price)", (0, 0), "spread"), "one", "x")
+    "STDDEV_POP(price) FILTER(WHERE __mr_label = 'B')"
 """
 
 from __future__ import annotations
@@ -194,15 +202,14 @@ class Translator:
             kind, name, _ = call
             if kind == "NAV" and name in ("PREV", "NEXT"):
                 args = node.expressions
+                _argument(args, name, item, statement)
                 inner = self._define_node(args[0].copy(), variable, item, statement)
                 offset = self._offset(args[1:], item, statement, 1)
                 func = "LAG" if name == "PREV" else "LEAD"
                 return _parse(f"{func}({inner.sql(dialect='spark')}, {offset}) OVER {WINDOW}")
             if name == "CLASSIFIER":  # only reached when U holds `variable` (_reads_match)
                 return exp.Literal.string(variable)  # the row tested is mapped to `variable`
-            raise RowPatternSemanticError(
-                E_UNSUPPORTED, f"DEFINE of {variable}: {name.lower()}(...) with these "
-                "arguments is not supported in DEFINE", statement, *item.span)
+            raise AssertionError(f"{name} reads the match: _reads_match sends it to _tree")
         if isinstance(node, (exp.Subquery, exp.Select)):
             return node  # a subquery's columns are its own tables'
         if isinstance(node, exp.Column) and node.table:
@@ -348,6 +355,7 @@ class Translator:
     def _define_navigation(self, node: Any, name: str, item: Item, statement: str) -> Any:
         """``["nav", ...]`` of FIRST/LAST, or of PREV/NEXT over a logical position."""
         args = node.expressions
+        _argument(args, name, item, statement)
         physical = 0
         if name in ("PREV", "NEXT"):
             step = self._offset(args[1:], item, statement, 1)
@@ -358,6 +366,7 @@ class Translator:
             if inner_call is not None and inner_call[1] in ("FIRST", "LAST"):
                 logical = inner_call[1]
                 k = self._offset(inner.expressions[1:], item, statement, 0)
+                _argument(inner.expressions, inner_call[1], item, statement)
                 inner = inner.expressions[0]
         else:
             logical, k, inner = name, self._offset(args[1:], item, statement, 0), args[0]
@@ -374,12 +383,14 @@ class Translator:
         target, args = self._aggregated(node, name, item, statement)
         if args is None:
             return ["agg", "count", self._members(target), None]
-        if len(args) != 1:
-            raise RowPatternSyntaxError(E_BAD_EXPRESSION, f"{name.lower()} takes one argument "
-                                        "in DEFINE", statement, *item.span)
-        func = {"mean": "avg", "every": "bool_and", "some": "bool_or",
-                "any": "bool_or"}.get(name.lower(), name.lower())
-        return ["agg", func, self._members(target), self._value(args[0].sql(dialect="spark"))]
+        func = DEFINE_AGGREGATES[name.lower()]
+        wanted = 2 if func in ("max_by", "min_by") else 1
+        if len(args) != wanted:
+            raise RowPatternSyntaxError(E_BAD_EXPRESSION, f"{name.lower()} takes {wanted} "
+                                        f"argument{'s' if wanted > 1 else ''} in DEFINE",
+                                        statement, *item.span)
+        return ["agg", func, self._members(target),
+                *[self._value(a.sql(dialect="spark")) for a in args]]
 
     def _aggregated(self, node: Any, name: str, item: Item, statement: str,
                     labels: bool = False, extra: tuple[Any, ...] = ()
@@ -464,15 +475,14 @@ class Translator:
                 return self._logical("LAST", target, "__mr_label", 0, final, rows)
             if name in ("FIRST", "LAST"):
                 args = node.expressions
-                if not args:
-                    raise RowPatternSyntaxError(E_BAD_EXPRESSION, f"{name.lower()}() needs an "
-                                                "expression to read", statement, *item.span)
+                _argument(args, name, item, statement)
                 offset = self._offset(args[1:], item, statement, 0)
                 target, value = self._scoped(args[0], item, statement, labels=True)
                 return self._logical(name, target, value.sql(dialect="spark"), offset, final,
                                      rows)
             # PREV / NEXT: a physical offset from a logical position (LAST by default).
             args = node.expressions
+            _argument(args, name, item, statement)
             offset = self._offset(args[1:], item, statement, 1)
             inner, logical, logical_offset = args[0], "LAST", 0
             inner_call = _call(inner)
@@ -480,6 +490,7 @@ class Translator:
                 logical = inner_call[1]
                 logical_offset = self._offset(inner.expressions[1:], item, statement, 0)
                 final = final or inner_call[2] == "FINAL"
+                _argument(inner.expressions, inner_call[1], item, statement)
                 inner = inner.expressions[0]
             if _has_labels(inner):
                 return self._physical_label(name, inner, logical, logical_offset, offset, final,
@@ -711,6 +722,13 @@ class Translator:
             return int(arg.this)
         raise RowPatternSyntaxError(E_BAD_EXPRESSION, "a navigation offset must be a "
                                     "non-negative whole number", statement, *item.span)
+
+
+def _argument(args: list[Any], name: str, item: Item, statement: str) -> None:
+    """CEP-MR-207 when a navigation has nothing to read."""
+    if not args:
+        raise RowPatternSyntaxError(E_BAD_EXPRESSION, f"{name.lower()}() needs an expression "
+                                    "to read", statement, *item.span)
 
 
 def _operators() -> dict[type, str]:

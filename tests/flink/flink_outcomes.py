@@ -35,7 +35,7 @@ SPARK_FUNCTION = "Spark SQL's timestamp_seconds()"
 NULLS_ORDER = "NULLS FIRST or NULLS LAST in the ORDER BY"
 ORDER_NOT_TIME = "an ORDER BY that is not an ascending time attribute"
 CLASSIFIER_ARGUMENT = "CLASSIFIER(U) of a variable or SUBSET"
-SPARK_AGGREGATE = "Spark's aggregates collect_list and count_if"
+SPARK_AGGREGATE = "Spark's aggregates collect_list, count_if and max_by"
 ORDER_BY_MEASURE = "a MATCH_RECOGNIZE over another one's output (no time attribute to order by)"
 UNBOUNDED_BRACES = "the quantifier {,} (no bounds, the same as *)"
 
@@ -65,7 +65,7 @@ FEATURE_ERRORS: dict[str, str] = {
     ORDER_BY_MEASURE: r"Column 'rt' not found in any table",
     UNBOUNDED_BRACES: r"SQL parse failed\. Encountered \"\}\"",
     CLASSIFIER_ARGUMENT: r'SQL parse failed\. Encountered "[A-Z]" at line 1',
-    SPARK_AGGREGATE: r"No match found for function signature (collect_list|count_if)",
+    SPARK_AGGREGATE: r"No match found for function signature (collect_list|count_if|max_by)",
 }
 """Per refused feature: a regular expression that Flink's error for it matches."""
 
@@ -225,6 +225,8 @@ FLINK_UNSUPPORTED: dict[str, str] = {
     "aggregates_of_a_fixed_length_pattern": SPARK_AGGREGATE,
     "count_if_and_bool_or_in_define": SPARK_AGGREGATE,
     "case_like_in_around_the_match_in_define": GREEDY_LAST,
+    "stddev_and_max_by_in_define": SPARK_AGGREGATE,
+    "trino_documented_classifier_and_aggregate_arguments": CLASSIFIER_ARGUMENT,
 }
 """Case name → the feature Flink refuses (a key of :data:`FEATURE_ERRORS`)."""
 

@@ -752,6 +752,18 @@ STANDARD_CASES: list[Case] = [
          _mr(f"{PO} MEASURES COUNT(*) AS n PATTERN (A+) "
              "DEFINE A AS count_if(A.x > 3) <= 1 AND bool_or(A.x < 3)"),
          [("p", 3), ("p", 1)]),
+    # The expressions of Trino's "Pattern navigation" and "Aggregation arguments" sections,
+    # as written there (totalprice and tax are x here).
+    Case("trino_documented_classifier_and_aggregate_arguments", stream("a4 b2 b6 c3"),
+         f"SELECT * FROM input MATCH_RECOGNIZE ({PO} MEASURES "
+         "LAST(CLASSIFIER() = 'A' OR x > 5) AS l1, LAST(CLASSIFIER(U) = 'A' OR U.x > 5) AS l2, "
+         "max_by(CLASSIFIER(A), A.x) AS mb, min_by(1, x) AS one, count(1) AS c1, "
+         "count() AS c0, count(A.*) AS ca, array_agg(CLASSIFIER()) AS path "
+         f"PATTERN (A B+ C) SUBSET U = (A, B) {ABCU})",
+         [("p", False, True, "A", 1, 4, 4, 1, ["A", "B", "B", "C"])]),
+    Case("stddev_and_max_by_in_define", stream("a1 a5 a2 a7 a1"),
+         _mr(f"{PO} MEASURES COUNT(*) AS n PATTERN (A+) "
+             "DEFINE A AS stddev_pop(A.x) <= 2 AND max_by(A.ts, A.x) <= 3"), [("p", 3)]),
     # --- refused, each with our code and a position --------------------------------------
     Case("error_running_before_a_scalar_function", stream("a1"),
          _mr(f"{PO} MEASURES RUNNING upper(v) AS u PATTERN (A) {ABC}"), error="CEP-MR-207"),
@@ -763,8 +775,8 @@ STANDARD_CASES: list[Case] = [
          _mr(f"{PO} MEASURES LAST(SUM(x)) AS m PATTERN (A B) {ABC}"), error="CEP-MR-207"),
     Case("error_grouping_in_measures", stream("a1"),
          _mr(f"{PO} MEASURES grouping(x) AS g PATTERN (A) {ABC}"), error="CEP-MR-207"),
-    Case("error_stddev_in_define", stream("a1"),
-         _mr(f"{PO} PATTERN (A B) DEFINE A AS v = 'a', B AS stddev(A.x) > 1"),
+    Case("error_median_in_define", stream("a1"),
+         _mr(f"{PO} PATTERN (A B) DEFINE A AS v = 'a', B AS median(A.x) > 1"),
          error="CEP-MR-205"),
     Case("error_classifier_of_an_unknown_variable", stream("a1"),
          _mr(f"{PO} MEASURES CLASSIFIER(Z) AS z PATTERN (A) {ABC}"), error="CEP-MR-201"),
