@@ -25,6 +25,10 @@ written to Delta once) it times in ONE run, on the same cached data, results to 
 * ``running_stddev`` (issue 49): ``A B+`` where B keeps the running ``stddev_pop`` of the
   match's ``v0`` under a bound (a per-thread summary of the matcher), against the same
   pattern with the running ``avg`` the matcher had before;
+* ``running_median`` and ``running_scalars`` (issue 49): the same ``A B+`` with B's bound
+  on the running ``median(v0)`` (every value of the thread kept, O(rows so far) per test),
+  and on ``sqrt(power(round(avg(v0), 3), 2))`` (Spark's scalar functions computed by the
+  matcher around a running aggregate), each against the running ``avg``;
 * ``flat``: ``A+ B+`` over 10^5 rows of one key that satisfy both variables, the shape on
   which a backtracking matcher explodes (trinodb/trino#18036: 49 s for 5,000 rows).
 
@@ -41,7 +45,7 @@ Run from the project root (not beside the test suite: two cores)::
 
 Example:
     >>> sorted(QUERIES)[:5]
-    ['abc_next', 'abc_past', 'abc_sum', 'price_down', 'running_stddev']
+    ['abc_next', 'abc_past', 'abc_sum', 'price_down', 'running_median']
 """
 
 from __future__ import annotations
@@ -89,6 +93,8 @@ RUNNING_AVG = """SELECT * FROM bench_events MATCH_RECOGNIZE (
   MEASURES FIRST(A.id) AS a_id, COUNT(*) AS n
   PATTERN (A B+) DEFINE A AS type = 'T00', B AS avg(v0) < 100)"""
 RUNNING_STDDEV = RUNNING_AVG.replace("avg(v0) < 100", "stddev_pop(v0) < 15")
+RUNNING_MEDIAN = RUNNING_AVG.replace("avg(v0) < 100", "median(v0) < 100")
+RUNNING_SCALARS = RUNNING_AVG.replace("avg(v0) < 100", "sqrt(power(round(avg(v0), 3), 2)) < 100")
 ABC_FLINK = """SELECT count(*) FROM ev MATCH_RECOGNIZE (
   PARTITION BY k ORDER BY ts MEASURES A.id AS a_id AFTER MATCH SKIP TO NEXT ROW
   PATTERN (A B C) DEFINE A AS A.type = 'T00', B AS B.type = 'T00', C AS C.type = 'T01')"""
@@ -123,6 +129,10 @@ QUERIES: dict[str, dict[str, Any]] = {
                            "flink": None},
     "running_stddev": {"sql": RUNNING_STDDEV, "baselines": {"running avg": RUNNING_AVG},
                        "flink": None},
+    "running_median": {"sql": RUNNING_MEDIAN, "baselines": {"running avg": RUNNING_AVG},
+                       "flink": None},
+    "running_scalars": {"sql": RUNNING_SCALARS, "baselines": {"running avg": RUNNING_AVG},
+                        "flink": None},
 }
 
 

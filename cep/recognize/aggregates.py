@@ -17,13 +17,13 @@ per thread, so only :data:`DEFINE_AGGREGATES` are allowed there.
 Example:
     >>> "max_by" in AGGREGATES and "upper" not in AGGREGATES
     True
-    >>> DEFINE_AGGREGATES["stddev"], "median" in DEFINE_AGGREGATES
+    >>> DEFINE_AGGREGATES["stddev"], "approx_count_distinct" in DEFINE_AGGREGATES
     ('stddev_samp', False)
 """
 
 from __future__ import annotations
 
-__all__ = ["AGGREGATES", "DEFINE_AGGREGATES", "FRAMELESS", "REFUSED"]
+__all__ = ["AGGREGATES", "COLUMNS", "DEFINE_AGGREGATES", "FRAMELESS", "PARAMETERS", "REFUSED"]
 
 AGGREGATES: frozenset[str] = frozenset("""
 any any_value approx_count_distinct approx_percentile approx_top_k approx_top_k_accumulate
@@ -53,12 +53,29 @@ Any aggregate written with ``WITHIN GROUP (ORDER BY ...)`` is treated the same w
 DEFINE_AGGREGATES: dict[str, str] = {
     **{name: name for name in (
         "count", "sum", "avg", "min", "max", "count_if", "bool_and", "bool_or", "stddev_samp",
-        "stddev_pop", "var_samp", "var_pop", "max_by", "min_by", "first_value", "last_value",
-        "bit_and", "bit_or", "bit_xor")},
+        "stddev_pop", "var_samp", "var_pop", "skewness", "kurtosis", "corr", "covar_pop",
+        "covar_samp", "regr_count", "regr_avgx", "regr_avgy", "regr_sxx", "regr_syy",
+        "regr_sxy", "regr_slope", "regr_intercept", "regr_r2", "median", "percentile", "mode",
+        "collect_list", "collect_set", "listagg", "max_by", "min_by", "first_value",
+        "last_value", "bit_and", "bit_or", "bit_xor")},
     "mean": "avg", "every": "bool_and", "some": "bool_or", "any": "bool_or",
     "stddev": "stddev_samp", "std": "stddev_samp", "variance": "var_samp",
-    "any_value": "first_value",
+    "any_value": "first_value", "array_agg": "collect_list", "string_agg": "listagg",
+    # try_sum/try_avg differ from sum/avg only on overflow, which Python's numbers never do.
+    "try_sum": "sum", "try_avg": "avg",
 }
 """The aggregates a DEFINE condition may read the match with, by name, and the running
-summary the matcher keeps for each (:mod:`cep.recognize.condition`; Spark's synonyms share
-one)."""
+summary the matcher keeps for each (:data:`cep.recognize.summaries.SUMMARIES`; Spark's
+synonyms share one). Not here, so CEP-MR-205 in DEFINE (they work in MEASURES): the
+approximate and sketch aggregates (``approx_*``, ``percentile_approx``, ``histogram_numeric``,
+``count_min_sketch``, ``hll_*``, ``kll_*``, ``theta_*``, ``tuple_*``, ``bitmap_*``), and
+``percentile_cont``/``percentile_disc`` (their WITHIN GROUP form)."""
+
+PARAMETERS: dict[str, tuple[int, int]] = {
+    "percentile": (1, 1), "listagg": (0, 1), "mode": (0, 1)}
+"""Summaries that take literal parameters after their columns: (fewest, most)."""
+
+COLUMNS: dict[str, int] = {
+    **{name: 2 for name in DEFINE_AGGREGATES if name.startswith("regr_")},
+    "corr": 2, "covar_pop": 2, "covar_samp": 2, "max_by": 2, "min_by": 2}
+"""Summaries over two columns (the rest read one; ``count`` also none, as ``count(*)``)."""

@@ -16,14 +16,16 @@ whose leaves Spark has computed as columns (everything that depends only on one 
 * ``["nav", "FIRST"|"LAST", members, k, column, m]``: the ``k``-th first/last row of the match
   mapped to one of ``members`` (None: any row), then ``m`` rows further (physical, negative
   for PREV), and there ``column`` (None: the row's label, i.e. CLASSIFIER);
-* ``["agg", func, members, column, *more]``: the aggregate ``func`` (the values of
-  :data:`cep.recognize.aggregates.DEFINE_AGGREGATES`) over the rows mapped to ``members``
-  (None: every row of the match); ``column`` None means ``count(*)``; ``max_by``/``min_by``
-  name the ordering column after the value's;
+* ``["agg", func, members, column, *more]``: the running aggregate ``func`` (a key of
+  :data:`cep.recognize.summaries.SUMMARIES`) over the rows mapped to ``members`` (None: every
+  row of the match); ``column`` None means ``count(*)``; ``more`` holds further column names
+  (``max_by``'s ordering, ``corr``'s x), then literal trees (``percentile``'s fraction);
 * ``["number"]``: MATCH_NUMBER(), the number the match being tried will get;
-* ``["op", name, *args]``: SQL operators with three-valued logic (``= <> < <= > >= + - * / %
-  neg and or not isnull notnull coalesce abs between case like ilike in concat upper lower
-  length greatest least``; ``case`` takes test, value pairs and then the ELSE value).
+* ``["op", name, *args]``: SQL with three-valued logic: ``and or not neg isnull notnull
+  coalesce between case``, the binary operators of
+  :data:`cep.recognize.functions.BINARY` and the scalar functions of
+  :data:`cep.recognize.functions.FUNCTIONS`; ``case`` takes test, value pairs and then the
+  ELSE value.
 
 Per thread the history is a chain of nodes ``(row, label, excluded, previous, memo)``; running
 summaries (the last k rows of a set of labels, the first k, aggregates) are cached in each
@@ -42,6 +44,9 @@ from __future__ import annotations
 
 from decimal import Decimal
 from typing import Any, Callable
+
+from cep.recognize.functions import BINARY, FUNCTIONS
+from cep.recognize.summaries import SUMMARIES
 
 __all__ = ["Conditions", "NUMBER"]
 
@@ -160,98 +165,25 @@ class Conditions:
         return self.variables[h[1]]
 
     def _aggregate(self, func: str, names: list[str] | None, column: str | None,
-                   *more: str) -> _Eval:
+                   *more: Any) -> _Eval:
+        """A running aggregate (:data:`cep.recognize.summaries.SUMMARIES`): ``more`` holds
+        the further column names, then literal trees (``percentile``'s fraction, ``listagg``'s
+        separator)."""
         members = self._members(names)
-        if func in _LOGICAL:
-            return self._logical_aggregate(func, members, column)
-        if func in _MOMENTS:
-            return self._moments(func, members, column)
-        if func in _FOLDS:
-            return self._fold(func, members, column, *more)
+        family, pick = SUMMARIES[func]
+        names_read = tuple(c for c in (column, *more) if isinstance(c, str))
+        params = [_literal(t) for t in more if isinstance(t, list)]
+        update = family.update
 
-        def step(state: tuple[int, Any, Any, Any], row: int, label: int, cols: Any) -> Any:
+        def step(state: Any, row: int, label: int, cols: Any) -> Any:
             if members is not None and label not in members:
                 return state
-            if column is None:
-                return (state[0] + 1, None, None, None)
-            x = cols[column][row]
-            if x is None:
-                return state
-            count, total, low, high = state
-            if count == 0:
-                return (1, x, x, x)
-            return (count + 1, _add(total, x), x if x < low else low, x if x > high else high)
+            return update(state, tuple(cols[c][row] for c in names_read))
 
-        j = self._summary(("agg", members, column), (0, None, None, None), step)
-        pick = {"count": lambda s: s[0], "sum": lambda s: s[1], "min": lambda s: s[2],
-                "max": lambda s: s[3],
-                "avg": lambda s: None if s[0] == 0 else _divide(s[1], s[0])}[func]
+        j = self._summary((family.name, members, names_read), family.init, step)
 
         def evaluate(cols: dict[str, list[Any]], n: int, v: int, i: int, h: _Node) -> Any:
-            return pick(step(self._state(j, h, cols), i, v, cols))
-
-        return evaluate
-
-    def _moments(self, func: str, members: frozenset[int] | None, column: str | None) -> _Eval:
-        """stddev and variance, sample and population: Welford's running count, mean and sum
-        of squared distances (in doubles, as Spark's central moment aggregates)."""
-        def step(state: tuple[int, float, float], row: int, label: int, cols: Any) -> Any:
-            if members is not None and label not in members:
-                return state
-            x = cols[column][row]
-            if x is None:
-                return state
-            n, mean, m2 = state
-            n += 1
-            delta = float(x) - mean
-            mean += delta / n
-            return (n, mean, m2 + delta * (float(x) - mean))
-
-        j = self._summary(("moments", members, column), (0, 0.0, 0.0), step)
-        pick = _MOMENTS[func]
-
-        def evaluate(cols: dict[str, list[Any]], n: int, v: int, i: int, h: _Node) -> Any:
-            return pick(step(self._state(j, h, cols), i, v, cols))
-
-        return evaluate
-
-    def _fold(self, func: str, members: frozenset[int] | None, column: str | None,
-              *more: str) -> _Eval:
-        """max_by, min_by, first_value, last_value and the bit aggregates: one running value
-        (``(seen, value, key)``)."""
-        combine = _FOLDS[func]
-        key_column = more[0] if more else None
-
-        def step(state: tuple[bool, Any, Any], row: int, label: int, cols: Any) -> Any:
-            if members is not None and label not in members:
-                return state
-            x = cols[column][row]
-            key = cols[key_column][row] if key_column is not None else None
-            return combine(state, x, key)
-
-        j = self._summary(("fold", func, members, column, key_column), (False, None, None), step)
-
-        def evaluate(cols: dict[str, list[Any]], n: int, v: int, i: int, h: _Node) -> Any:
-            return step(self._state(j, h, cols), i, v, cols)[1]
-
-        return evaluate
-
-    def _logical_aggregate(self, func: str, members: frozenset[int] | None,
-                           column: str | None) -> _Eval:
-        """count_if, bool_and, bool_or: counts of TRUE and FALSE values (NULLs skipped)."""
-        def step(state: tuple[int, int], row: int, label: int, cols: Any) -> Any:
-            if members is not None and label not in members:
-                return state
-            x = cols[column][row]
-            if x is None:
-                return state
-            return (state[0] + 1, state[1]) if x else (state[0], state[1] + 1)
-
-        j = self._summary(("logical", members, column), (0, 0), step)
-        pick = _LOGICAL[func]
-
-        def evaluate(cols: dict[str, list[Any]], n: int, v: int, i: int, h: _Node) -> Any:
-            return pick(step(self._state(j, h, cols), i, v, cols))
+            return pick(step(self._state(j, h, cols), i, v, cols), *params)
 
         return evaluate
 
@@ -289,66 +221,9 @@ def _literal(tree: list[Any]) -> Any:
     return None
 
 
-def _numbers(a: Any, b: Any) -> tuple[Any, Any]:
-    # Spark widens DECIMAL with DOUBLE to DOUBLE; Python refuses to mix them.
-    if isinstance(a, Decimal) and isinstance(b, float):
-        return float(a), b
-    if isinstance(a, float) and isinstance(b, Decimal):
-        return a, float(b)
-    return a, b
-
-
-def _add(a: Any, b: Any) -> Any:
-    a, b = _numbers(a, b)
-    return a + b
-
-
-def _divide(a: Any, b: Any) -> Any:
-    a, b = _numbers(a, b)
-    if b == 0:
-        return None  # as try_divide: a condition never fails the query
-    return a / b
-
-
-def _compare(test: Callable[[Any, Any], bool]) -> Callable[[Any, Any], Any]:
-    def apply(a: Any, b: Any) -> Any:
-        if a is None or b is None:
-            return None
-        a, b = _numbers(a, b)
-        return test(a, b)
-    return apply
-
-
-def _arithmetic(func: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
-    def apply(a: Any, b: Any) -> Any:
-        if a is None or b is None:
-            return None
-        a, b = _numbers(a, b)
-        return func(a, b)
-    return apply
-
-
-def _modulo(a: Any, b: Any) -> Any:
-    if b == 0:
-        return None
-    result = abs(a) % abs(b)  # SQL's remainder takes the dividend's sign
-    return -result if a < 0 else result
-
-
-_BINARY: dict[str, Callable[[Any, Any], Any]] = {
-    "=": _compare(lambda a, b: a == b), "<>": _compare(lambda a, b: a != b),
-    "<": _compare(lambda a, b: a < b), "<=": _compare(lambda a, b: a <= b),
-    ">": _compare(lambda a, b: a > b), ">=": _compare(lambda a, b: a >= b),
-    "+": _arithmetic(lambda a, b: a + b), "-": _arithmetic(lambda a, b: a - b),
-    "*": _arithmetic(lambda a, b: a * b),
-    "/": lambda a, b: None if a is None or b is None else _divide(a, b),
-    "%": _arithmetic(_modulo),
-}
-
-
 def _operator(name: str, args: list[_Eval]) -> _Eval:
-    if name in _BINARY:
-        func = _BINARY[name]
+    if name in BINARY:
+        func = BINARY[name]
         left, right = args
         return lambda cols, n, v, i, h: func(left(cols, n, v, i, h), right(cols, n, v, i, h))
     if name in ("and", "or"):
@@ -362,8 +237,6 @@ def _operator(name: str, args: list[_Eval]) -> _Eval:
         return lambda cols, n, v, i, h: first(cols, n, v, i, h) is None
     if name == "notnull":
         return lambda cols, n, v, i, h: first(cols, n, v, i, h) is not None
-    if name == "abs":
-        return lambda cols, n, v, i, h: _absolute(first(cols, n, v, i, h))
     if name == "coalesce":
         def coalesce(cols: Any, n: int, v: int, i: int, h: _Node) -> Any:
             for arg in args:
@@ -372,8 +245,8 @@ def _operator(name: str, args: list[_Eval]) -> _Eval:
                     return x
             return None
         return coalesce
-    if name in _VARIADIC:
-        func = _VARIADIC[name]
+    if name in FUNCTIONS:
+        func = FUNCTIONS[name]
         return lambda cols, n, v, i, h: func([arg(cols, n, v, i, h) for arg in args])
     if name == "case":
         def case(cols: Any, n: int, v: int, i: int, h: _Node) -> Any:
@@ -384,7 +257,7 @@ def _operator(name: str, args: list[_Eval]) -> _Eval:
         return case
     if name == "between":
         low, high = rest
-        at_least, at_most = _BINARY[">="], _BINARY["<="]
+        at_least, at_most = BINARY[">="], BINARY["<="]
 
         def between(cols: Any, n: int, v: int, i: int, h: _Node) -> Any:
             x = first(cols, n, v, i, h)
@@ -395,107 +268,6 @@ def _operator(name: str, args: list[_Eval]) -> _Eval:
             return None if above is None or below is None else True
         return between
     raise ValueError(f"not a condition operator: {name!r}")
-
-
-_LOGICAL: dict[str, Callable[[tuple[int, int]], Any]] = {
-    "count_if": lambda s: s[0],
-    "bool_and": lambda s: None if s == (0, 0) else s[1] == 0,
-    "bool_or": lambda s: None if s == (0, 0) else s[0] > 0,
-}
-
-
-def _sqrt(x: float | None) -> float | None:
-    return None if x is None else x ** 0.5
-
-
-_MOMENTS: dict[str, Callable[[tuple[int, float, float]], Any]] = {
-    "var_samp": lambda s: s[2] / (s[0] - 1) if s[0] > 1 else None,
-    "var_pop": lambda s: s[2] / s[0] if s[0] else None,
-    "stddev_samp": lambda s: _sqrt(s[2] / (s[0] - 1)) if s[0] > 1 else None,
-    "stddev_pop": lambda s: _sqrt(s[2] / s[0]) if s[0] else None,
-}
-
-
-def _by(better: Callable[[Any, Any], bool]) -> Callable[..., tuple[bool, Any, Any]]:
-    """max_by / min_by: the value at the best key so far (rows with a NULL key skipped; the
-    first of equal keys kept)."""
-    def combine(state: tuple[bool, Any, Any], x: Any, key: Any) -> tuple[bool, Any, Any]:
-        if key is None:
-            return state
-        if not state[0] or better(*_numbers(key, state[2])):
-            return (True, x, key)
-        return state
-    return combine
-
-
-def _bits(func: Callable[[int, int], int]) -> Callable[..., tuple[bool, Any, Any]]:
-    def combine(state: tuple[bool, Any, Any], x: Any, key: Any) -> tuple[bool, Any, Any]:
-        if x is None:
-            return state
-        return (True, x if not state[0] else func(state[1], x), None)
-    return combine
-
-
-_FOLDS: dict[str, Callable[..., tuple[bool, Any, Any]]] = {
-    "max_by": _by(lambda a, b: a > b), "min_by": _by(lambda a, b: a < b),
-    # Spark's first_value/last_value (and any_value) keep NULLs unless told to ignore them.
-    "first_value": lambda s, x, key: s if s[0] else (True, x, None),
-    "last_value": lambda s, x, key: (True, x, None),
-    "bit_and": _bits(lambda a, b: a & b), "bit_or": _bits(lambda a, b: a | b),
-    "bit_xor": _bits(lambda a, b: a ^ b),
-}
-
-
-def _like(text: Any, pattern: Any, fold: bool) -> Any:
-    """SQL LIKE with Spark's default escape (backslash): ``%`` any run, ``_`` one character."""
-    import re
-
-    if text is None or pattern is None:
-        return None
-    out, k = [], 0
-    while k < len(pattern):
-        ch = pattern[k]
-        if ch == "\\" and k + 1 < len(pattern):
-            out.append(re.escape(pattern[k + 1]))
-            k += 2
-            continue
-        out.append(".*" if ch == "%" else "." if ch == "_" else re.escape(ch))
-        k += 1
-    flags = re.DOTALL | (re.IGNORECASE if fold else 0)
-    return re.fullmatch("".join(out), str(text), flags) is not None
-
-
-def _in(values: list[Any]) -> Any:
-    x, *items = values
-    if x is None:
-        return None
-    unknown = False
-    for item in items:
-        same = _BINARY["="](x, item)
-        if same is True:
-            return True
-        unknown = unknown or same is None
-    return None if unknown else False
-
-
-def _extreme(pick: Callable[..., Any]) -> Callable[[list[Any]], Any]:
-    def apply(values: list[Any]) -> Any:
-        present = [x for x in values if x is not None]  # Spark's greatest/least skip NULLs
-        return pick(present) if present else None
-    return apply
-
-
-def _text(func: Callable[[str], Any]) -> Callable[[list[Any]], Any]:
-    return lambda values: None if values[0] is None else func(str(values[0]))
-
-
-_VARIADIC: dict[str, Callable[[list[Any]], Any]] = {
-    "like": lambda a: _like(a[0], a[1], False), "ilike": lambda a: _like(a[0], a[1], True),
-    "in": _in,
-    "concat": lambda a: None if any(x is None for x in a) else "".join(map(str, a)),
-    "upper": _text(str.upper), "lower": _text(str.lower), "length": _text(len),
-    "greatest": _extreme(max), "least": _extreme(min),
-}
 
 
 def _connective(decisive: bool, args: list[_Eval]) -> _Eval:
@@ -518,7 +290,3 @@ def _not(x: Any) -> Any:
 
 def _negate(x: Any) -> Any:
     return None if x is None else -x
-
-
-def _absolute(x: Any) -> Any:
-    return None if x is None else abs(x)

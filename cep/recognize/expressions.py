@@ -40,7 +40,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from cep.recognize.aggregates import AGGREGATES, DEFINE_AGGREGATES, FRAMELESS, REFUSED
+from cep.recognize.aggregates import (AGGREGATES, COLUMNS, DEFINE_AGGREGATES, FRAMELESS,
+                                      PARAMETERS, REFUSED)
 from cep.recognize.clause import Item
 from cep.recognize.errors import (E_BAD_EXPRESSION, E_UNKNOWN_VARIABLE, E_UNSUPPORTED,
                                   RowPatternSemanticError, RowPatternSyntaxError)
@@ -55,6 +56,10 @@ _AGGREGATES = frozenset(name.upper() for name in AGGREGATES) - set(_NAVIGATION)
 _MATCHED = "__mr_kind = 0"
 _LABELS = ("CLASSIFIER", "MATCH_NUMBER")
 """Calls that read the matcher's labels, not the input's columns."""
+
+
+_LOG10 = "CEPFN_LOG10"
+"""What ``log10`` is renamed to until sqlglot has parsed the expression (see _prepared)."""
 
 
 def _prepared(item: Item, statement: str) -> tuple[str, Any]:
@@ -86,6 +91,14 @@ def _prepared(item: Item, statement: str) -> tuple[str, Any]:
             if subqueries and subqueries[-1] == depth:
                 subqueries.pop()
             depth -= 1
+        if word == "LOG10" and nxt == "(" and tok.token_type.name not in ("IDENTIFIER",
+                                                                          "STRING"):
+            # sqlglot writes log10(x) back as LOG(10, x), which Spark computes as
+            # ln(x) / ln(10): 2.9999999999999996 for 1000 where log10 gives 3.0.
+            out.append(item.text[last:tok.start] + _LOG10)
+            last = tok.end + 1
+            semantics = ""
+            continue
         if subqueries or tok.token_type.name in ("IDENTIFIER", "STRING"):
             semantics = ""
             continue
@@ -122,6 +135,8 @@ def _prepared(item: Item, statement: str) -> tuple[str, Any]:
                                     f"{str(err).splitlines()[0]}", statement, *item.span) from None
     from sqlglot import exp
 
+    tree = tree.transform(lambda n: exp.Anonymous(this="log10", expressions=n.expressions)
+                          if isinstance(n, exp.Anonymous) and str(n.this) == _LOG10 else n)
     for node in _outside_subqueries(tree):
         if isinstance(node, exp.Distinct):
             raise RowPatternSemanticError(E_UNSUPPORTED, "DISTINCT inside DEFINE or MEASURES is "
@@ -269,8 +284,6 @@ class Translator:
             return ["op", "neg", again(node.this)]
         if isinstance(node, exp.Is) and isinstance(node.expression, exp.Null):
             return ["op", "isnull", again(node.this)]
-        if isinstance(node, exp.Abs):
-            return ["op", "abs", again(node.this)]
         if isinstance(node, exp.Coalesce):
             return ["op", "coalesce", again(node.this), *[again(e) for e in node.expressions]]
         if isinstance(node, exp.Between):
@@ -309,10 +322,12 @@ class Translator:
         what = node.key.upper()
         raise RowPatternSemanticError(
             E_UNSUPPORTED, f"DEFINE of {variable}: {what} around a reference to other rows of "
-            "the match is not supported (there: comparisons, + - * / %, ||, AND, OR, NOT, IS "
-            "[NOT] NULL, BETWEEN, IN, LIKE, CASE, IF, COALESCE, ABS, UPPER, LOWER, LENGTH, "
-            "GREATEST, LEAST, FIRST, LAST, PREV, NEXT, CLASSIFIER, MATCH_NUMBER and the "
-            "aggregates " + ", ".join(sorted(DEFINE_AGGREGATES)) + "); compute it on the "
+            "the match is not supported (there: comparisons, + - * / % div, ||, AND, OR, NOT, "
+            "IS [NOT] NULL, BETWEEN, IN, LIKE, ILIKE, CASE, IF, COALESCE, " + ", ".join(sorted(
+                {name.upper() for name, _ in _FUNCTION_NODES.values()} | {
+                    "GREATEST", "LEAST", "TRIM", "LTRIM", "RTRIM", "BROUND", "PMOD", "LOG10"})) + ", "
+            "FIRST, LAST, PREV, NEXT, CLASSIFIER, MATCH_NUMBER and the aggregates "
+            + ", ".join(sorted(DEFINE_AGGREGATES)) + "); compute it on the "
             "current row, or in MEASURES", statement, *item.span)
 
     @staticmethod
@@ -343,14 +358,24 @@ class Translator:
             return ["op", "concat", again(node.this), again(node.expression)]
         if isinstance(node, exp.Concat):
             return ["op", "concat", *[again(e) for e in node.expressions]]
-        single = {exp.Upper: "upper", exp.Lower: "lower", exp.Length: "length"}
-        for kind, name in single.items():
-            if isinstance(node, kind):
-                return ["op", name, again(node.this)]
         if isinstance(node, (exp.Greatest, exp.Least)):
             name = "greatest" if isinstance(node, exp.Greatest) else "least"
             return ["op", name, again(node.this), *[again(e) for e in node.expressions]]
-        return None
+        if isinstance(node, exp.Trim) and node.args.get("expression") is None:
+            side = str(node.args.get("position") or "").upper()
+            name = {"LEADING": "ltrim", "TRAILING": "rtrim"}.get(side, "trim")
+            return ["op", name, again(node.this)]
+        if isinstance(node, exp.Anonymous) and str(node.this).lower() in ("bround", "pmod",
+                                                                          "log10"):
+            return ["op", str(node.this).lower(), *[again(e) for e in node.expressions]]
+        known = _FUNCTION_NODES.get(type(node))
+        if known is None:
+            return None
+        name, keys = known
+        if any(isinstance(value, exp.Expression) and not isinstance(value, exp.Boolean)
+               for key, value in node.args.items() if key not in keys):
+            return None  # a form the Python function does not take (floor(x, d), ...)
+        return ["op", name, *[again(node.args[k]) for k in keys if node.args.get(k) is not None]]
 
     def _define_navigation(self, node: Any, name: str, item: Item, statement: str) -> Any:
         """``["nav", ...]`` of FIRST/LAST, or of PREV/NEXT over a logical position."""
@@ -380,17 +405,31 @@ class Translator:
 
     def _define_aggregate(self, node: Any, name: str, item: Item, statement: str) -> Any:
         """``["agg", ...]`` of a running aggregate in DEFINE."""
+        from sqlglot import exp
+
         target, args = self._aggregated(node, name, item, statement)
         if args is None:
             return ["agg", "count", self._members(target), None]
         func = DEFINE_AGGREGATES[name.lower()]
-        wanted = 2 if func in ("max_by", "min_by") else 1
-        if len(args) != wanted:
+        columns = COLUMNS.get(func, 1)
+        fewest, most = PARAMETERS.get(func, (0, 0))
+        if not columns + fewest <= len(args) <= columns + most:
+            wanted = f"{columns + fewest}" + (f" to {columns + most}" if most > fewest else "")
             raise RowPatternSyntaxError(E_BAD_EXPRESSION, f"{name.lower()} takes {wanted} "
-                                        f"argument{'s' if wanted > 1 else ''} in DEFINE",
-                                        statement, *item.span)
+                                        f"argument{'s' if columns + most > 1 else ''} in "
+                                        "DEFINE", statement, *item.span)
+        params = []
+        for arg in args[columns:]:
+            literal = arg.this if isinstance(arg, exp.Neg) else arg
+            if not isinstance(literal, (exp.Literal, exp.Boolean)):
+                raise RowPatternSyntaxError(E_BAD_EXPRESSION, f"{name.lower()}() in DEFINE "
+                                            f"takes a literal after its column, found "
+                                            f"{arg.sql(dialect='spark')}", statement,
+                                            *item.span)
+            params.append(["num", "-" + str(literal.this)] if literal is not arg
+                          else self._tree(arg, "", item, statement))
         return ["agg", func, self._members(target),
-                *[self._value(a.sql(dialect="spark")) for a in args]]
+                *[self._value(a.sql(dialect="spark")) for a in args[:columns]], *params]
 
     def _aggregated(self, node: Any, name: str, item: Item, statement: str,
                     labels: bool = False, extra: tuple[Any, ...] = ()
@@ -740,6 +779,33 @@ def _operators() -> dict[type, str]:
 
 
 _OPERATORS = _operators()
+
+
+def _function_nodes() -> dict[type, tuple[str, tuple[str, ...]]]:
+    """sqlglot's node of each scalar function the matcher computes in DEFINE
+    (:data:`cep.recognize.functions.FUNCTIONS`): its name there and its argument keys."""
+    from sqlglot import exp
+
+    one, two = ("this",), ("this", "expression")
+    return {
+        exp.Upper: ("upper", one), exp.Lower: ("lower", one), exp.Length: ("length", one),
+        exp.Abs: ("abs", one), exp.Round: ("round", ("this", "decimals")),
+        exp.Floor: ("floor", one), exp.Ceil: ("ceil", one), exp.Sqrt: ("sqrt", one),
+        exp.Exp: ("exp", one), exp.Ln: ("ln", one), exp.Log: ("log", two),
+        exp.Pow: ("power", two), exp.Sign: ("sign", one), exp.IntDiv: ("div", two),
+        exp.Nullif: ("nullif", two), exp.Nvl2: ("nvl2", ("this", "true", "false")),
+        exp.IsNan: ("isnan", one), exp.Nanvl: ("nanvl", two),
+        exp.Substring: ("substring", ("this", "start", "length")),
+        exp.Left: ("left", two), exp.Right: ("right", two), exp.Reverse: ("reverse", one),
+        exp.StartsWith: ("startswith", two), exp.EndsWith: ("endswith", two),
+        exp.Contains: ("contains", two), exp.StrPosition: ("instr", ("this", "substr")),
+        exp.Replace: ("replace", ("this", "expression", "replacement")),
+        exp.RegexpLike: ("rlike", two), exp.ArraySize: ("size", one),
+        exp.ArrayContains: ("array_contains", two),
+    }
+
+
+_FUNCTION_NODES = _function_nodes()
 
 
 def quoted(name: str) -> str:

@@ -227,6 +227,9 @@ FLINK_UNSUPPORTED: dict[str, str] = {
     "case_like_in_around_the_match_in_define": GREEDY_LAST,
     "stddev_and_max_by_in_define": SPARK_AGGREGATE,
     "trino_documented_classifier_and_aggregate_arguments": CLASSIFIER_ARGUMENT,
+    "scalar_functions_around_the_match_in_define": VARIABLE_STAR,
+    "interval_around_the_match_in_define": SPARK_FUNCTION,
+    "collecting_aggregates_in_define": SPARK_AGGREGATE,
 }
 """Case name → the feature Flink refuses (a key of :data:`FEATURE_ERRORS`)."""
 

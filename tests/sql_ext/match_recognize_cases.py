@@ -764,6 +764,32 @@ STANDARD_CASES: list[Case] = [
     Case("stddev_and_max_by_in_define", stream("a1 a5 a2 a7 a1"),
          _mr(f"{PO} MEASURES COUNT(*) AS n PATTERN (A+) "
              "DEFINE A AS stddev_pop(A.x) <= 2 AND max_by(A.ts, A.x) <= 3"), [("p", 3)]),
+    # Spark's scalar functions around references to the match in DEFINE: each B stays within
+    # twice its running count of A's price (sqrt of a square, power), the first label read
+    # through upper and substring. Row 4 (x 19) is 9 from 10, more than 2 * 3.
+    Case("scalar_functions_around_the_match_in_define", stream("a10 b12 b9 b19 a3 b4 b2"),
+         _mr(f"{PO} MEASURES COUNT(*) AS n PATTERN (A B+) DEFINE A AS v = 'a', "
+             "B AS v = 'b' AND sqrt(power(x - FIRST(A.x), 2)) <= 2 * count(B.*) "
+             "AND substring(upper(FIRST(v)), 1, 1) = 'A' AND round(FIRST(A.x) / 3.0, 1) > 0"),
+         [("p", 3), ("p", 3)]),
+    # Time arithmetic in DEFINE: a B at most 2 seconds after its A (ts is the second).
+    Case("interval_around_the_match_in_define", stream("a1 b2 b3 b4 a5 b9"),
+         "SELECT * FROM (SELECT *, timestamp_seconds(ts) AS t FROM input) MATCH_RECOGNIZE ("
+         f"{PO} MEASURES COUNT(*) AS n PATTERN (A B+) DEFINE A AS v = 'a', "
+         "B AS v = 'b' AND B.t <= A.t + INTERVAL '2' SECOND AND B.t - A.t < INTERVAL '3' "
+         "SECOND)", [("p", 3), ("p", 2)]),
+    # Regression: sqlglot wrote log10(x) back as LOG(10, x), which Spark computes as
+    # ln(x) / ln(10) = 2.9999999999999996 for 1000, so log10(x) >= 3 missed the first row.
+    Case("log10_keeps_its_spark_meaning", stream("a1000 a1 a999 a5"),
+         _mr(f"{PO} MEASURES log10(A.x) AS l PATTERN (A B) DEFINE A AS log10(A.x) >= 3, "
+             "B AS log10(A.x) >= 3"), [("p", 3.0)]),
+    # Aggregates that need every value so far, in DEFINE: no 3 among them, their median at
+    # most 5, no value twice (collect_set against count).
+    Case("collecting_aggregates_in_define", stream("a1 a2 a3 a9 a4 a4"),
+         _mr(f"{PO} MEASURES COUNT(*) AS n PATTERN (A+) DEFINE A AS "
+             "NOT array_contains(collect_list(A.x), 3) AND median(A.x) <= 5 "
+             "AND size(collect_set(A.x)) = count(A.*)"),
+         [("p", 2), ("p", 1), ("p", 1)]),
     # --- refused, each with our code and a position --------------------------------------
     Case("error_running_before_a_scalar_function", stream("a1"),
          _mr(f"{PO} MEASURES RUNNING upper(v) AS u PATTERN (A) {ABC}"), error="CEP-MR-207"),
@@ -775,8 +801,8 @@ STANDARD_CASES: list[Case] = [
          _mr(f"{PO} MEASURES LAST(SUM(x)) AS m PATTERN (A B) {ABC}"), error="CEP-MR-207"),
     Case("error_grouping_in_measures", stream("a1"),
          _mr(f"{PO} MEASURES grouping(x) AS g PATTERN (A) {ABC}"), error="CEP-MR-207"),
-    Case("error_median_in_define", stream("a1"),
-         _mr(f"{PO} PATTERN (A B) DEFINE A AS v = 'a', B AS median(A.x) > 1"),
+    Case("error_approximate_aggregate_in_define", stream("a1"),
+         _mr(f"{PO} PATTERN (A B) DEFINE A AS v = 'a', B AS approx_count_distinct(A.x) > 1"),
          error="CEP-MR-205"),
     Case("error_classifier_of_an_unknown_variable", stream("a1"),
          _mr(f"{PO} MEASURES CLASSIFIER(Z) AS z PATTERN (A) {ABC}"), error="CEP-MR-201"),
@@ -1062,7 +1088,7 @@ CASES: list[Case] = [
          _mr(f"{PO} PATTERN (A B) DEFINE A AS x > 0, B AS x > FINAL LAST(A.x)"),
          error="CEP-MR-207"),
     Case("error_unsupported_function_around_navigation", stream("a1"),
-         _mr(f"{PO} PATTERN (A B) DEFINE B AS sqrt(A.x) > 1"), error="CEP-MR-205"),
+         _mr(f"{PO} PATTERN (A B) DEFINE B AS cbrt(A.x) > 1"), error="CEP-MR-205"),
     Case("error_zero_repetitions", stream("a1 b2"),
          _mr(f"{PO} PATTERN (A{{0}} B) {ABC}"), error="CEP-MR-105"),
     Case("error_distinct_in_measures", stream("a1"),
