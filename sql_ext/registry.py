@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from cep.errors import CepError
+from cep.signature import SIGNATURES
 
 
 class UnknownFunctionError(CepError):
@@ -28,7 +29,8 @@ class UnknownFunctionError(CepError):
 
 @dataclass(frozen=True)
 class FunctionSpec:
-    """One SQL function: name, SQL signature, output schema, status and its adapter."""
+    """One SQL function: name, SQL signature (written from its arguments,
+    :data:`cep.signature.SIGNATURES`), output schema, status and its adapter."""
 
     name: str
     signature: str
@@ -46,17 +48,14 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
         "Lists every CEP SQL function, its signature and whether it is available."),
     FunctionSpec(
         "match_seq",
-        "match_seq(pattern STRING, [key_col STRING,] events TABLE; named: policy STRING, "
-        "ts_col STRING, type_col STRING, id_col STRING, max_matches BIGINT, chunk_rows BIGINT, "
-        "allow_absent BOOLEAN)",
+        SIGNATURES["match_seq"].text(),
         "<key_col>, match_id BIGINT, start_ts <ts type>, end_ts <ts type>, "
         "event_ids ARRAY<BIGINT>, variables ARRAY<STRING>, n_events INT",
         "available", "udfs.match_seq:match_seq_udtf",
         "Exact pattern matches (SEQ/AND/OR/NOT, Kleene, predicates, windows, three policies)."),
     FunctionSpec(
         "approx_match_seq",
-        "approx_match_seq(pattern STRING, sketch TABLE; named: policy STRING, mode STRING, "
-        "level INT, resume STRING)",
+        SIGNATURES["approx_match_seq"].text(),
         "mode 'exists' (default): stream, matched BOOLEAN; mode 'intervals': "
         "stream, match_id BIGINT, pos_start BIGINT, pos_end BIGINT, ts_start TIMESTAMP, "
         "ts_end TIMESTAMP, node_ids ARRAY<BIGINT>, level INT (stream: the nodes table's type)",
@@ -65,16 +64,14 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
         "table), without the raw events."),
     FunctionSpec(
         "sketch_stats",
-        "sketch_stats(sketch TABLE)",
+        SIGNATURES["sketch_stats"].text(),
         "stream, nodes BIGINT, levels INT, top_level BIGINT, open_events BIGINT, "
         "bytes BIGINT, fill DOUBLE, m INT, k INT",
         "available", "udfs.sketch_stats:sketch_stats_udtf",
         "Size and fill of each stream's sketch tree (nodes, levels, bytes, filter density)."),
     FunctionSpec(
         "cet_trends",
-        "cet_trends(pattern STRING, [key_col STRING,] events TABLE; named: output STRING, "
-        "max_trends BIGINT, ts_col STRING, id_col STRING, type_col STRING, window_col STRING, "
-        "completeness STRING, allow_absent BOOLEAN)",
+        SIGNATURES["cet_trends"].text(),
         "output 'trends' (default): <key_col>, window_start, window_end, trend_id BIGINT, "
         "length INT, first_ts, last_ts, event_ids ARRAY<BIGINT>; output 'count': <key_col>, "
         "window_start, window_end, n_trends DECIMAL(38,0)",
@@ -83,10 +80,7 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
         "per key and window, or their exact count."),
     FunctionSpec(
         "match_prob",
-        "match_prob(pattern STRING, [key_col STRING,] pstream TABLE; named: overlap STRING, "
-        "threshold DOUBLE, window INT, output STRING, t_col STRING, value_col STRING, "
-        "p_col STRING, probs_col STRING, tolerance DOUBLE, transducer_mode STRING, "
-        "allow_absent BOOLEAN)",
+        SIGNATURES["match_prob"].text(),
         "output 'groups' (default): <key_col>, t_start BIGINT, t_end BIGINT, "
         "probability DOUBLE, n_matches BIGINT, core_start BIGINT, core_end BIGINT; output "
         "'matches': <key_col>, match_id BIGINT, t_start BIGINT, t_end BIGINT, "
@@ -95,10 +89,7 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
         "Matches and match groups with probabilities over uncertain streams."),
     FunctionSpec(
         "predict_match",
-        "predict_match(subscription STRING, [key_col STRING,] events TABLE; named: "
-        "lookahead INT, threshold DOUBLE, model BINARY, output STRING, combine STRING, "
-        "smoothing DOUBLE, ts_col STRING, id_col STRING, type_col STRING, definition STRING, "
-        "allow_absent BOOLEAN)",
+        SIGNATURES["predict_match"].text(),
         "output 'keys' (default): <key_col>, instance STRING, state STRING, progress INT, "
         "probability DOUBLE, p_exact DOUBLE, matched BOOLEAN, matches BIGINT, events BIGINT, "
         "last_ts <ts type>; output 'events': <key_col>, instance STRING, id <id type>, "
@@ -109,8 +100,7 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
         "prediction), per key and instance or per event."),
     FunctionSpec(
         "cep_match_recognize",
-        "cep_match_recognize(plan STRING, events TABLE): written by the MATCH_RECOGNIZE "
-        "rewriter, not by hand",
+        SIGNATURES["cep_match_recognize"].text(),
         "the input's columns, __mr_match BIGINT, __mr_seq INT, __mr_label STRING, "
         "__mr_kind INT, __mr_excluded BOOLEAN[, __mr_rest STRUCT]",
         "available", "udfs.match_recognize:match_recognize_udtf",

@@ -41,7 +41,8 @@ from functools import lru_cache
 from typing import Any, Iterator
 
 from cep.errors import CepError
-from udfs.shell import (PlannedResult, TableFunction, bind_call, constant, planned, quote,
+from cep.signature import SIGNATURES
+from udfs.shell import (PlannedResult, TableFunction, planned, quote,
                         table_fields, table_function)
 
 MODES = ("exists", "intervals")
@@ -203,14 +204,11 @@ def stream_partitioning(fields: dict[str, Any]) -> list[Any]:
 def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
     """The analysis of one call (see the module docstring)."""
     err = ApproxMatchSeqArgumentError
-    call = bind_call("approx_match_seq", args, kwargs, leading=("pattern",), table="sketch",
-                     keyed=False, options=("policy", "mode", "level", "resume"), error=err)
-    pattern, sketch, policy, mode, level, resume = (
-        call.get(n) for n in ("pattern", "sketch", "policy", "mode", "level", "resume"))
-    plan = check_arguments(constant(pattern, "pattern", err, required=True),
-                           constant(policy, "policy", err), constant(mode, "mode", err),
-                           constant(level, "level", err), constant(resume, "resume", err))
-    fields = table_fields(sketch, "sketch", err)
+    signature = SIGNATURES["approx_match_seq"]
+    call = signature.bind(args, kwargs, err)
+    given = signature.values(call, err)
+    plan = check_arguments(*(given[n] for n in ("pattern", "policy", "mode", "level", "resume")))
+    fields = table_fields(call.get("sketch"), "sketch", err)
     select = node_selection(fields)
     stream = fields["stream"]
     plan = SketchCallPlan(plan.pattern, plan.policy, plan.mode, plan.level, stream.name,

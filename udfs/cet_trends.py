@@ -51,14 +51,13 @@ from typing import Any, Iterator
 from cep.errors import CepError
 from cep.lang import parse_pattern
 from cep.lang.validate import checked_classes
+from cep.signature import SIGNATURES
 from udfs.facts import FACTS, check_classes, class_questions, facts_sql, read_facts
-from udfs.shell import (PlannedResult, TableFunction, bind_call, grouping_key, planned,
-                        quote as _quote, table_function, utc_micros)
+from udfs.shell import (PlannedResult, TableFunction, field, grouping_key, planned,
+                        quote as _quote, table_fields, table_function, utc_micros)
 
 OUTPUTS = ("trends", "count")
 MAX_DECIMAL = 10 ** 38 - 1
-OPTIONS = ("output", "max_trends", "ts_col", "id_col", "type_col", "window_col", "completeness",
-           "allow_absent")
 # Buckets of the key: the keys of a bucket are answered in one task, each on its own.
 KEY_BUCKETS = 16
 
@@ -111,24 +110,6 @@ class TrendCallPlan:
     classes: tuple[str, ...] = ()  # read from type_col: each must occur (udfs.facts)
 
 
-def _constant(arg: Any, name: str, *, required: bool = False) -> Any:
-    if arg is None:
-        if required:
-            raise CetTrendsArgumentError(f"argument {name} is required")
-        return None
-    if arg.isTable or not arg.isConstantExpression:
-        raise CetTrendsArgumentError(f"argument {name} must be a constant, found an expression "
-                                     "or a table")
-    return arg.value
-
-
-def _string(arg: Any, name: str) -> str | None:
-    value = _constant(arg, name)
-    if value is not None and not isinstance(value, str):
-        raise CetTrendsArgumentError(f"argument {name}: expected a string, found {value!r}")
-    return value
-
-
 def check_completeness_argument(value: Any) -> str:
     """``completeness`` after its check (default ``'ends'``).
 
@@ -147,15 +128,6 @@ def check_completeness_argument(value: Any) -> str:
         raise CetTrendsArgumentError(f"argument completeness: expected one of "
                                      f"{', '.join(map(repr, COMPLETENESS))}, found {value!r}")
     return str(value)
-
-
-def _field(fields: dict[str, Any], name: str, role: str) -> Any:
-    found = fields.get(name.lower())
-    if found is None:
-        have = ", ".join(f.name for f in fields.values())
-        raise CetTrendsArgumentError(f"{role} {name!r} is not a column of the events table; "
-                                     f"columns: {have}")
-    return found
 
 
 def check_arguments(output: Any, max_trends: Any) -> tuple[str, int]:
@@ -191,30 +163,21 @@ def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
 
     from cep.trends import compile_trend
 
-    call = bind_call("cet_trends", args, kwargs, leading=("pattern",), table="events",
-                     keyed=True, options=OPTIONS, error=CetTrendsArgumentError)
-    pattern, key_col, events = call.get("pattern"), call.get("key_col"), call.get("events")
-    output, max_trends, ts_col, id_col, type_col, window_col, completeness, allow_absent = (
-        call.get(n) for n in OPTIONS)
-    text = _constant(pattern, "pattern", required=True)
-    if not isinstance(text, str):
-        raise CetTrendsArgumentError(f"argument pattern: expected a string, found {text!r}")
-    if events is None or not events.isTable:
-        raise CetTrendsArgumentError("argument events must be a TABLE(...) argument")
-    out_kind, limit = check_arguments(_constant(output, "output"), _constant(max_trends,
-                                                                             "max_trends"))
-    complete = check_completeness_argument(_constant(completeness, "completeness"))
-    allowed = _constant(allow_absent, "allow_absent")
-    if allowed is not None and not isinstance(allowed, bool):
-        raise CetTrendsArgumentError(f"argument allow_absent: expected true or false, found "
-                                     f"{allowed!r}")
-    fields = {f.name.lower(): f for f in events.dataType.fields}
-    ts_f = _field(fields, _string(ts_col, "ts_col") or "ts", "ts_col")
-    id_f = _field(fields, _string(id_col, "id_col") or "id", "id_col")
-    type_name = _string(type_col, "type_col")
-    type_f = _field(fields, type_name, "type_col") if type_name else None
-    key_name = _string(key_col, "key_col")
-    key_f = _field(fields, key_name, "key_col") if key_name else None
+    err = CetTrendsArgumentError
+    signature = SIGNATURES["cet_trends"]
+    call = signature.bind(args, kwargs, err)
+    given = signature.values(call, err)
+    text, allowed = given["pattern"], given["allow_absent"]
+    out_kind, limit = check_arguments(given["output"], given["max_trends"])
+    complete = check_completeness_argument(given["completeness"])
+    events = call.get("events")
+    fields = table_fields(events, "events", err)
+    ts_f = field(fields, given["ts_col"], "ts_col", err)
+    id_f = field(fields, given["id_col"], "id_col", err)
+    type_name = given["type_col"]
+    type_f = field(fields, type_name, "type_col", err) if type_name else None
+    key_name = given["key_col"]
+    key_f = field(fields, key_name, "key_col", err) if key_name else None
     if not isinstance(id_f.dataType, IntegralType):
         raise CetTrendsArgumentError(f"id_col {id_f.name!r} must be an integer column, found "
                                      f"{id_f.dataType.simpleString()}")
@@ -265,8 +228,8 @@ def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
     keep = _pushdown(query, fields, type_f, ts_f)
     if keep is not None:
         select.append(SelectedColumn(keep, alias="__keep"))
-    window_name = _string(window_col, "window_col")
-    window_f = _field(fields, window_name, "window_col") if window_name else None
+    window_name = given["window_col"]
+    window_f = field(fields, window_name, "window_col", err) if window_name else None
     if window_f is not None:
         names = ({f.name.lower(): f for f in window_f.dataType.fields}
                  if isinstance(window_f.dataType, StructType) else {})

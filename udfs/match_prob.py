@@ -62,8 +62,9 @@ from cep.errors import CepError
 from cep.lang import parse_pattern
 from cep.lang.spark_sql import sql_string
 from cep.lang.validate import checked_classes
+from cep.signature import SIGNATURES
 from udfs.facts import FACTS, check_classes, class_questions, facts_sql, read_facts
-from udfs.shell import (PlannedResult, TableFunction, bind_call, grouping_key, keyed, planned,
+from udfs.shell import (PlannedResult, TableFunction, grouping_key, keyed, planned,
                         quote as _quote, table_function)
 
 DEFAULT_TOLERANCE = 1e-6
@@ -95,15 +96,6 @@ class ProbCallPlan:
     key: str = "stream"  # the key column's name (the output column's name)
     transducer_mode: str = "window"  # "window" or "paper" (cep.prob.answer.MODES)
     classes: tuple[str, ...] = ()  # values that must occur in the input (udfs.facts)
-
-
-def _constant(arg: Any, name: str) -> Any:
-    if arg is None:
-        return None
-    if arg.isTable or not arg.isConstantExpression:
-        raise MatchProbArgumentError(f"argument {name} must be a constant, found an expression "
-                                     "or a table")
-    return arg.value
 
 
 def _number(value: Any) -> Any:
@@ -211,8 +203,6 @@ def check_arguments(pattern: Any, overlap: Any = None, threshold: Any = None,
                         check_tolerance(tolerance), transducer_mode=mode)
 
 
-OPTIONS = ("overlap", "threshold", "window", "output", "t_col", "value_col", "p_col",
-           "probs_col", "tolerance", "transducer_mode", "allow_absent")
 
 
 def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
@@ -221,27 +211,18 @@ def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
                                    MapType, NumericType, StringType, StructField, StructType)
     from pyspark.sql.udtf import SelectedColumn
 
-    call = bind_call("match_prob", args, kwargs, leading=("pattern",), table="pstream",
-                     keyed=True, options=OPTIONS, error=MatchProbArgumentError)
-    pattern, key_col, pstream = call.get("pattern"), call.get("key_col"), call.get("pstream")
-    (overlap, threshold, window, output, t_col, value_col, p_col, probs_col, tolerance,
-     transducer_mode, allow_absent) = (call.get(n) for n in OPTIONS)
+    err = MatchProbArgumentError
+    signature = SIGNATURES["match_prob"]
+    call = signature.bind(args, kwargs, err)
+    given = signature.values(call, err)
+    pstream = call.get("pstream")
     if pstream is None or not pstream.isTable:
-        raise MatchProbArgumentError("argument pstream must be a TABLE(...) argument")
-    plan = check_arguments(_constant(pattern, "pattern"), _constant(overlap, "overlap"),
-                           _constant(threshold, "threshold"), _constant(window, "window"),
-                           _constant(output, "output"), _constant(tolerance, "tolerance"),
-                           _constant(transducer_mode, "transducer_mode"))
-    names = column_names(key_col=_constant(key_col, "key_col"),
-                         t_col=_constant(t_col, "t_col"),
-                         value_col=_constant(value_col, "value_col"),
-                         p_col=_constant(p_col, "p_col"),
-                         probs_col=_constant(probs_col, "probs_col"))
-
-    allowed = _constant(allow_absent, "allow_absent")
-    if allowed is not None and not isinstance(allowed, bool):
-        raise MatchProbArgumentError(f"argument allow_absent: expected true or false, found "
-                                     f"{allowed!r}")
+        raise err("argument pstream must be a TABLE(...) argument")
+    plan = check_arguments(*(given[n] for n in ("pattern", "overlap", "threshold", "window",
+                                                "output", "tolerance", "transducer_mode")))
+    names = column_names(**{n: given[n] for n in ("key_col", "t_col", "value_col", "p_col",
+                                                  "probs_col")})
+    allowed = given["allow_absent"]
     # Each class without DEFINE must be a value of some row (udfs.facts, issue 47): a
     # misspelt one would answer "no match" without a word.
     classes = () if allowed else tuple(checked_classes(parse_pattern(plan.pattern)))
@@ -266,7 +247,7 @@ def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
         select.append(SelectedColumn(probs_sql, alias="__probs"))
         asked = {f"need_{i}": f"coalesce(array_contains(map_keys({probs_sql}), "
                               f"{sql_string(cls)}), false)" for i, cls in enumerate(classes)}
-    elif _constant(probs_col, "probs_col") is not None:  # asked for the wide layout
+    elif given["probs_col"] is not None:  # asked for the wide layout
         probs_f = _field(fields, names, "probs_col", "MAP<STRING, DOUBLE>")
         raise _wrong_type(probs_f, "probs_col", "MAP<STRING, DOUBLE>", fields)
     else:

@@ -25,8 +25,8 @@ from functools import lru_cache
 from typing import Any, Iterator
 
 from cep.errors import CepError
-from udfs.shell import PlannedResult, TableFunction, bind_call, string_arg, table_fields, \
-    table_function
+from cep.signature import SIGNATURES
+from udfs.shell import PlannedResult, TableFunction, table_fields, table_function
 
 INTERNAL = ("__mr_tie", "__mr_rn", "__mr_pk", "__mr_ts", "__mr_keep")
 ANNOTATIONS = ("__mr_match", "__mr_seq", "__mr_label", "__mr_kind", "__mr_excluded")
@@ -48,9 +48,9 @@ def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
                                    StructType)
 
     err = MatchRecognizeCallError
-    call = bind_call("cep_match_recognize", args, kwargs, leading=("plan",), table="events",
-                     keyed=False, options=(), error=err)
-    text = string_arg(call.get("plan"), "plan", err)
+    signature = SIGNATURES["cep_match_recognize"]
+    call = signature.bind(args, kwargs, err)
+    text = signature.values(call, err)["plan"]
     table_fields(call.get("events"), "events", err)
     try:
         plan = json.loads(text or "")

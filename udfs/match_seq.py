@@ -32,10 +32,11 @@ from functools import lru_cache
 from typing import Any, Iterator
 
 from cep.errors import CepError
+from cep.signature import SIGNATURES
 from udfs.chunks import ChunkBuffer, Horizon, committed
 from udfs.facts import FACTS, check_classes, class_questions, facts_sql, newest_of, read_facts
-from udfs.shell import (PlannedResult, TableFunction, bind_call, constant, field, grouping_key,
-                        key_runs, keyed, planned, quote, string_arg, table_fields,
+from udfs.shell import (PlannedResult, TableFunction, field, grouping_key,
+                        key_runs, keyed, planned, quote, table_fields,
                         table_function)
 
 KEEP = "__cep_keep"
@@ -114,7 +115,6 @@ def _ts_kind(data_type: Any, name: str) -> tuple[str, str]:
                                 f"number, found {data_type.simpleString()}")
 
 
-OPTIONS = ("policy", "ts_col", "type_col", "id_col", "max_matches", "chunk_rows", "allow_absent")
 
 
 class Selection:
@@ -169,29 +169,18 @@ def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
     from cep.match.closing import needs_newest
 
     err = MatchSeqArgumentError
-    call = bind_call("match_seq", args, kwargs, leading=("pattern",), table="events", keyed=True,
-                     options=OPTIONS, error=err)
-    pattern, key_col, events, policy = (call.get(n) for n in ("pattern", "key_col", "events",
-                                                              "policy"))
-    ts_col, type_col, id_col, max_matches, chunk_rows, allow_absent = (call.get(n)
-                                                                       for n in OPTIONS[1:])
-    text = string_arg(pattern, "pattern", err, required=True)
+    signature = SIGNATURES["match_seq"]
+    call = signature.bind(args, kwargs, err)
+    given = signature.values(call, err)
+    text, chosen_policy = given["pattern"], given["policy"]
+    limit, chunk, allowed = given["max_matches"], given["chunk_rows"], given["allow_absent"]
+    events = call.get("events")
     fields = table_fields(events, "events", err)
-    ts_f = field(fields, string_arg(ts_col, "ts_col", err, "ts"), "ts_col", err)
-    type_f = field(fields, string_arg(type_col, "type_col", err, "type"), "type_col", err)
-    id_f = field(fields, string_arg(id_col, "id_col", err, "id"), "id_col", err)
-    key_name = string_arg(key_col, "key_col", err)
+    ts_f = field(fields, given["ts_col"], "ts_col", err)
+    type_f = field(fields, given["type_col"], "type_col", err)
+    id_f = field(fields, given["id_col"], "id_col", err)
+    key_name = given["key_col"]
     key_f = field(fields, key_name, "key_col", err) if key_name else None
-    chosen_policy = string_arg(policy, "policy", err)
-    limit = constant(max_matches, "max_matches", err)
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
-        raise err(f"argument max_matches: expected a positive integer, found {limit!r}")
-    chunk = constant(chunk_rows, "chunk_rows", err)
-    if chunk is not None and (isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 0):
-        raise err(f"argument chunk_rows: expected a non-negative integer, found {chunk!r}")
-    allowed = constant(allow_absent, "allow_absent", err)
-    if allowed is not None and not isinstance(allowed, bool):
-        raise err(f"argument allow_absent: expected true or false, found {allowed!r}")
     if not isinstance(id_f.dataType, IntegralType):
         raise err(f"id_col {id_f.name!r} must be an integer column, found "
                   f"{id_f.dataType.simpleString()}")

@@ -59,14 +59,13 @@ from typing import Any, Iterator
 from cep.errors import CepError
 from cep.lang import parse_pattern
 from cep.lang.validate import checked_classes
+from cep.signature import SIGNATURES
 from udfs.facts import FACTS, check_classes, class_questions, facts_sql, read_facts
-from udfs.shell import (PlannedResult, TableFunction, bind_call, grouping_key, keyed, planned,
+from udfs.shell import (PlannedResult, TableFunction, grouping_key, keyed, planned,
                         quote as _quote, table_function, utc_micros)
 
 # Buckets of the key_col form (as match_seq): one task answers many keys, each on its own.
 KEY_BUCKETS = 64
-OPTIONS = ("lookahead", "threshold", "model", "output", "combine", "smoothing", "ts_col",
-           "id_col", "type_col", "definition", "allow_absent")
 
 
 class PredictMatchArgumentError(CepError):
@@ -134,17 +133,7 @@ def output_columns(output: str) -> list[tuple[str, str]]:
             ("matches", "BIGINT"), ("events", "BIGINT"), ("last_ts", "TS")]
 
 
-def _constant(arg: Any, name: str) -> Any:
-    if arg is None:
-        return None
-    if arg.isTable or not arg.isConstantExpression:
-        raise PredictMatchArgumentError(f"argument {name} must be a constant, found an "
-                                        "expression or a table")
-    return arg.value
-
-
-def _string(arg: Any, name: str) -> str | None:
-    value = _constant(arg, name)
+def _string(value: Any, name: str) -> str | None:
     if value is not None and (not isinstance(value, str) or not value):
         raise PredictMatchArgumentError(f"argument {name}: expected a column name, found {value!r}")
     return value
@@ -266,34 +255,30 @@ def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
                                    TimestampType)
     from pyspark.sql.udtf import SelectedColumn
 
-    call = bind_call("predict_match", args, kwargs, leading=("subscription",), table="events",
-                     keyed=True, options=OPTIONS, error=PredictMatchArgumentError)
-    subscription, key_col, events = (call.get(n) for n in ("subscription", "key_col", "events"))
-    (lookahead, threshold, model, output, combine, smoothing, ts_col, id_col, type_col, definition,
-     allow_absent) = (call.get(n) for n in OPTIONS)
+    err = PredictMatchArgumentError
+    signature = SIGNATURES["predict_match"]
+    call = signature.bind(args, kwargs, err)
+    given = signature.values(call, err)
+    events, model = call.get("events"), call.get("model")
     if events is None or not events.isTable:
-        raise PredictMatchArgumentError("argument events must be a TABLE(...) argument")
+        raise err("argument events must be a TABLE(...) argument")
     text, look, theta, out_kind, comb, smooth = check_call(
-        _constant(subscription, "subscription"), _constant(lookahead, "lookahead"),
-        _constant(threshold, "threshold"), _constant(output, "output"),
-        _constant(combine, "combine"), _constant(smoothing, "smoothing"))
+        *(given[n] for n in ("subscription", "lookahead", "threshold", "output", "combine",
+                             "smoothing")))
     from cep.predict.answer import check_definition
 
-    definition_checked = check_definition(_constant(definition, "definition"))
-    allowed = _constant(allow_absent, "allow_absent")
-    if allowed is not None and not isinstance(allowed, bool):
-        raise PredictMatchArgumentError(f"argument allow_absent: expected true or false, found "
-                                        f"{allowed!r}")
+    definition_checked = check_definition(given["definition"])
+    allowed = given["allow_absent"]
     if _compiled(text).composite:
         check_composite(definition_checked, smooth)
     fields = {f.name.lower(): f for f in events.dataType.fields}
-    ts_f = _field(fields, _string(ts_col, "ts_col") or "ts", "ts_col")
-    id_name = _string(id_col, "id_col")
+    ts_f = _field(fields, _string(given["ts_col"], "ts_col") or "ts", "ts_col")
+    id_name = _string(given["id_col"], "id_col")
     id_f = _field(fields, id_name, "id_col") if id_name else fields.get("id")
-    key_name = _string(key_col, "key_col")
+    key_name = _string(given["key_col"], "key_col")
     key_f = _field(fields, key_name, "key_col") if key_name else None
     attributes, needs_type = read_attributes(text, [f.name for f in fields.values()])
-    type_name = _string(type_col, "type_col")
+    type_name = _string(given["type_col"], "type_col")
     type_f = _field(fields, type_name, "type_col") if type_name else fields.get("type")
     if needs_type and type_f is None:
         classes = [p.cls for p in _compiled(text).primitives if p.condition is None]

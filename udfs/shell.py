@@ -27,15 +27,12 @@ no chained traceback.
 Example (the helpers that need no Spark):
     >>> quote("weird`name")
     '`weird``name`'
-    >>> class ArgError(CepError):
-    ...     code = "CEP-SQL-999"
-    >>> constant(None, "policy", ArgError) is None
-    True
+
+The arguments of a call are bound and their constants checked by the function's declaration,
+:data:`cep.signature.SIGNATURES`; the helpers here read the TABLE argument's columns.
 """
 
 from __future__ import annotations
-
-import difflib
 
 import functools
 from dataclasses import dataclass
@@ -78,29 +75,6 @@ def quote(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
-def constant(arg: Any, name: str, error: type[CepError], *, required: bool = False) -> Any:
-    """The value of a constant argument (None when absent or NULL); ``error`` otherwise."""
-    if arg is None or (not arg.isTable and arg.isConstantExpression and arg.value is None):
-        if required:
-            raise error(f"argument {name} is required")
-        return None
-    if arg.isTable or not arg.isConstantExpression:
-        raise error(f"argument {name} must be a constant, found "
-                    f"{'a TABLE argument' if arg.isTable else 'an expression'}")
-    return arg.value
-
-
-def string_arg(arg: Any, name: str, error: type[CepError], default: str | None = None,
-               *, required: bool = False) -> str | None:
-    """A constant STRING argument, ``default`` when absent."""
-    value = constant(arg, name, error, required=required)
-    if value is None:
-        return default
-    if not isinstance(value, str):
-        raise error(f"argument {name}: expected a string, found {value!r}")
-    return value
-
-
 def table_fields(arg: Any, name: str, error: type[CepError]) -> dict[str, Any]:
     """The fields of a TABLE argument by lower-case name; ``error`` if ``arg`` is no table."""
     if arg is None or not arg.isTable:
@@ -116,62 +90,6 @@ def field(fields: dict[str, Any], wanted: str, role: str, error: type[CepError],
         names = ", ".join(f.name for f in fields.values())
         raise error(f"{role} {wanted!r} is not a column of the {table} table; columns: {names}")
     return found
-
-
-def bind_call(function: str, args: tuple[Any, ...], kwargs: dict[str, Any], *,
-              leading: tuple[str, ...], table: str, keyed: bool, options: tuple[str, ...],
-              error: type[CepError]) -> dict[str, Any]:
-    """The arguments of one call by name, in the convention every function shares.
-
-    Positionally a call is ``f(<leading>..., [key_col,] TABLE(t))``: the table is the last
-    positional argument (Spark's parser rejects a comma right after ``ORDER BY``), ``key_col``
-    may stand before it when the function has a key, and every other argument is named
-    (``name => value``, any order, any case). Spark binds the call to ``analyze(*args,
-    **kwargs)``, so this is where a wrong call gets our own error naming the form to write.
-
-    Example:
-        >>> class ArgError(CepError):
-        ...     code = "CEP-SQL-999"
-        >>> spec = dict(leading=("pattern",), table="events", keyed=True, options=("policy",),
-        ...             error=ArgError)
-        >>> sorted(bind_call("f", ("p", "k", "T"), {"POLICY": "x"}, **spec).items())
-        [('events', 'T'), ('key_col', 'k'), ('pattern', 'p'), ('policy', 'x')]
-        >>> sorted(bind_call("f", ("p", "T"), {"key_col": "k"}, **spec))
-        ['events', 'key_col', 'pattern']
-        >>> bind_call("f", ("p",), {"nope": 1}, **spec)
-        Traceback (most recent call last):
-        ...
-        udfs.shell.ArgError: CEP-SQL-999: f has no argument 'nope'; its arguments: pattern, key_col, events, policy
-        >>> bind_call("f", ("p", "T"), {"polcy": "x"}, **spec)
-        Traceback (most recent call last):
-        ...
-        udfs.shell.ArgError: CEP-SQL-999: f has no argument 'polcy' (did you mean 'policy'?); its arguments: pattern, key_col, events, policy
-    """
-    positional = list(args)
-    key = ("key_col",) if keyed else ()
-    if len(positional) <= len(leading):
-        names: tuple[str, ...] = leading[:len(positional)]
-    elif len(positional) == len(leading) + 1:
-        names = (*leading, table)
-    elif keyed and len(positional) == len(leading) + 2:
-        names = (*leading, "key_col", table)
-    else:
-        form = ", ".join((*leading, *(f"[{k}]" for k in key), "TABLE(...)"))
-        raise error(f"{function} takes at most ({form}) positionally, found {len(positional)} "
-                    "arguments; pass the others by name (name => value)")
-    values = dict(zip(names, positional))
-    known = (*leading, *key, table, *options)
-    for name, value in kwargs.items():
-        lowered = name.lower()
-        if lowered not in known:
-            close = difflib.get_close_matches(lowered, known, n=1, cutoff=0.6)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise error(f"{function} has no argument {name!r}{hint}; its arguments: "
-                        f"{', '.join(known)}")
-        if lowered in values:
-            raise error(f"{function}: argument {lowered} is given twice")
-        values[lowered] = value
-    return values
 
 
 def grouping_key(keys: Any) -> Any:

@@ -29,9 +29,10 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 from cep.errors import CepError
+from cep.signature import SIGNATURES
 from udfs.approx_match_seq import (node_columns, node_selection, partition_forest,
                                    stream_partitioning, stream_trees)
-from udfs.shell import (PlannedResult, TableFunction, bind_call, planned, table_fields,
+from udfs.shell import (PlannedResult, TableFunction, planned, table_fields,
                         table_function)
 
 
@@ -45,8 +46,7 @@ def analyze_stats(*args: Any, **kwargs: Any) -> PlannedResult:
     """The analysis of one call: the schema, the node columns selected, one stream together."""
     from pyspark.sql.types import (DoubleType, IntegerType, LongType, StructField, StructType)
 
-    call = bind_call("sketch_stats", args, kwargs, leading=(), table="sketch", keyed=False,
-                     options=(), error=SketchStatsArgumentError)
+    call = SIGNATURES["sketch_stats"].bind(args, kwargs, SketchStatsArgumentError)
     fields = table_fields(call.get("sketch"), "sketch", SketchStatsArgumentError)
     select = node_selection(fields, "sketch_stats")
     stream = fields["stream"]

@@ -41,7 +41,8 @@ from cep.lang.rewrite import on_alias, split_define
 from cep.match.errors import UnsupportedPatternError
 from cep.match.grouped import Expansion, check_conditions, expand
 from cep.match.limits import MatchLimits
-from cep.match.normal import GROUPED, Alternative, NormalPattern, normalize
+from cep.lang.policy import GROUPED
+from cep.match.normal import Alternative, NormalPattern, normalize
 from cep.match.planner import plan_query
 from cep.match.predicates import Predicate, analyse
 from cep.match.program import CompiledAlternative, CompiledQuery, Negation, Slot, WindowSpec

@@ -28,7 +28,7 @@ from cep.match.errors import StreamError
 from cep.match.grouped import group_blocks
 from cep.match.limits import check_matches
 from cep.match.next_match import next_matches
-from cep.match.normal import NEXT_MATCH
+from cep.lang.policy import NEXT_MATCH
 from cep.match.plans import PLAN_KINDS
 from cep.match.program import CompiledAlternative, CompiledQuery
 from cep.match.spans import SWITCH_EVENTS, owned, spans

@@ -35,7 +35,7 @@ from typing import Any
 
 from cep.match.buffers import alias_buffer
 from cep.match.data import StreamData
-from cep.match.normal import NEXT_MATCH
+from cep.lang.policy import NEXT_MATCH
 from cep.match.plans import (TREE_KINDS, Join, Node, Unit, build_plan, choose_plan, plan_cost,
                              split_kind)
 from cep.match.program import CompiledAlternative, CompiledQuery

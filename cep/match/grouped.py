@@ -44,7 +44,8 @@ import numpy as np
 from cep.match.arrays import Block
 from cep.match.errors import MatchLimitError, UnsupportedPatternError
 from cep.match.limits import MatchLimits, check_matches
-from cep.match.normal import GROUPED, Alternative, Component, NormalPattern
+from cep.lang.policy import GROUPED
+from cep.match.normal import Alternative, Component, NormalPattern
 from cep.match.predicates import Predicate
 
 __all__ = ["Expansion", "check_conditions", "expand", "group_blocks"]

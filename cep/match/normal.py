@@ -31,14 +31,11 @@ from typing import Mapping
 
 from cep.lang import ast
 from cep.lang.ast import FOLLOWED, NEXT, Condition, Span, WindowBounds
+from cep.lang.policy import GROUPED, STRICT
+from cep.lang.policy import resolve_policy as resolve
 from cep.lang.query import Query
 from cep.match.errors import MatchLimitError, PolicyConflictError, UnsupportedPatternError
 
-STRICT = "strict-contiguity"
-NEXT_MATCH = "skip-till-next-match"
-ANY_MATCH = "skip-till-any-match"
-GROUPED = ast.GROUPED
-DEFAULT_POLICY = NEXT_MATCH
 MAX_ALTERNATIVES = 1024
 
 
@@ -100,14 +97,10 @@ class NormalPattern:
 
 
 def resolve_policy(query: Query, policy: str | None) -> str:
-    """The policy to use: the pattern's, the argument's, or the default (skip-till-next)."""
-    if policy is not None and policy not in ast.POLICIES:
-        raise PolicyConflictError(f"unknown policy {policy!r}: expected one of "
-                                  f"{', '.join(ast.POLICIES)}")
-    if query.policy and policy and query.policy != policy:
-        raise PolicyConflictError(f"the pattern says {query.policy} but the policy argument says "
-                                  f"{policy}; give one or make them agree")
-    return query.policy or policy or DEFAULT_POLICY
+    """The policy to use: the pattern's, the argument's, or the default (skip-till-next)
+    (:func:`cep.lang.policy.resolve_policy`, with the matcher's error)."""
+    return resolve(query.policy, policy, unknown=PolicyConflictError,
+                   conflict=PolicyConflictError)
 
 
 def _single_events(node: ast.PatternNode) -> tuple[Choice, ...] | None:

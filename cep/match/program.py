@@ -26,7 +26,8 @@ from cep.lang import Query
 from cep.lang import ast as pattern_ast
 from cep.lang.ast import AttrRef, Condition, IterRef, AggRef
 from cep.match.limits import MatchLimits
-from cep.match.normal import STRICT, Alternative, NormalPattern
+from cep.lang.policy import STRICT
+from cep.match.normal import Alternative, NormalPattern
 from cep.match.predicates import Predicate
 
 _SPECIAL_COLUMNS = ("ts", "type")

@@ -35,7 +35,8 @@ from cep.lang import Query, parse_pattern
 from cep.lang.ast import NEXT
 from cep.match.errors import MatchLimitError
 from cep.match.grouped import check_conditions
-from cep.match.normal import GROUPED, NEXT_MATCH, Alternative, normalize
+from cep.lang.policy import GROUPED, NEXT_MATCH
+from cep.match.normal import Alternative, normalize
 from cep.match.predicates import analyse
 from cep.match.result import Match, order_matches
 from cep.match.stream import EventStream

@@ -49,10 +49,8 @@ import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from cep.lang.policy import ANY_MATCH, NEXT_MATCH, STRICT
 from cep.sketch.query import (
-    ANY_MATCH,
-    NEXT_MATCH,
-    STRICT,
     SketchArgumentError,
     SketchLimitError,
     SketchQuery,

@@ -66,10 +66,8 @@ from typing import Any
 
 import numpy as np
 
+from cep.lang.policy import ANY_MATCH, NEXT_MATCH, STRICT
 from cep.sketch.query import (
-    ANY_MATCH,
-    NEXT_MATCH,
-    STRICT,
     SketchArgumentError,
     SketchComponent,
     SketchLimitError,

@@ -53,13 +53,10 @@ from cep.errors import CepError
 from cep.lang import ast
 from cep.lang.errors import PatternSemanticError
 from cep.lang.pipeline import parse_pattern
+from cep.lang.policy import STRICT
+from cep.lang.policy import resolve_policy as resolve
 from cep.lang.query import Query
 from cep.lang.tokens import OP, tokenize
-
-STRICT = "strict-contiguity"
-NEXT_MATCH = "skip-till-next-match"
-ANY_MATCH = "skip-till-any-match"
-DEFAULT_POLICY = NEXT_MATCH
 
 E_CONDITION = "CEP-SKETCH-020"
 E_DEFINE = "CEP-SKETCH-021"
@@ -217,12 +214,7 @@ def resolve_policy(query: Query, policy: str | None) -> str:
         >>> resolve_policy(parse_pattern("PATTERN A; B"), "strict-contiguity")
         'strict-contiguity'
     """
-    if policy is not None and policy not in ast.POLICIES:
-        raise SketchArgumentError(f"unknown policy {policy!r}: expected one of {', '.join(ast.POLICIES)}")
-    if query.policy and policy and query.policy != policy:
-        raise SketchPolicyError(f"the pattern says {query.policy} but the policy argument says {policy}; "
-                                "give one or make them agree")
-    chosen = query.policy or policy or DEFAULT_POLICY
+    chosen = resolve(query.policy, policy, unknown=SketchArgumentError, conflict=SketchPolicyError)
     if chosen == ast.GROUPED:
         raise SketchArgumentError(f"the sketch does not answer {chosen} (FAEM's grouped Kleene "
                                   "closure needs every event of a group); use match_seq")
