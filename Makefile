@@ -65,7 +65,7 @@ exec-venv: .venv-exec/.installed
 
 .venv-exec/.installed: pyproject.toml constraints.txt | $(STAMP)
 	$(PYTHON) -m venv .venv-exec
-	$(PY) -m jobs.code_bundle > .venv-exec/requirements.txt
+	$(PY) -m jobs.session.code_bundle > .venv-exec/requirements.txt
 	.venv-exec/bin/python -m pip install --quiet -c constraints.txt -r .venv-exec/requirements.txt
 	touch .venv-exec/.installed
 

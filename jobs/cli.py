@@ -35,7 +35,8 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import TYPE_CHECKING, Any, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from jobs.cli_errors import Parser, spark_error_logs
 from jobs.cli_errors import report as report_error
@@ -195,6 +196,15 @@ def _program() -> str:
     return "spark-cep" if name.startswith("spark-cep") else "python -m jobs"
 
 
+@dataclass(frozen=True)
+class Command:
+    """One command of the table: what it runs and whether it needs a Spark session (the
+    others start no JVM of their own, or start their own)."""
+
+    run: Callable[[argparse.Namespace, "Settings", "SparkSession | None"], int | None]
+    session: bool = True
+
+
 def _run(args: argparse.Namespace, overrides: dict[str, str], spark: "SparkSession | None",
          settings: "Settings | None") -> int:
     """The command of ``args``; an error is reported and becomes the exit code."""
@@ -202,151 +212,178 @@ def _run(args: argparse.Namespace, overrides: dict[str, str], spark: "SparkSessi
 
     try:
         settings = settings or load_settings(args.conf_dir, overrides=overrides)
-        if args.command == "submit-args":
-            import shlex
-
-            from jobs.shim import build_shim
-            from sql_ext.session_conf import submit_args
-
-            print(shlex.join(submit_args(shim_jar=build_shim(settings, quiet=True))))
-            return 0
-        if args.command == "fetch-jars":
-            from jobs.class_archive import build_archive
-            from jobs.session import ensure_delta_jars
-
-            jars = ensure_delta_jars(settings)
-            print(f"{len(jars)} Delta jars ready in {settings.ivy_dir}")
-            archive = build_archive(settings, jars)
-            print(f"class archive: {archive or 'none (sessions start without one)'}")
-            from jobs.shim import build_shim
-
-            shim = build_shim(settings)
-            print(f"JVM shim: {shim or 'none (sessions start without it)'}")
-            return 0
-        if args.command == "fetch-data":
-            from jobs.loaders.datasets import extract_log
-
-            for name in settings.datasets:
-                print(f"{name}: {extract_log(settings, name)}")
-            from jobs.loaders.stocks import fetch_prices
-
-            print(f"stock_prices: {fetch_prices(settings)}")
-            return 0
-        if args.command == "connect-server":
-            from jobs.servers.connect_server import load_connect_conf, serve
-
-            return serve(settings, load_connect_conf(settings, host=args.host, port=args.port,
-                                                     tls=args.tls))
-        if args.command == "serve":
-            from jobs.servers.server import load_server_conf, serve
-
-            return serve(settings, load_server_conf(settings, host=args.host, port=args.port,
-                                                    tls=args.tls))
-        if args.command == "tls":
-            from jobs.servers.tls import create_self_signed
-
-            files = create_self_signed(settings, args.name, days=args.days, replace=args.replace)
-            print(f"TLS set in {files.folder}: the server's keystore {files.keystore.name}; for "
-                  f"clients {files.cert} (PEM) and {files.truststore} (PKCS#12, password "
-                  "cep-public). Start the server with --tls or [server] tls = true")
-            return 0
-        if args.command == "users":
-            return _users(settings, args)
-        if args.command == "demo":
-            from jobs.demo import run_demo
-
-            run_demo(settings, spark=spark)
-            return 0
-        if spark is None:
+        command = COMMANDS[args.command]
+        if command.session and spark is None:
             spark = _session(settings, args)
-        if args.command == "load-bpi":
-            from jobs.loaders.load_logs import load_log
-
-            for name in args.dataset or list(settings.datasets):
-                load_log(spark, settings, name, force=args.force)
-        elif args.command == "generate":
-            from cep.datasets.synthetic import SyntheticSpec
-            from jobs.loaders.generate import write_synthetic
-
-            spec = SyntheticSpec(n_events=args.events, n_keys=args.keys, n_types=args.types,
-                                 zipf_s=args.zipf, rate_per_s=args.rate, seed=args.seed)
-            result = write_synthetic(spark, settings, spec, args.table)
-            print(f"{result.table}: {result.events:,} events at version {result.version}")
-        elif args.command == "load-stocks":
-            from jobs.loaders.stocks import load_stocks
-
-            result = load_stocks(spark, settings, force=args.force)
-            print(f"{result.table}: {result.events:,} prices at version {result.version}"
-                  f"{'' if result.written else ' (already loaded; nothing written)'}")
-        elif args.command == "load-sensors":
-            from jobs.loaders.sensors import load_sensors
-
-            result = load_sensors(spark, settings, force=args.force)
-            print(f"{result.table}: {result.events:,} (t, value, p) rows at version "
-                  f"{result.version}{'' if result.written else ' (already loaded; nothing written)'}")
-        elif args.command == "load-temperatures":
-            from jobs.loaders.temperatures import load_temperatures
-
-            result = load_temperatures(spark, settings, force=args.force)
-            print(f"{result.table}: {result.events:,} (city, day) rows at version "
-                  f"{result.version}{'' if result.written else ' (already loaded; nothing written)'}")
-        elif args.command == "generate-checks":
-            from cep.datasets.checks import CheckSpec
-            from jobs.loaders.checks import write_checks
-
-            spec = CheckSpec(n_checks=args.rows, n_accounts=args.accounts, n_banks=args.banks,
-                             ring_rate=args.ring_rate, seed=args.seed)
-            result = write_checks(spark, settings, spec, args.table, force=args.force)
-            print(f"{result.table}: {result.events:,} checks at version {result.version}"
-                  f"{'' if result.written else ' (already there; nothing written)'}")
-        elif args.command in ("sketch", "graph", "predict"):
-            from jobs.framework.runner import run_job
-
-            summary = run_job(spark, settings, f"{args.command}/{args.name}",
-                              until_version=args.until_version)
-            print(_result_line(args.command, summary.result))
-            if summary.run is not None:
-                print(f"recorded run {summary.run.run_id} ({summary.run.status}) in the manifest")
-        elif args.command == "run-all":
-            from jobs.framework.runner import run_all
-
-            report = run_all(spark, settings, args.job)
-            for summary in report.summaries:
-                print(summary.line())
-            for key, exc in report.failures.items():
-                print(f"{key}: FAILED: {str(exc).splitlines()[0]}")
-            return 0 if report.ok else 1
-        elif args.command == "runs":
-            from delta_tables.manifest import read_runs
-            from jobs.framework.registry import parse_key
-            from jobs.framework.run_conf import load_run_conf
-
-            parse_key(args.job)
-            for run in read_runs(spark, load_run_conf(settings).manifest, args.job):
-                versions = ", ".join(f"{t} v{v}" for t, v in sorted(run.state_versions.items()))
-                done = ("" if run.finished_at is None
-                        else f" at {run.finished_at:%Y-%m-%d %H:%M:%S}Z")
-                read = ("" if run.rows_read is None
-                        else f", {run.rows_read:,} rows read, {run.late or 0:,} late")
-                print(f"{run.run_id}  {run.status:<9} source {run.source_table} "
-                      f"v{run.source_version}{read}{done}  {versions}")
-        elif args.command == "maintain":
-            from jobs.maintenance import maintain
-
-            done = maintain(spark, settings, tables=args.table,
-                            retention_hours=args.retention_hours, dry_run=args.dry_run)
-            print(done)
-        elif args.command == "sql":
-            from sql_ext import register_all
-
-            register_all(spark)
-            spark.sql(_bound(args)).show(args.rows, truncate=False)
-        return 0
+        return command.run(args, settings, spark) or 0
     except Exception as exc:  # noqa: BLE001 - every failure is reported the same short way
         return report_error(exc, verbose=args.verbose)
 
 
-def _users(settings: "Settings", args: argparse.Namespace) -> int:
+# --- the commands, one small function each ---------------------------------------------------
+
+def _submit_args(args: argparse.Namespace, settings: "Settings", spark: Any) -> None:
+    import shlex
+
+    from jobs.session.shim import build_shim
+    from sql_ext.session_conf import submit_args
+
+    print(shlex.join(submit_args(shim_jar=build_shim(settings, quiet=True))))
+
+
+def _fetch_jars(args: argparse.Namespace, settings: "Settings", spark: Any) -> None:
+    from jobs.session.class_archive import build_archive
+    from jobs.session import ensure_delta_jars
+    from jobs.session.shim import build_shim
+
+    jars = ensure_delta_jars(settings)
+    print(f"{len(jars)} Delta jars ready in {settings.ivy_dir}")
+    archive = build_archive(settings, jars)
+    print(f"class archive: {archive or 'none (sessions start without one)'}")
+    shim = build_shim(settings)
+    print(f"JVM shim: {shim or 'none (sessions start without it)'}")
+
+
+def _fetch_data(args: argparse.Namespace, settings: "Settings", spark: Any) -> None:
+    from jobs.loaders.datasets import extract_log
+    from jobs.loaders.stocks import fetch_prices
+
+    for name in settings.datasets:
+        print(f"{name}: {extract_log(settings, name)}")
+    print(f"stock_prices: {fetch_prices(settings)}")
+
+
+def _connect_server(args: argparse.Namespace, settings: "Settings", spark: Any) -> int:
+    from jobs.servers.connect_server import load_connect_conf, serve
+
+    return serve(settings, load_connect_conf(settings, host=args.host, port=args.port,
+                                             tls=args.tls))
+
+
+def _serve(args: argparse.Namespace, settings: "Settings", spark: Any) -> int:
+    from jobs.servers.server import load_server_conf, serve
+
+    return serve(settings, load_server_conf(settings, host=args.host, port=args.port,
+                                            tls=args.tls))
+
+
+def _tls(args: argparse.Namespace, settings: "Settings", spark: Any) -> None:
+    from jobs.servers.tls import create_self_signed
+
+    files = create_self_signed(settings, args.name, days=args.days, replace=args.replace)
+    print(f"TLS set in {files.folder}: the server's keystore {files.keystore.name}; for "
+          f"clients {files.cert} (PEM) and {files.truststore} (PKCS#12, password "
+          "cep-public). Start the server with --tls or [server] tls = true")
+
+
+def _demo(args: argparse.Namespace, settings: "Settings", spark: Any) -> None:
+    from jobs.demo import run_demo
+
+    run_demo(settings, spark=spark)
+
+
+def _load_bpi(args: argparse.Namespace, settings: "Settings", spark: Any) -> None:
+    from jobs.loaders.load_logs import load_log
+
+    for name in args.dataset or list(settings.datasets):
+        load_log(spark, settings, name, force=args.force)
+
+
+def _generate(args: argparse.Namespace, settings: "Settings", spark: Any) -> None:
+    from cep.datasets.synthetic import SyntheticSpec
+    from jobs.loaders.generate import write_synthetic
+
+    spec = SyntheticSpec(n_events=args.events, n_keys=args.keys, n_types=args.types,
+                         zipf_s=args.zipf, rate_per_s=args.rate, seed=args.seed)
+    result = write_synthetic(spark, settings, spec, args.table)
+    print(f"{result.table}: {result.events:,} events at version {result.version}")
+
+
+def _loaded(what: str, result: Any, already: str = "already loaded") -> None:
+    print(f"{result.table}: {result.events:,} {what} at version {result.version}"
+          f"{'' if result.written else f' ({already}; nothing written)'}")
+
+
+def _load_stocks(args: argparse.Namespace, settings: "Settings", spark: Any) -> None:
+    from jobs.loaders.stocks import load_stocks
+
+    _loaded("prices", load_stocks(spark, settings, force=args.force))
+
+
+def _load_sensors(args: argparse.Namespace, settings: "Settings", spark: Any) -> None:
+    from jobs.loaders.sensors import load_sensors
+
+    _loaded("(t, value, p) rows", load_sensors(spark, settings, force=args.force))
+
+
+def _load_temperatures(args: argparse.Namespace, settings: "Settings", spark: Any) -> None:
+    from jobs.loaders.temperatures import load_temperatures
+
+    _loaded("(city, day) rows", load_temperatures(spark, settings, force=args.force))
+
+
+def _generate_checks(args: argparse.Namespace, settings: "Settings", spark: Any) -> None:
+    from cep.datasets.checks import CheckSpec
+    from jobs.loaders.checks import write_checks
+
+    spec = CheckSpec(n_checks=args.rows, n_accounts=args.accounts, n_banks=args.banks,
+                     ring_rate=args.ring_rate, seed=args.seed)
+    _loaded("checks", write_checks(spark, settings, spec, args.table, force=args.force),
+            already="already there")
+
+
+def _state_job(args: argparse.Namespace, settings: "Settings", spark: Any) -> None:
+    """``sketch``, ``graph`` or ``predict``: one run of a registered state job."""
+    from jobs.framework.runner import run_job
+
+    summary = run_job(spark, settings, f"{args.command}/{args.name}",
+                      until_version=args.until_version)
+    print(_result_line(args.command, summary.result))
+    if summary.run is not None:
+        print(f"recorded run {summary.run.run_id} ({summary.run.status}) in the manifest")
+
+
+def _run_all(args: argparse.Namespace, settings: "Settings", spark: Any) -> int:
+    from jobs.framework.runner import run_all
+
+    report = run_all(spark, settings, args.job)
+    for summary in report.summaries:
+        print(summary.line())
+    for key, exc in report.failures.items():
+        print(f"{key}: FAILED: {str(exc).splitlines()[0]}")
+    return 0 if report.ok else 1
+
+
+def _runs(args: argparse.Namespace, settings: "Settings", spark: Any) -> None:
+    from delta_tables.manifest import read_runs
+    from jobs.framework.registry import parse_key
+    from jobs.framework.run_conf import load_run_conf
+
+    parse_key(args.job)
+    for run in read_runs(spark, load_run_conf(settings).manifest, args.job):
+        versions = ", ".join(f"{t} v{v}" for t, v in sorted(run.state_versions.items()))
+        done = "" if run.finished_at is None else f" at {run.finished_at:%Y-%m-%d %H:%M:%S}Z"
+        read = ("" if run.rows_read is None
+                else f", {run.rows_read:,} rows read, {run.late or 0:,} late")
+        print(f"{run.run_id}  {run.status:<9} source {run.source_table} "
+              f"v{run.source_version}{read}{done}  {versions}")
+
+
+def _maintain(args: argparse.Namespace, settings: "Settings", spark: Any) -> None:
+    from jobs.maintenance import maintain
+
+    print(maintain(spark, settings, tables=args.table, retention_hours=args.retention_hours,
+                   dry_run=args.dry_run))
+
+
+def _sql(args: argparse.Namespace, settings: "Settings", spark: Any) -> None:
+    from sql_ext import register_all
+
+    register_all(spark)
+    spark.sql(_bound(args)).show(args.rows, truncate=False)
+
+
+def _users(args: argparse.Namespace, settings: "Settings", spark: Any) -> int:
     """``users add|remove|list``: the password of ``add`` is asked twice on a terminal, read
     from the first line of standard input otherwise (never from the command line, where other
     local users could see it in the process list)."""
@@ -434,3 +471,31 @@ def _name(result: object) -> str:
         if hasattr(result, field):
             return str(getattr(result, field))
     return "?"
+
+
+COMMANDS: dict[str, Command] = {
+    "submit-args": Command(_submit_args, session=False),
+    "fetch-jars": Command(_fetch_jars, session=False),
+    "fetch-data": Command(_fetch_data, session=False),
+    "connect-server": Command(_connect_server, session=False),
+    "serve": Command(_serve, session=False),
+    "tls": Command(_tls, session=False),
+    "users": Command(_users, session=False),
+    "demo": Command(_demo, session=False),  # builds its own session unless given one
+    "load-bpi": Command(_load_bpi),
+    "generate": Command(_generate),
+    "load-stocks": Command(_load_stocks),
+    "load-sensors": Command(_load_sensors),
+    "load-temperatures": Command(_load_temperatures),
+    "generate-checks": Command(_generate_checks),
+    "sketch": Command(_state_job),
+    "graph": Command(_state_job),
+    "predict": Command(_state_job),
+    "run-all": Command(_run_all),
+    "runs": Command(_runs),
+    "maintain": Command(_maintain),
+    "sql": Command(_sql),
+}
+"""Every command of the command line by name (the parser's sub-commands are the same names:
+``tests/jobs/test_cli_commands.py`` checks it)."""
+

@@ -42,6 +42,12 @@ from typing import Any, Iterator
 
 from cep.errors import CepError
 from cep.signature import SIGNATURES
+from cep.sketch import CorruptSketchError, compile_sketch_query, evaluate_sketch
+from cep.sketch.codec import stream_bytes
+from cep.sketch.evaluate import SketchMatches, StreamMatches, evaluate_streams
+from cep.sketch.forest import cut_forest, restore_forest
+from cep.sketch.stored import (binding_fields, config_of_rows, decode_bits_matrix, stored_tree,
+                               stream_bounds)
 from udfs.shell import (PlannedResult, TableFunction, planned, quote,
                         table_fields, table_function)
 
@@ -235,7 +241,6 @@ def output_schema(mode: str, stream: Any) -> Any:
 @lru_cache(maxsize=64)
 def compiled_query(pattern: str, policy: str | None) -> Any:
     """:func:`cep.sketch.compile_sketch_query`, once per Python worker and (pattern, policy)."""
-    from cep.sketch import compile_sketch_query
 
     return compile_sketch_query(pattern, policy)
 
@@ -249,9 +254,6 @@ def node_columns(table: Any) -> dict[str, Any]:
     ``stream_bytes`` (one per stream) and ``stream_rows`` what each row's blob tag covers."""
     import numpy as np
     import pyarrow.compute as pc
-
-    from cep.sketch.codec import stream_bytes
-    from cep.sketch.stored import binding_fields, stream_bounds
 
     table = table.take(pc.sort_indices(table, [("__stream", "ascending", "at_end")]))
     col = {name: table.column(f"__{name}").combine_chunks() for name, _ in NODE_COLUMNS}
@@ -327,9 +329,6 @@ def stream_trees(cols: dict[str, Any]) -> Iterator[tuple[int, int, Any, Any]]:
     ``lo:hi``)."""
     import numpy as np
 
-    from cep.sketch import CorruptSketchError
-    from cep.sketch.stored import config_of_rows, decode_bits_matrix, stored_tree
-
     keys, bounds = cols["keys"], cols["bounds"]
     seed_starts = np.concatenate(([0], np.cumsum(cols["seed_lengths"]))).astype(np.int64)
     for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
@@ -399,8 +398,6 @@ def forest_answer(plan: SketchCallPlan, query: Any, cols: dict[str, Any], bounds
         ``exists``: a bool array, one entry per stream; ``intervals``: the
         :class:`cep.sketch.evaluate.StreamMatches`.
     """
-    from cep.sketch.evaluate import evaluate_streams
-    from cep.sketch.forest import cut_forest
 
     forest = partition_forest(cols, bounds)
     if forest is None:
@@ -414,10 +411,6 @@ def partition_forest(cols: dict[str, Any], bounds: Any) -> Any:
     ``bounds``), or None when the rows need the per-stream path (mixed settings, a damaged
     blob or row: that path's error names the stream and node)."""
     import numpy as np
-
-    from cep.sketch import CorruptSketchError
-    from cep.sketch.forest import restore_forest
-    from cep.sketch.stored import decode_bits_matrix
 
     n = len(cols["node_id"])
     lengths = cols["seed_lengths"]
@@ -437,9 +430,6 @@ def partition_forest(cols: dict[str, Any], bounds: Any) -> Any:
 def stream_answers(plan: SketchCallPlan, query: Any, cols: dict[str, Any]) -> Any:
     """:func:`forest_answer`'s result, one stream at a time (any rows; errors name the stream)."""
     import numpy as np
-
-    from cep.sketch import evaluate_sketch
-    from cep.sketch.evaluate import StreamMatches, SketchMatches
 
     answers = []
     for _, _, _, tree in stream_trees(cols):

@@ -49,9 +49,12 @@ from functools import lru_cache
 from typing import Any, Iterator
 
 from cep.errors import CepError
-from cep.lang import parse_pattern
+from cep.lang import parse_condition, parse_pattern
+from cep.lang.spark_sql import NotRenderable, class_test, render_condition
 from cep.lang.validate import checked_classes
 from cep.signature import SIGNATURES
+from cep.trends import (COMPLETENESS, DEFAULT_COMPLETENESS, DEFAULT_MAX_TRENDS, compile_trend,
+                        window_counts, window_trends)
 from udfs.facts import FACTS, check_classes, class_questions, facts_sql, read_facts
 from udfs.shell import (PlannedResult, TableFunction, field, grouping_key, planned,
                         quote as _quote, table_fields, table_function, utc_micros)
@@ -121,7 +124,6 @@ def check_completeness_argument(value: Any) -> str:
         ...
         udfs.cet_trends.CetTrendsArgumentError: CEP-SQL-030: argument completeness: expected one of 'ends', 'maximal', found 'longest'
     """
-    from cep.trends import COMPLETENESS, DEFAULT_COMPLETENESS
 
     value = DEFAULT_COMPLETENESS if value is None else value
     if value not in COMPLETENESS:
@@ -141,7 +143,6 @@ def check_arguments(output: Any, max_trends: Any) -> tuple[str, int]:
         ...
         udfs.cet_trends.CetTrendsArgumentError: CEP-SQL-030: argument output: expected one of 'trends', 'count', found 'paths'
     """
-    from cep.trends import DEFAULT_MAX_TRENDS
 
     output = "trends" if output is None else output
     if output not in OUTPUTS:
@@ -160,8 +161,6 @@ def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
                                    LongType, NumericType, StringType, StructField, StructType,
                                    TimestampNTZType, TimestampType)
     from pyspark.sql.udtf import PartitioningColumn, SelectedColumn
-
-    from cep.trends import compile_trend
 
     err = CetTrendsArgumentError
     signature = SIGNATURES["cet_trends"]
@@ -273,7 +272,6 @@ def _pushdown(query: Any, fields: dict[str, Any], type_f: Any, ts_f: Any) -> str
     section 3: single-event conditions are boolean columns computed before any Python runs),
     or None when a part cannot be rendered with the engine's semantics (a timestamp, ``c.type``
     without ``type_col``): then the engine evaluates them all."""
-    from cep.lang.spark_sql import NotRenderable, class_test, render_condition
 
     names = {name: f.name for name, f in fields.items()}
     if type_f is not None:
@@ -299,8 +297,6 @@ def _compiled_pushed(pattern: str) -> Any:
     """The query with its class test and filters removed: Spark evaluated them (``__keep``)."""
     from dataclasses import replace
 
-    from cep.lang import parse_condition
-
     query = _compiled(pattern, True)
     return replace(query, filters=(), class_condition=parse_condition(
         "TRUE", kind="define", subject=query.cls))
@@ -311,9 +307,6 @@ def _compiled(pattern: str, has_type: bool) -> Any:
     """The compiled query; without ``type_col`` a class without DEFINE holds every row (its
     class test becomes TRUE, as if the pattern said ``DEFINE <class> AS TRUE``)."""
     from dataclasses import replace
-
-    from cep.lang import parse_condition
-    from cep.trends import compile_trend
 
     query = compile_trend(pattern)
     if not has_type and query.class_condition is None:
@@ -374,8 +367,6 @@ def _groups(table: Any, plan: TrendCallPlan) -> tuple[Any, list[tuple[Any, Any, 
 def answer_table(plan: TrendCallPlan, table: Any) -> Any:
     """The output table of one partition's selected columns."""
     import numpy as np
-
-    from cep.trends import window_counts, window_trends
 
     query = _compiled_pushed(plan.pattern) if plan.pushed else _compiled(plan.pattern,
                                                                          plan.has_type)

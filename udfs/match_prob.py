@@ -62,6 +62,10 @@ from cep.errors import CepError
 from cep.lang import parse_pattern
 from cep.lang.spark_sql import sql_string
 from cep.lang.validate import checked_classes
+from cep.prob import (ProbStreamError, compile_prob, from_codes, from_long, from_wide,
+                      group_columns, match_prob, resolve_window)
+from cep.prob.answer import MODES, OUTPUTS, OVERLAPS, check_choice
+from cep.prob.matches import check_threshold
 from cep.signature import SIGNATURES
 from udfs.facts import FACTS, check_classes, class_questions, facts_sql, read_facts
 from udfs.shell import (PlannedResult, TableFunction, grouping_key, keyed, planned,
@@ -183,9 +187,6 @@ def check_arguments(pattern: Any, overlap: Any = None, threshold: Any = None,
         >>> check_arguments("PATTERN a, b+, c", window=6, transducer_mode="Paper").transducer_mode
         'paper'
     """
-    from cep.prob import resolve_window
-    from cep.prob.answer import MODES, OUTPUTS, OVERLAPS, check_choice
-    from cep.prob.matches import check_threshold
 
     if pattern is None:
         raise MatchProbArgumentError("argument pattern is required")
@@ -281,14 +282,11 @@ def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
 
 @lru_cache(maxsize=64)
 def _compiled(pattern: str) -> Any:
-    from cep.prob import compile_prob
-
     return compile_prob(pattern)
 
 
 def answer_rows(plan: ProbCallPlan, stream: Any) -> list[Any]:
     """:func:`cep.prob.match_prob` of one built stream under ``plan`` (GroupRow or MatchRow)."""
-    from cep.prob import match_prob
 
     return match_prob(_compiled(plan.pattern), stream, overlap=plan.overlap,
                       threshold=plan.threshold, window=plan.window, output=plan.output,
@@ -363,8 +361,6 @@ def answer_table(plan: ProbCallPlan, table: Any) -> Any:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from cep.prob import ProbStreamError, from_codes, from_long, from_wide
-
     def column(name: str) -> Any:
         array = table.column(name).combine_chunks()
         return array.dictionary_decode() if pa.types.is_dictionary(array.type) else array
@@ -433,8 +429,6 @@ def answer_table(plan: ProbCallPlan, table: Any) -> Any:
 
 def answer_groups(plan: ProbCallPlan, stream: Any) -> dict[str, Any]:
     """The groups of one built stream under ``plan``, as columns (``group_columns``)."""
-    from cep.prob import group_columns, resolve_window
-    from cep.prob.answer import MODES, OVERLAPS, check_choice
 
     pattern = _compiled(plan.pattern)
     return group_columns(pattern, stream, check_choice("overlap", plan.overlap, OVERLAPS),

@@ -25,6 +25,12 @@ from functools import lru_cache
 from typing import Any, Iterator
 
 from cep.errors import CepError
+from cep.recognize.condition import Conditions
+from cep.recognize.errors import (E_TOO_MUCH_OUTPUT, E_UNSUPPORTED, RowPatternLimitError,
+                                  RowPatternSemanticError)
+from cep.recognize.matcher import MAX_MATCHES, Reads, Skip, Within, match_masks, row_masks
+from cep.recognize.parser import parse_row_pattern
+from cep.recognize.program import compile_pattern
 from cep.signature import SIGNATURES
 from udfs.shell import PlannedResult, TableFunction, table_fields, table_function
 
@@ -101,8 +107,6 @@ def _times(plan: dict[str, Any], table: Any, text: str, shift: int) -> list[int 
     DATE (``time`` spans), the value itself for integers (``UNITS``); None for NULL."""
     import pyarrow as pa
 
-    from cep.recognize.errors import E_UNSUPPORTED, RowPatternSemanticError
-
     column = table.column("__mr_ts")
     kind = column.type
     span = tuple(shift + k for k in plan["within_span"])
@@ -129,8 +133,6 @@ def _one_pass(program: Any, masks: list[int], breaks: Any, skip: Any, text: str,
     no anchor and cannot match empty, so such a row never starts or ends a match)."""
     import numpy as np
 
-    from cep.recognize.matcher import Within, match_masks
-
     before = np.cumsum(breaks) - 1  # sentinels placed before each row (none before row 0)
     before[0] = 0
     position = np.arange(len(masks)) + np.maximum(before, 0)
@@ -156,8 +158,6 @@ def _per_partition(program: Any, masks: list[int], firsts: Any, skip: Any, text:
     match need the real bounds)."""
     import numpy as np
 
-    from cep.recognize.matcher import Reads, Within, match_masks
-
     parts = []
     bounds = firsts.tolist() + [len(masks)]
     for lo, hi in zip(bounds[:-1], bounds[1:]):
@@ -178,9 +178,6 @@ def _per_partition(program: Any, masks: list[int], firsts: Any, skip: Any, text:
 
 @lru_cache(maxsize=64)
 def _compiled(statement: str, start: int, end: int) -> Any:
-    from cep.recognize.parser import parse_row_pattern
-    from cep.recognize.program import compile_pattern
-
     return compile_pattern(parse_row_pattern(statement, start, end), statement)
 
 
@@ -234,9 +231,6 @@ def _matches(plan: dict[str, Any], table: Any, program: Any, statement: str, shi
     """``(starts, lengths, labels, excluded, empty)`` of every match of the task's rows."""
     import numpy as np
 
-    from cep.recognize.condition import Conditions
-    from cep.recognize.matcher import Skip, row_masks
-
     defined = dict(plan["defines"])
     accepts = np.ones((table.num_rows, len(program.variables)), dtype=bool)
     for v, name in enumerate(program.variables):
@@ -266,9 +260,6 @@ def _labelled(plan: dict[str, Any], found: tuple[Any, ...], partition: Any, stat
     """Per output row: the input row it shows, its kind (0 matched, 1 empty match, 2
     unmatched), position in the match, match number, label index and exclusion flag."""
     import numpy as np
-
-    from cep.recognize.errors import E_TOO_MUCH_OUTPUT, RowPatternLimitError
-    from cep.recognize.matcher import MAX_MATCHES
 
     starts, lengths, labels, excluded, empty = found
     # MATCH_NUMBER counts within a partition, empty matches included.

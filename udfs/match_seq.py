@@ -32,6 +32,17 @@ from functools import lru_cache
 from typing import Any, Iterator
 
 from cep.errors import CepError
+from cep.lang import parse_pattern
+from cep.lang.ast import events as pattern_events
+from cep.lang.spark_sql import NotRenderable, class_test, render_condition
+from cep.lang.validate import checked_classes
+from cep.match import MatchLimits, compile_query
+from cep.match.arrays import MatchArrays
+from cep.match.closing import closed_only, needs_newest, open_windows
+from cep.match.errors import MatchLimitError
+from cep.match.limits import check_matches
+from cep.match.segments import iter_segment_matches
+from cep.match.stream import EventStream
 from cep.signature import SIGNATURES
 from udfs.chunks import ChunkBuffer, Horizon, committed
 from udfs.facts import FACTS, check_classes, class_questions, facts_sql, newest_of, read_facts
@@ -160,13 +171,6 @@ def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
     """The analysis of one call (see the module docstring)."""
     from pyspark.sql.types import (ArrayType, IntegerType, IntegralType, LongType, StringType,
                                    StructField, StructType)
-
-    from cep.lang import parse_pattern
-    from cep.lang.ast import events as pattern_events
-    from cep.lang.spark_sql import NotRenderable, class_test, render_condition
-    from cep.lang.validate import checked_classes
-    from cep.match import compile_query
-    from cep.match.closing import needs_newest
 
     err = MatchSeqArgumentError
     signature = SIGNATURES["match_seq"]
@@ -468,8 +472,6 @@ def closed(compiled: Any, chunk: Any, stream: Any, newest: int | None) -> Any:
     """``chunk`` without the matches whose trailing NOT's window is still open."""
     from dataclasses import replace
 
-    from cep.match.closing import closed_only, open_windows
-
     still = open_windows(compiled, chunk.matches, stream, chunk.segments, newest)
     if not still.any():
         return chunk
@@ -479,10 +481,6 @@ def closed(compiled: Any, chunk: Any, stream: Any, newest: int | None) -> Any:
 
 def answer_table(plan: CallPlan, table: Any) -> Iterator[Any]:
     """The output tables of one partition's selected columns (one per chunk of segments)."""
-    from cep.match.segments import iter_segment_matches
-
-    from cep.match.errors import MatchLimitError
-    from cep.match.limits import check_matches
 
     newest = input_facts(plan, table) if table.num_rows else None
     stream, keys, groups = event_stream(plan, table)
@@ -517,10 +515,6 @@ def answer_stream(plan: CallPlan, stream: Any, keys: Any, *, cut: int, offset: i
     """
     import numpy as np
 
-    from cep.match.errors import MatchLimitError
-    from cep.match.limits import check_matches
-    from cep.match.segments import iter_segment_matches
-
     compiled = _compiled(plan.pattern, plan.policy, plan.max_matches)
     try:
         for chunk in iter_segment_matches(compiled, stream):
@@ -547,8 +541,6 @@ def answer_stream(plan: CallPlan, stream: Any, keys: Any, *, cut: int, offset: i
 def _head(chunk: Any, k: int) -> Any:
     """The first ``k`` matches of a ``SegmentMatches``."""
     from dataclasses import replace
-
-    from cep.match.arrays import MatchArrays
 
     m = chunk.matches
     offsets = m.offsets[:k + 1]
@@ -618,8 +610,6 @@ def event_stream(plan: CallPlan, table: Any, *, presorted: bool = False
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
-
-    from cep.match.stream import EventStream
 
     if plan.renames:
         columns = {name: table.column(name) for name in table.column_names}
@@ -726,7 +716,6 @@ def _output(plan: CallPlan, stream: Any, keys: Any, chunk: Any, ids: Any) -> Any
 def _compiled(pattern: str, policy: str | None, max_matches: int | None) -> Any:
     # Compiled once per Python worker (validated against the columns in analyze already):
     # parsing and compiling measured ~1.5 ms, more than matching a small partition.
-    from cep.match import MatchLimits, compile_query
 
     limits = MatchLimits() if max_matches is None else MatchLimits(max_matches=max_matches)
     return compile_query(pattern, policy=policy, limits=limits)

@@ -58,7 +58,12 @@ from typing import Any, Iterator
 
 from cep.errors import CepError
 from cep.lang import parse_pattern
+from cep.lang.ast import AttrRef
+from cep.lang.errors import E_UNKNOWN_ATTRIBUTE, PatternSemanticError
 from cep.lang.validate import checked_classes
+from cep.predict import Events, check_arguments, compile_subscription, load_model, predict
+from cep.predict.answer import check_definition
+from cep.predict.errors import PredictArgumentError, PredictEventsError
 from cep.signature import SIGNATURES
 from udfs.facts import FACTS, check_classes, class_questions, facts_sql, read_facts
 from udfs.shell import (PlannedResult, TableFunction, grouping_key, keyed, planned,
@@ -159,15 +164,12 @@ def _field(fields: dict[str, Any], name: str, role: str) -> Any:
 @lru_cache(maxsize=64)
 def _compiled(text: str) -> Any:
     # Compiled once per Python worker (analyze and every task of the same query).
-    from cep.predict import compile_subscription
 
     return compile_subscription(text)
 
 
 @lru_cache(maxsize=8)
 def _model(blob: bytes, subscription: str) -> Any:
-    from cep.predict import load_model
-
     return load_model(blob, subscription)
 
 
@@ -178,9 +180,6 @@ def read_attributes(text: str, columns: list[str]) -> tuple[list[str], bool]:
     ``ts`` and ``type`` always mean the timestamp and type columns (docs/semantics.md,
     decision 9). An attribute the table does not have is ``CEP-PAT-203`` with its position.
     """
-    from cep.lang import parse_pattern
-    from cep.lang.ast import AttrRef
-    from cep.lang.errors import E_UNKNOWN_ATTRIBUTE, PatternSemanticError
 
     query = parse_pattern(text)
     sub = _compiled(text)
@@ -215,7 +214,6 @@ def check_call(subscription: Any, lookahead: Any, threshold: Any, output: Any, c
         >>> check_call("PATTERN A, B", 3, Decimal("0.2"), None, None, None)
         ('PATTERN A, B', 3, 0.2, 'keys', 'independent', 0.0)
     """
-    from cep.predict import check_arguments
 
     if subscription is None:
         raise PredictMatchArgumentError("argument subscription is required")
@@ -237,7 +235,6 @@ def check_composite(definition: str, smoothing: float) -> None:
     Example:
         >>> check_composite("first_passage", 0.0)
     """
-    from cep.predict.errors import PredictArgumentError
 
     if definition != "first_passage":
         raise PredictArgumentError("argument definition: a composite subscription is predicted by "
@@ -265,7 +262,6 @@ def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
     text, look, theta, out_kind, comb, smooth = check_call(
         *(given[n] for n in ("subscription", "lookahead", "threshold", "output", "combine",
                              "smoothing")))
-    from cep.predict.answer import check_definition
 
     definition_checked = check_definition(given["definition"])
     allowed = given["allow_absent"]
@@ -431,7 +427,6 @@ def answer_table(plan: PredictCallPlan, table: Any, blob: Any = None) -> Any:
 
 def check_timestamps(ts: Any, ids: Any, keys: Any) -> None:
     """``CEP-PRED-010`` naming the first event with a NULL timestamp by its id and key."""
-    from cep.predict.errors import PredictEventsError
 
     if None in ts:
         i = list(ts).index(None)
@@ -450,8 +445,6 @@ def answer_partition(plan: PredictCallPlan, model: Any, ts: Any, ids: Any, types
     (its chain trained on its own events); with one, one call answers every key.
     """
     import numpy as np
-
-    from cep.predict import Events, compile_subscription, predict
 
     subscription = compile_subscription(plan.subscription)  # once, not once per key
     order = _order(ts, ids, codes)

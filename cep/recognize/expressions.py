@@ -40,140 +40,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from cep.recognize.aggregates import (AGGREGATES, COLUMNS, DEFINE_AGGREGATES, FRAMELESS,
-                                      PARAMETERS, REFUSED)
+from cep.recognize.aggregates import COLUMNS, DEFINE_AGGREGATES, FRAMELESS, PARAMETERS
+from cep.recognize.calls import (LABELS, argument, called, has_labels, map_children,
+                                 outside_subqueries, parse, prepared)
 from cep.recognize.clause import Item
 from cep.recognize.errors import (E_BAD_EXPRESSION, E_UNKNOWN_VARIABLE, E_UNSUPPORTED,
                                   RowPatternSemanticError, RowPatternSyntaxError)
+from cep.recognize.scalar_tree import FUNCTION_NODES, OPERATORS, scalar_tree
 
 __all__ = ["Translator", "WINDOW"]
 
 WINDOW = "__mr_w"
 """The name of the partition's window (``WINDOW __mr_w AS (PARTITION BY ... ORDER BY ...)``)."""
 
-_NAVIGATION = ("PREV", "NEXT", "FIRST", "LAST", "CLASSIFIER", "MATCH_NUMBER")
-_AGGREGATES = frozenset(name.upper() for name in AGGREGATES) - set(_NAVIGATION)
 _MATCHED = "__mr_kind = 0"
-_LABELS = ("CLASSIFIER", "MATCH_NUMBER")
-"""Calls that read the matcher's labels, not the input's columns."""
-
-
-_LOG10 = "CEPFN_LOG10"
-"""What ``log10`` is renamed to until sqlglot has parsed the expression (see _prepared)."""
-
-
-def _prepared(item: Item, statement: str) -> tuple[str, Any]:
-    """``item``'s text with navigation and aggregate calls renamed, and its sqlglot tree.
-
-    ``FIRST(`` becomes ``MR_NAV_FIRST_DEFAULT(``, ``FINAL max_by(`` ``MR_AGG_MAX_BY_FINAL(``:
-    sqlglot then keeps every such call as a plain function node with its name and semantics,
-    whether or not it knows the aggregate. Calls inside a subquery keep their Spark meaning.
-    """
-    import sqlglot
-    from sqlglot.errors import SqlglotError
-
-    from cep.recognize.clause import tokens_of
-
-    tokens = tokens_of(item.text)
-    out = []
-    last = 0
-    semantics = ""
-    depth = 0
-    subqueries: list[int] = []  # the bracket depths at which a subquery opened
-    for k, tok in enumerate(tokens):
-        word = tok.text.upper()
-        nxt = tokens[k + 1].text if k + 1 < len(tokens) else ""
-        if tok.text == "(":
-            depth += 1
-            if nxt.upper() in ("SELECT", "WITH"):
-                subqueries.append(depth)
-        elif tok.text == ")":
-            if subqueries and subqueries[-1] == depth:
-                subqueries.pop()
-            depth -= 1
-        if word == "LOG10" and nxt == "(" and tok.token_type.name not in ("IDENTIFIER",
-                                                                          "STRING"):
-            # sqlglot writes log10(x) back as LOG(10, x), which Spark computes as
-            # ln(x) / ln(10): 2.9999999999999996 for 1000 where log10 gives 3.0.
-            out.append(item.text[last:tok.start] + _LOG10)
-            last = tok.end + 1
-            semantics = ""
-            continue
-        if subqueries or tok.token_type.name in ("IDENTIFIER", "STRING"):
-            semantics = ""
-            continue
-        if word in ("RUNNING", "FINAL") and k + 2 < len(tokens) and tokens[k + 2].text == "(":
-            after = nxt.upper()
-            if after not in _NAVIGATION and after not in _AGGREGATES:
-                raise RowPatternSyntaxError(
-                    E_BAD_EXPRESSION, f"{word} goes before FIRST, LAST, CLASSIFIER, PREV, NEXT "
-                    f"or an aggregate function, not before {nxt}(...)", statement,
-                    item.span[0] + tok.start, item.span[0] + tok.end + 1)
-            out.append(item.text[last:tok.start])
-            last = tok.end + 1
-            semantics = word
-            continue
-        if nxt == "(" and (word in _NAVIGATION or word in _AGGREGATES) and not (
-                word in ("ANY", "SOME") and k + 2 < len(tokens)
-                and tokens[k + 2].text.upper() in ("SELECT", "WITH")):
-            if word.lower() in REFUSED:
-                raise RowPatternSemanticError(
-                    E_BAD_EXPRESSION, f"{tok.text}() has no meaning inside MATCH_RECOGNIZE (it "
-                    "reads GROUP BY sets or a metric view)", statement,
-                    item.span[0] + tok.start, item.span[0] + tok.end + 1)
-            out.append(item.text[last:tok.start])
-            kind = "NAV" if word in _NAVIGATION else "AGG"
-            out.append(f"MR_{kind}_{word}_{semantics or 'DEFAULT'}")
-            last = tok.end + 1
-        semantics = ""
-    out.append(item.text[last:])
-    text = "".join(out)
-    try:
-        tree = sqlglot.parse_one(text, read="spark")
-    except SqlglotError as err:
-        raise RowPatternSyntaxError(E_BAD_EXPRESSION, f"not a valid expression: "
-                                    f"{str(err).splitlines()[0]}", statement, *item.span) from None
-    from sqlglot import exp
-
-    tree = tree.transform(lambda n: exp.Anonymous(this="log10", expressions=n.expressions)
-                          if isinstance(n, exp.Anonymous) and str(n.this) == _LOG10 else n)
-    for node in _outside_subqueries(tree):
-        if isinstance(node, exp.Distinct):
-            raise RowPatternSemanticError(E_UNSUPPORTED, "DISTINCT inside DEFINE or MEASURES is "
-                                          "not supported (aggregate the MATCH_RECOGNIZE output "
-                                          "instead)", statement, *item.span)
-        if isinstance(node, (exp.IgnoreNulls, exp.RespectNulls)):
-            raise RowPatternSemanticError(E_UNSUPPORTED, "IGNORE NULLS / RESPECT NULLS inside "
-                                          "DEFINE or MEASURES is not supported (aggregates over "
-                                          "a match skip NULLs; first_value(x, true) says it "
-                                          "too)", statement, *item.span)
-    return text, tree
-
-
-def _outside_subqueries(tree: Any) -> Any:
-    """Every node of ``tree`` that is not inside a subquery (whose columns are its own)."""
-    from sqlglot import exp
-
-    return tree.walk(prune=lambda node: isinstance(node, (exp.Subquery, exp.Select))
-                     and node is not tree)
-
-
-def _has_labels(node: Any) -> bool:
-    """Whether ``node`` calls CLASSIFIER or MATCH_NUMBER (outside subqueries)."""
-    return any((_call(sub) or ("", "", ""))[1] in _LABELS for sub in _outside_subqueries(node))
-
-
-def _call(node: Any) -> tuple[str, str, str] | None:
-    """``(kind, NAME, semantics)`` of a renamed navigation or aggregate call."""
-    from sqlglot import exp
-
-    if isinstance(node, exp.Anonymous) and str(node.this).startswith("MR_"):
-        _, kind, rest = str(node.this).split("_", 2)
-        name, _, semantics = rest.rpartition("_")
-        return kind, name, semantics
-    return None
-
-
 class Translator:
     """Translates one clause's DEFINE and MEASURES (see the module docstring).
 
@@ -202,7 +82,7 @@ class Translator:
         A condition that reads other rows of the match is kept in :attr:`conditions` as a
         tree, and its column is ``TRUE`` (the matcher decides).
         """
-        _, tree = _prepared(item, statement)
+        _, tree = prepared(item, statement)
         if self._reads_match(tree, variable, item, statement):
             self.conditions[variable] = self._tree(tree, variable, item, statement)
             return "TRUE"
@@ -212,16 +92,16 @@ class Translator:
     def _define_node(self, node: Any, variable: str, item: Item, statement: str) -> Any:
         from sqlglot import exp
 
-        call = _call(node)
+        call = called(node)
         if call is not None:
             kind, name, _ = call
             if kind == "NAV" and name in ("PREV", "NEXT"):
                 args = node.expressions
-                _argument(args, name, item, statement)
+                argument(args, name, item, statement)
                 inner = self._define_node(args[0].copy(), variable, item, statement)
                 offset = self._offset(args[1:], item, statement, 1)
                 func = "LAG" if name == "PREV" else "LEAD"
-                return _parse(f"{func}({inner.sql(dialect='spark')}, {offset}) OVER {WINDOW}")
+                return parse(f"{func}({inner.sql(dialect='spark')}, {offset}) OVER {WINDOW}")
             if name == "CLASSIFIER":  # only reached when U holds `variable` (_reads_match)
                 return exp.Literal.string(variable)  # the row tested is mapped to `variable`
             raise AssertionError(f"{name} reads the match: _reads_match sends it to _tree")
@@ -232,15 +112,15 @@ class Translator:
             # qualifiers make the condition a per-thread tree (_reads_match).
             self._qualifier(node, item, statement)
             return exp.column(node.this.copy())
-        return _map_children(node, lambda child: self._define_node(child, variable, item,
+        return map_children(node, lambda child: self._define_node(child, variable, item,
                                                                    statement))
 
     def _reads_match(self, node: Any, variable: str, item: Item, statement: str) -> bool:
         """Whether ``node`` reads rows of the match other than the one tested."""
         from sqlglot import exp
 
-        for sub in _outside_subqueries(node):
-            call = _call(sub)
+        for sub in outside_subqueries(node):
+            call = called(sub)
             if call is not None:
                 kind, name, _ = call
                 if kind == "AGG" or name in ("FIRST", "LAST", "MATCH_NUMBER"):
@@ -249,7 +129,7 @@ class Translator:
                         self._members(self._classifier_target(sub, item, statement))
                         or (variable,)):
                     return True
-                if name in ("PREV", "NEXT") and _has_labels(sub):
+                if name in ("PREV", "NEXT") and has_labels(sub):
                     return True
             elif isinstance(sub, exp.Column) and sub.table and not isinstance(sub.this, exp.Star):
                 target = self._qualifier(sub, item, statement)
@@ -275,7 +155,7 @@ class Translator:
             return ["col", self._value(sql)]
         if isinstance(node, exp.Paren):
             return again(node.this)
-        operator = _OPERATORS.get(type(node))
+        operator = OPERATORS.get(type(node))
         if operator is not None:
             return ["op", operator, again(node.this), again(node.expression)]
         if isinstance(node, exp.Not):
@@ -289,14 +169,14 @@ class Translator:
         if isinstance(node, exp.Between):
             return ["op", "between", again(node.this), again(node.args["low"]),
                     again(node.args["high"])]
-        scalar = self._scalar_tree(node, again)
+        scalar = scalar_tree(node, again)
         if scalar is not None:
             return scalar
         if isinstance(node, exp.Column):
             target, value = self._scoped(node, item, statement)
             return ["nav", "LAST", self._members(target), 0,
                     self._value(value.sql(dialect="spark")), 0]
-        call = _call(node)
+        call = called(node)
         if call is not None:
             kind, name, semantics = call
             if semantics == "FINAL":
@@ -324,78 +204,31 @@ class Translator:
             E_UNSUPPORTED, f"DEFINE of {variable}: {what} around a reference to other rows of "
             "the match is not supported (there: comparisons, + - * / % div, ||, AND, OR, NOT, "
             "IS [NOT] NULL, BETWEEN, IN, LIKE, ILIKE, CASE, IF, COALESCE, " + ", ".join(sorted(
-                {name.upper() for name, _ in _FUNCTION_NODES.values()} | {
+                {name.upper() for name, _ in FUNCTION_NODES.values()} | {
                     "GREATEST", "LEAST", "TRIM", "LTRIM", "RTRIM", "BROUND", "PMOD", "LOG10"})) + ", "
             "FIRST, LAST, PREV, NEXT, CLASSIFIER, MATCH_NUMBER and the aggregates "
             + ", ".join(sorted(DEFINE_AGGREGATES)) + "); compute it on the "
             "current row, or in MEASURES", statement, *item.span)
 
-    @staticmethod
-    def _scalar_tree(node: Any, again: Any) -> Any:
-        """The condition tree of CASE, IF, LIKE, IN, || and the scalar functions the matcher
-        evaluates itself (None for any other node)."""
-        from sqlglot import exp
-
-        if isinstance(node, exp.If):
-            return ["op", "case", again(node.this), again(node.args["true"]),
-                    again(node.args["false"]) if node.args.get("false") else ["null"]]
-        if isinstance(node, exp.Case):
-            parts: list[Any] = []
-            subject = node.this
-            for branch in node.args.get("ifs") or []:
-                test = again(branch.this)
-                if subject is not None:
-                    test = ["op", "=", again(subject), test]
-                parts += [test, again(branch.args["true"])]
-            default = node.args.get("default")
-            return ["op", "case", *parts, again(default) if default is not None else ["null"]]
-        if isinstance(node, (exp.Like, exp.ILike)):
-            return ["op", "like" if isinstance(node, exp.Like) else "ilike", again(node.this),
-                    again(node.expression)]
-        if isinstance(node, exp.In) and node.expressions and not node.args.get("query"):
-            return ["op", "in", again(node.this), *[again(e) for e in node.expressions]]
-        if isinstance(node, exp.DPipe):
-            return ["op", "concat", again(node.this), again(node.expression)]
-        if isinstance(node, exp.Concat):
-            return ["op", "concat", *[again(e) for e in node.expressions]]
-        if isinstance(node, (exp.Greatest, exp.Least)):
-            name = "greatest" if isinstance(node, exp.Greatest) else "least"
-            return ["op", name, again(node.this), *[again(e) for e in node.expressions]]
-        if isinstance(node, exp.Trim) and node.args.get("expression") is None:
-            side = str(node.args.get("position") or "").upper()
-            name = {"LEADING": "ltrim", "TRAILING": "rtrim"}.get(side, "trim")
-            return ["op", name, again(node.this)]
-        if isinstance(node, exp.Anonymous) and str(node.this).lower() in ("bround", "pmod",
-                                                                          "log10"):
-            return ["op", str(node.this).lower(), *[again(e) for e in node.expressions]]
-        known = _FUNCTION_NODES.get(type(node))
-        if known is None:
-            return None
-        name, keys = known
-        if any(isinstance(value, exp.Expression) and not isinstance(value, exp.Boolean)
-               for key, value in node.args.items() if key not in keys):
-            return None  # a form the Python function does not take (floor(x, d), ...)
-        return ["op", name, *[again(node.args[k]) for k in keys if node.args.get(k) is not None]]
-
     def _define_navigation(self, node: Any, name: str, item: Item, statement: str) -> Any:
         """``["nav", ...]`` of FIRST/LAST, or of PREV/NEXT over a logical position."""
         args = node.expressions
-        _argument(args, name, item, statement)
+        argument(args, name, item, statement)
         physical = 0
         if name in ("PREV", "NEXT"):
             step = self._offset(args[1:], item, statement, 1)
             physical = -step if name == "PREV" else step
             inner = args[0]
-            inner_call = _call(inner)
+            inner_call = called(inner)
             logical, k = "LAST", 0
             if inner_call is not None and inner_call[1] in ("FIRST", "LAST"):
                 logical = inner_call[1]
                 k = self._offset(inner.expressions[1:], item, statement, 0)
-                _argument(inner.expressions, inner_call[1], item, statement)
+                argument(inner.expressions, inner_call[1], item, statement)
                 inner = inner.expressions[0]
         else:
             logical, k, inner = name, self._offset(args[1:], item, statement, 0), args[0]
-        inner_call = _call(inner)
+        inner_call = called(inner)
         if inner_call is not None and inner_call[1] == "CLASSIFIER":
             target = self._classifier_target(inner, item, statement)
             return ["nav", logical, self._members(target), k, None, physical]
@@ -455,8 +288,8 @@ class Translator:
         targets: set[str] = set()
         out = []
         for arg in [*args, *extra]:
-            if any((_call(sub) or ("", "", ""))[1] in ("PREV", "NEXT", "FIRST", "LAST")
-                   for sub in _outside_subqueries(arg)):
+            if any((called(sub) or ("", "", ""))[1] in ("PREV", "NEXT", "FIRST", "LAST")
+                   for sub in outside_subqueries(arg)):
                 raise RowPatternSyntaxError(E_BAD_EXPRESSION, f"the arguments of "
                                             f"{name.lower()}() cannot navigate (PREV, NEXT, "
                                             "FIRST, LAST), as SQL:2016 has it; CLASSIFIER() and "
@@ -486,7 +319,7 @@ class Translator:
 
     def measure(self, item: Item, rows: str, statement: str) -> str:
         """The SQL of one measure over the matcher's output rows (``rows``: one or all)."""
-        _, tree = _prepared(item, statement)
+        _, tree = prepared(item, statement)
         sql = self._measure_node(tree, rows, item, statement).sql(dialect="spark")
         for name, text in self.verbatim.items():
             sql = sql.replace(name, f"({text})")
@@ -497,11 +330,11 @@ class Translator:
 
         if isinstance(node, (exp.Subquery, exp.Select)):
             return node  # a subquery's columns are its own tables'
-        if isinstance(node, exp.WithinGroup) and (_call(node.this) or ("",))[0] == "AGG":
-            kind, name, semantics = _call(node.this)  # type: ignore[misc]
+        if isinstance(node, exp.WithinGroup) and (called(node.this) or ("",))[0] == "AGG":
+            kind, name, semantics = called(node.this)  # type: ignore[misc]
             return self._ordered_aggregate(node, name, semantics == "FINAL" or rows == "one",
                                            rows, item, statement)
-        call = _call(node)
+        call = called(node)
         if call is not None:
             kind, name, semantics = call
             final = semantics == "FINAL" or rows == "one"
@@ -514,24 +347,24 @@ class Translator:
                 return self._logical("LAST", target, "__mr_label", 0, final, rows)
             if name in ("FIRST", "LAST"):
                 args = node.expressions
-                _argument(args, name, item, statement)
+                argument(args, name, item, statement)
                 offset = self._offset(args[1:], item, statement, 0)
                 target, value = self._scoped(args[0], item, statement, labels=True)
                 return self._logical(name, target, value.sql(dialect="spark"), offset, final,
                                      rows)
             # PREV / NEXT: a physical offset from a logical position (LAST by default).
             args = node.expressions
-            _argument(args, name, item, statement)
+            argument(args, name, item, statement)
             offset = self._offset(args[1:], item, statement, 1)
             inner, logical, logical_offset = args[0], "LAST", 0
-            inner_call = _call(inner)
+            inner_call = called(inner)
             if inner_call is not None and inner_call[1] in ("FIRST", "LAST"):
                 logical = inner_call[1]
                 logical_offset = self._offset(inner.expressions[1:], item, statement, 0)
                 final = final or inner_call[2] == "FINAL"
-                _argument(inner.expressions, inner_call[1], item, statement)
+                argument(inner.expressions, inner_call[1], item, statement)
                 inner = inner.expressions[0]
-            if _has_labels(inner):
+            if has_labels(inner):
                 return self._physical_label(name, inner, logical, logical_offset, offset, final,
                                             rows, item, statement)
             target, value = self._scoped(inner, item, statement)
@@ -544,7 +377,7 @@ class Translator:
             target, value = self._scoped(node, item, statement)
             return self._logical("LAST", target, value.sql(dialect="spark"), 0,
                                  rows == "one", rows)
-        return _map_children(node, lambda child: self._measure_node(child, rows, item,
+        return map_children(node, lambda child: self._measure_node(child, rows, item,
                                                                     statement))
 
     def _aggregate(self, node: Any, name: str, final: bool, rows: str, item: Item,
@@ -568,9 +401,9 @@ class Translator:
                                       "NULL)", final, rows)
             values = f"TRANSFORM(ARRAY_SORT({pairs}), __mr_e -> __mr_e.v)"
             if ordered:
-                return _parse(values)
+                return parse(values)
             separator = args[1].sql(dialect="spark") if len(args) == 2 else "''"
-            return _parse(f"CASE WHEN SIZE({pairs}) > 0 THEN ARRAY_JOIN({values}, "
+            return parse(f"CASE WHEN SIZE({pairs}) > 0 THEN ARRAY_JOIN({values}, "
                           f"{separator}) END")
         sql = f"{name}({listed}) FILTER (WHERE {cond})"
         if name.lower() in FRAMELESS:
@@ -637,7 +470,7 @@ class Translator:
         listed = self._framed(f"COLLECT_LIST(CASE WHEN {_MATCHED} THEN NAMED_STRUCT('s', "
                               "__mr_seq, 'v', __mr_label) END)", final, rows)
         # __mr_seq counts 1, 2, ... through the match: the sorted list's k-th entry is row k.
-        label = _parse(f"CASE WHEN {at} >= 1 THEN TRY_ELEMENT_AT(ARRAY_SORT("
+        label = parse(f"CASE WHEN {at} >= 1 THEN TRY_ELEMENT_AT(ARRAY_SORT("
                        f"{listed.sql(dialect='spark')}), {at}).v END")
         return value.transform(lambda n: label.copy() if isinstance(n, exp.Column)
                                and n.name == "__mr_label" else n)
@@ -652,11 +485,11 @@ class Translator:
         index = -(offset + 1) if name == "LAST" else offset + 1
         collected = self._framed(f"COLLECT_LIST(CASE WHEN {cond} THEN NAMED_STRUCT('s', "
                                  f"__mr_seq, 'v', {value_sql}) END)", final, rows)
-        return _parse(f"TRY_ELEMENT_AT(ARRAY_SORT({collected.sql(dialect='spark')}), "
+        return parse(f"TRY_ELEMENT_AT(ARRAY_SORT({collected.sql(dialect='spark')}), "
                       f"{index}).v")
 
     def _framed(self, sql: str, final: bool, rows: str) -> Any:
-        return _parse(self._framed_text(sql, final, rows))
+        return parse(self._framed_text(sql, final, rows))
 
     def _framed_text(self, sql: str, final: bool, rows: str) -> str:
         """``sql``, an aggregate, over the match's group (ONE ROW) or its window up to the
@@ -684,15 +517,15 @@ class Translator:
 
         node = node.copy()
         targets = set()
-        for column in [c for c in _outside_subqueries(node) if isinstance(c, exp.Column)]:
+        for column in [c for c in outside_subqueries(node) if isinstance(c, exp.Column)]:
             if column.table:
                 targets.add(self._qualifier(column, item, statement))
             column.set("table", None)
-        for sub in list(_outside_subqueries(node)):
-            call = _call(sub)
+        for sub in list(outside_subqueries(node)):
+            call = called(sub)
             if call is None:
                 continue
-            if call[1] in _LABELS and labels:
+            if call[1] in LABELS and labels:
                 if call[1] == "CLASSIFIER":
                     target = self._classifier_target(sub, item, statement)
                     if target is not None:
@@ -763,51 +596,6 @@ class Translator:
                                     "non-negative whole number", statement, *item.span)
 
 
-def _argument(args: list[Any], name: str, item: Item, statement: str) -> None:
-    """CEP-MR-207 when a navigation has nothing to read."""
-    if not args:
-        raise RowPatternSyntaxError(E_BAD_EXPRESSION, f"{name.lower()}() needs an expression "
-                                    "to read", statement, *item.span)
-
-
-def _operators() -> dict[type, str]:
-    from sqlglot import exp
-
-    return {exp.EQ: "=", exp.NEQ: "<>", exp.LT: "<", exp.LTE: "<=", exp.GT: ">",
-            exp.GTE: ">=", exp.Add: "+", exp.Sub: "-", exp.Mul: "*", exp.Div: "/",
-            exp.Mod: "%", exp.And: "and", exp.Or: "or"}
-
-
-_OPERATORS = _operators()
-
-
-def _function_nodes() -> dict[type, tuple[str, tuple[str, ...]]]:
-    """sqlglot's node of each scalar function the matcher computes in DEFINE
-    (:data:`cep.recognize.functions.FUNCTIONS`): its name there and its argument keys."""
-    from sqlglot import exp
-
-    one, two = ("this",), ("this", "expression")
-    return {
-        exp.Upper: ("upper", one), exp.Lower: ("lower", one), exp.Length: ("length", one),
-        exp.Abs: ("abs", one), exp.Round: ("round", ("this", "decimals")),
-        exp.Floor: ("floor", one), exp.Ceil: ("ceil", one), exp.Sqrt: ("sqrt", one),
-        exp.Exp: ("exp", one), exp.Ln: ("ln", one), exp.Log: ("log", two),
-        exp.Pow: ("power", two), exp.Sign: ("sign", one), exp.IntDiv: ("div", two),
-        exp.Nullif: ("nullif", two), exp.Nvl2: ("nvl2", ("this", "true", "false")),
-        exp.IsNan: ("isnan", one), exp.Nanvl: ("nanvl", two),
-        exp.Substring: ("substring", ("this", "start", "length")),
-        exp.Left: ("left", two), exp.Right: ("right", two), exp.Reverse: ("reverse", one),
-        exp.StartsWith: ("startswith", two), exp.EndsWith: ("endswith", two),
-        exp.Contains: ("contains", two), exp.StrPosition: ("instr", ("this", "substr")),
-        exp.Replace: ("replace", ("this", "expression", "replacement")),
-        exp.RegexpLike: ("rlike", two), exp.ArraySize: ("size", one),
-        exp.ArrayContains: ("array_contains", two),
-    }
-
-
-_FUNCTION_NODES = _function_nodes()
-
-
 def quoted(name: str) -> str:
     """``name`` as a Spark SQL identifier in backquotes."""
     return "`" + name.replace("`", "``") + "`"
@@ -820,19 +608,3 @@ def string_literal(text: str) -> str:
     return exp.Literal.string(text).sql(dialect="spark")
 
 
-def _map_children(node: Any, rewrite: Any) -> Any:
-    """``node`` with ``rewrite`` applied to each child expression (in place)."""
-    from sqlglot import exp
-
-    for key, value in list(node.args.items()):
-        if isinstance(value, exp.Expression):
-            node.set(key, rewrite(value))
-        elif isinstance(value, list):
-            node.set(key, [rewrite(v) if isinstance(v, exp.Expression) else v for v in value])
-    return node
-
-
-def _parse(sql: str) -> Any:
-    import sqlglot
-
-    return sqlglot.parse_one(sql, read="spark")

@@ -154,7 +154,7 @@ class _FixedTranslator(Translator):
     def _measure_node(self, node: Any, rows: str, item: Item, statement: str) -> Any:
         from sqlglot import exp
 
-        from cep.recognize.expressions import _call, _has_labels
+        from cep.recognize.calls import called as _call, has_labels as _has_labels
 
         call = _call(node)
         if call is not None and call[1] == "CLASSIFIER":

@@ -28,7 +28,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from cep.errors import CepError
-from jobs.shim import shim_jar
+from jobs.session.shim import shim_jar
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -58,7 +58,7 @@ from jobs.servers import listener
 from jobs.servers.lockdown import lockdown_conf, verify
 from jobs.servers.tls import TRUSTSTORE_PASSWORD, thrift_tls_settings, tls_files
 from jobs.servers.users import UsersError, list_users, users_file
-from jobs.shim import shim_jar
+from jobs.session.shim import shim_jar
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -54,6 +54,10 @@ def test_layer_imports_only_what_design_allows(layer: str) -> None:
 # One-way, from the bottom up: the framework knows no job, loader or server; the state jobs and
 # the loaders know only the framework; nothing under jobs imports the CLI or the demo (the top).
 JOBS_FORBIDDEN: dict[str, set[str]] = {
+    # The session plumbing (builder, JVM shim, class archive, code bundle) is the floor: every
+    # other part of jobs builds its sessions with it, and it knows none of them.
+    "jobs.session": {"jobs.framework", "jobs.state", "jobs.loaders", "jobs.servers", "jobs.cli",
+                     "jobs.demo"},
     "jobs.framework": {"jobs.state", "jobs.loaders", "jobs.servers", "jobs.cli", "jobs.demo"},
     "jobs.state": {"jobs.loaders", "jobs.servers", "jobs.cli", "jobs.demo"},
     "jobs.loaders": {"jobs.state", "jobs.servers", "jobs.cli", "jobs.demo"},

@@ -139,7 +139,7 @@ def main(spec_path: str, out_path: str) -> int:
     from delta_tables.predict_state import PredictionConf
     from delta_tables.settings import load_settings
     from delta_tables.sketch_conf import sketch_from_mapping
-    from jobs.code_bundle import missing_on_executors
+    from jobs.session.code_bundle import missing_on_executors
     from jobs.session import build_session
     from jobs.state.graph import run_graph
     from jobs.state.predict import run_predict

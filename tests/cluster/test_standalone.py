@@ -2,7 +2,7 @@
 
 The cluster (tests/cluster/standalone.py) runs on loopback; its executors' Python is
 ``.venv-exec``, which has the third-party packages but not the project: every answer below
-proves the session shipped the code (jobs/code_bundle.py). A driver process on the cluster
+proves the session shipped the code (jobs/session/code_bundle.py). A driver process on the cluster
 (tests/cluster/driver.py) and the test run's local session read the same Delta tables and
 must give the same rows: the SQL functions, MATCH_RECOGNIZE, the sketch, graph and prediction
 jobs' first and incremental runs (every state table compared row for row with the core's

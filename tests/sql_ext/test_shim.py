@@ -1,4 +1,4 @@
-"""The JVM shim (sql_ext/jvm, jobs/shim.py): loaded by the session, its rule filters the rows a
+"""The JVM shim (sql_ext/jvm, jobs/session/shim.py): loaded by the session, its rule filters the rows a
 call does not need before the shuffle, and the answers are the same with and without it."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from cep.match import compile_query, find_matches
-from jobs.shim import EXTENSION, shim_jar
+from jobs.session.shim import EXTENSION, shim_jar
 from sql_ext.quoting import sql_string
 from tests.udfs.test_match_seq import SCHEMA, expected, random_events, streams_by_key
 

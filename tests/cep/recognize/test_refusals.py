@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+import cep.recognize.calls as calls
 import cep.recognize.expressions as expressions
 from cep.recognize.errors import RowPatternError
 from cep.recognize.rewrite import rewrite_statement
@@ -78,10 +79,11 @@ def test_each_refusal_has_our_code_and_points_at_the_expression(measure: str, ro
 
 def _raise_sites() -> list[tuple[int, str]]:
     """``(line, the longest constant part of its message)`` of each RowPattern error raised
-    by the translator."""
-    tree = ast.parse(Path(expressions.__file__).read_text())
+    by the translator (:mod:`cep.recognize.expressions` and the call finder it uses,
+    :mod:`cep.recognize.calls`)."""
     sites = []
-    for node in ast.walk(tree):
+    for node in (n for module in (expressions, calls)
+                 for n in ast.walk(ast.parse(Path(module.__file__).read_text()))):
         if not (isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call)
                 and ast.unparse(node.exc.func).startswith("RowPattern")):
             continue

@@ -36,7 +36,7 @@ from cep.errors import CepError
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 """The directory that holds the project's packages."""
 PACKAGES = ("cep", "udfs", "sql_ext", "delta_tables", "jobs")
 """What executors import: the UDTFs, the engines, and the state jobs' partition functions."""
@@ -164,9 +164,9 @@ def check_executors(spark: "SparkSession", modules: Sequence[str] | None = None)
         lines = "; ".join(f"{module} on {host}: {error}" for host, module, error in missing)
         raise ExecutorPackagesMissing(
             f"the executors' Python cannot import {sorted({m for _, m, _ in missing})}: "
-            f"{lines}. Install the driver's versions of them (`python -m jobs.code_bundle` lists "
+            f"{lines}. Install the driver's versions of them (`python -m jobs.session.code_bundle` lists "
             "them) in the executors' Python (the project's own packages are shipped by the session).")
 
 
-if __name__ == "__main__":  # `python -m jobs.code_bundle`: the executors' requirements
+if __name__ == "__main__":  # `python -m jobs.session.code_bundle`: the executors' requirements
     print("\n".join(executor_requirements()))

@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any, Collection, Mapping
 
 from cep.errors import CepError
 from delta_tables.settings import Settings, load_settings
-from jobs import class_archive
-from jobs.shim import shim_jar
+from jobs.session import class_archive
+from jobs.session.shim import shim_jar
 from sql_ext.session_conf import REQUIRED_CONF as CEP_REQUIRED_CONF, configure, enable
 
 if TYPE_CHECKING:
@@ -119,7 +119,7 @@ def session_conf(settings: Settings, jars: list[Path]) -> dict[str, str]:
         d.mkdir(parents=True, exist_ok=True)
     java_opts = (f"-Duser.timezone=UTC -Dderby.system.home={settings.data_dir / 'derby'} "
                  f"-Djava.io.tmpdir={settings.scratch_dir}")
-    # Only the driver maps the class archive: it is a file of this machine (jobs/class_archive.py).
+    # Only the driver maps the class archive: it is a file of this machine (jobs/session/class_archive.py).
     driver_opts = f"{java_opts} {class_archive.java_options(settings, jars)}".strip()
     conf: dict[str, str] = {
         "spark.sql.warehouse.dir": str(settings.warehouse_dir),
@@ -234,14 +234,14 @@ def ship_code(spark: "SparkSession", settings: Settings) -> Path:
     """Give a cluster's executors the project's code, then check they can run it.
 
     The executors' Python needs only the third-party packages: the project's own are zipped
-    once per code version (:func:`jobs.code_bundle.build_bundle`, in the scratch directory)
+    once per code version (:func:`jobs.session.code_bundle.build_bundle`, in the scratch directory)
     and added with ``addPyFile``; then one small job imports every needed module on the
-    executors (:func:`jobs.code_bundle.check_executors`).
+    executors (:func:`jobs.session.code_bundle.check_executors`).
 
     Raises:
         ExecutorPackagesMissing: a module does not import on an executor (CEP-SETUP-002).
     """
-    from jobs.code_bundle import build_bundle, check_executors
+    from jobs.session.code_bundle import build_bundle, check_executors
 
     bundle = build_bundle(settings.scratch_dir / "pyfiles")
     context = spark.sparkContext

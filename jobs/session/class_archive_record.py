@@ -1,12 +1,12 @@
 """The child process that records the class archive: one short, typical Spark session.
 
-:func:`jobs.class_archive.build_archive` runs ``python -m jobs.class_archive_record FOLDER``
+:func:`jobs.session.class_archive.build_archive` runs ``python -m jobs.session.class_archive_record FOLDER``
 with ``CEP_CLASS_ARCHIVE_OUT`` set; the session's driver JVM then records the classes it
-loaded when it exits (:func:`jobs.class_archive.java_options`). A module of its own because it
-builds a session, and the session imports :mod:`jobs.class_archive`.
+loaded when it exits (:func:`jobs.session.class_archive.java_options`). A module of its own because it
+builds a session, and the session imports :mod:`jobs.session.class_archive`.
 
 Example:
-    >>> from jobs.class_archive import RECORD_ENV   # set for this child only
+    >>> from jobs.session.class_archive import RECORD_ENV   # set for this child only
     >>> RECORD_ENV
     'CEP_CLASS_ARCHIVE_OUT'
 """

@@ -5,7 +5,7 @@ Delta and their dependencies before it runs anything. Java 17 can record the cla
 loaded into an archive (``-XX:ArchiveClassesAtExit``, "dynamic AppCDS") and map them at the next
 start (``-XX:SharedArchiveFile``). :func:`build_archive` records one by running a short, typical
 session (Delta writes, a MERGE, time travel, a Python UDTF) in a child process
-(:mod:`jobs.class_archive_record`, apart so that this module, which the session imports, does
+(:mod:`jobs.session.class_archive_record`, apart so that this module, which the session imports, does
 not import the session); ``make jars``
 does it once per data folder. :func:`java_options` then gives the options that use it, and
 :func:`jobs.session.session_conf` adds them to the driver: a cold ``python -m jobs`` process
@@ -86,7 +86,7 @@ def build_archive(settings: Settings, jars: list[Path], *, quiet: bool = False) 
     with tempfile.TemporaryDirectory(dir=settings.ivy_dir) as tmp:
         partial = Path(tmp) / path.name
         env = {**os.environ, RECORD_ENV: str(partial)}
-        proc = subprocess.run([sys.executable, "-m", "jobs.class_archive_record", tmp], env=env,
+        proc = subprocess.run([sys.executable, "-m", "jobs.session.class_archive_record", tmp], env=env,
                               capture_output=True, text=True, timeout=900, check=False)
         if proc.returncode != 0 or not partial.is_file():
             if not quiet:
