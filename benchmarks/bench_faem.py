@@ -25,7 +25,7 @@ untimed run because tracing slows allocation), and the number of composites.
   and Right plans.
 * Fig. 11: the closure (``{3}``, ``+``, ``*``) at positions 1 to 4 of ``T1;T2;T3;T4`` within
   10,000 events, Right plan.
-* ``--switch``: plan switching (``cep/match/spans.py``) on a stream whose mix changes halfway
+* ``--switch``: plan switching (``cep/match/columnar/spans.py``) on a stream whose mix changes halfway
   (T1 ten times its rate in the first half, T4 in the second), the cost model's choice per
   span of 65,536 start positions against one choice from the partition's first events.
 
@@ -174,7 +174,7 @@ def main() -> None:
 def switching(n: int) -> None:
     """Plan switching against one plan per partition, on :func:`drifting` (3 runs each)."""
     from cep.match import explain
-    from cep.match.spans import SWITCH_EVENTS
+    from cep.match.columnar.spans import SWITCH_EVENTS
 
     stream = drifting(n)
     for text in ("PATTERN T1; T2; T3; T4+ WITHIN 5000 EVENTS",

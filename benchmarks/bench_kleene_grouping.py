@@ -1,11 +1,11 @@
-"""Benchmark of the Kleene grouping (``cep/match/plans.py``): left vs right vs late vs the cost model.
+"""Benchmark of the Kleene grouping (``cep/match/plan/plans.py``): left vs right vs late vs the cost model.
 
 On ``cep.datasets.synthetic`` streams (50 Zipf types: ``T00`` is about a quarter of the events, ``T01``
 about one in nine, ``T30`` about one in 170) split by key (10^4 events per key at 100 events/s
 per key, unless said otherwise), it times ``find_matches`` over every key in one process with
 every Kleene closure grouped ``left`` (grown forwards from the event before it), grouped
 ``right`` (grown backwards from the event after it), combined ``late`` between its neighbours
-(``cep/match/late.py``; where late combination does not apply the closure falls back to
+(``cep/match/plan/late.py``; where late combination does not apply the closure falls back to
 ``left``, so the column repeats ``left``) and grouped as the cost model chooses, for queries
 whose neighbours differ in frequency:
 
@@ -45,10 +45,10 @@ from typing import Any
 
 import numpy as np
 
-from cep.match import EventStream, compile_query, find_matches
-from cep.match.any_match import AnyMatch
-from cep.match.data import StreamData
 from cep.datasets.synthetic import EventColumns, SyntheticSpec, generate_events
+from cep.match import EventStream, compile_query, find_matches
+from cep.match.columnar.data import StreamData
+from cep.match.run.any_match import AnyMatch
 
 SEED = 20240101
 # name -> (pattern, policy, events per key, events per second per key): partitions keep their

@@ -15,7 +15,7 @@ and ``bpi2017_offers`` (193,849 events, 42,995 offers), matched per ``case_id``:
 In ONE run, on the same data and machine, it measures for every query:
 
 1. the core engine in one process: ``cep.match.compile_query`` once, ``find_matches`` per case
-   (events per second per core), and the segmented matcher (``cep.match.segments``) over all
+   (events per second per core), and the segmented matcher (``cep.match.run.segments``) over all
    cases laid end to end as one stream;
 2. ``match_seq`` (``key_col``: ``analyze`` plus Arrow batches, the cases of each of 64 key
    buckets matched as segments) end to end through Spark SQL, written to the ``noop`` sink;

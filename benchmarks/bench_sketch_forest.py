@@ -12,7 +12,7 @@ microseconds), this times ``udfs.approx_match_seq``:
 * ``per stream``: :func:`udfs.approx_match_seq.stream_answers` (the path rows that fail the
   batch checks take) and the output table;
 * ``exact``: the exact core matcher on the raw events, all streams laid end to end
-  (``cep.match.segments.iter_segment_matches``), as ``match_seq`` runs per partition;
+  (``cep.match.run.segments.iter_segment_matches``), as ``match_seq`` runs per partition;
 
 for the frequent and the selective question, ``exists`` and ``intervals``, best of 3,
 interleaved, and checks that both sketch paths give the same rows. One core, no Spark.

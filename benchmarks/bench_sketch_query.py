@@ -18,7 +18,7 @@ In ONE run, on the same data and machine, it prints five Markdown tables:
 
    a. in one process: :func:`cep.sketch.evaluate_sketch` over every stream's tree (``exists``
       and ``intervals``, level 0) against the exact core matcher on the raw events
-      (``cep.match.segments.iter_segment_matches`` over all streams laid end to end, as
+      (``cep.match.run.segments.iter_segment_matches`` over all streams laid end to end, as
       ``match_seq`` runs per Spark partition); best of 3, interleaved;
    b. end to end in Spark SQL: the node rows (``delta_tables.sketch_state.tree_to_arrow``) in a
       Delta table queried by ``approx_match_seq`` against ``match_seq`` over the raw
@@ -108,12 +108,12 @@ import numpy as np
 from benchmarks.common import best_of
 from cep.match import EventStream, compile_query
 from cep.match.errors import MatchLimitError
-from cep.match.segments import iter_segment_matches
+from cep.match.run.segments import iter_segment_matches
 from cep.sketch import (SketchConfig, SketchTree, bit_positions, compile_sketch_query,
                         evaluate_sketch, solve)
+from cep.datasets.synthetic import SyntheticSpec, generate_events
 from cep.sketch.bloom import has_positions
 from cep.sketch.query import SketchQuery
-from cep.datasets.synthetic import SyntheticSpec, generate_events
 
 if TYPE_CHECKING:
     import pyarrow as pa

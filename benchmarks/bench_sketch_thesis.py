@@ -18,7 +18,7 @@ ours, under two configurations built from the same inputs: the thesis's rule
   10), and the mean number of intervals returned.
 * **Tables 5.1 and 5.2**: random ``SEQ`` queries of 2 to 8 activities (drawn at random events
   of the log) under skip-till-next-match on a BPI 2020 and the BPI 2017 log. Baselines: our
-  exact matcher (:mod:`cep.match`, :func:`cep.match.segments.iter_segment_matches`), once per
+  exact matcher (:mod:`cep.match`, :func:`cep.match.run.segments.iter_segment_matches`), once per
   trace (the question Mavroudopoulos et al. answer; their system is not available) and once
   over the whole log as one stream (the question Approach 1 answers). **Approach 1**: one
   tree over the whole log in timestamp order, one query. **Approach 2**: one tree over the
@@ -108,7 +108,7 @@ import numpy as np
 
 from cep.match import EventStream, compile_query
 from cep.match.errors import MatchLimitError
-from cep.match.segments import iter_segment_matches
+from cep.match.run.segments import iter_segment_matches
 from cep.sketch import SketchConfig, SketchTree, evaluate_sketch
 from cep.sketch.solver import solve
 from cep.sketch.thesis_solver import thesis_solve

@@ -14,7 +14,7 @@ It asks Spark for just what the engine reads: the id, the timestamp, the type, t
 of cross-event conditions, and one boolean column ``__m<k>`` per alias whose single-event
 conditions Spark evaluates itself (pushed down). With ``key_col`` it asks for the rows
 partitioned by ``KEY_BUCKETS`` buckets of the key's hash: a task matches all keys of a bucket
-in one engine call, as segments of one stream (``cep.match.segments``), and ``match_id``
+in one engine call, as segments of one stream (``cep.match.run.segments``), and ``match_id``
 still counts per key; without it the table is one stream (one partition). Every output row
 carries the key column with its own name and type.
 
@@ -37,12 +37,12 @@ from cep.lang.ast import events as pattern_events
 from cep.lang.spark_sql import NotRenderable, class_test, render_condition
 from cep.lang.validate import checked_classes
 from cep.match import MatchLimits, compile_query
-from cep.match.arrays import MatchArrays
-from cep.match.closing import closed_only, needs_newest, open_windows
+from cep.match.columnar.arrays import MatchArrays
+from cep.match.columnar.stream import EventStream
 from cep.match.errors import MatchLimitError
 from cep.match.limits import check_matches
-from cep.match.segments import iter_segment_matches
-from cep.match.stream import EventStream
+from cep.match.run.closing import closed_only, needs_newest, open_windows
+from cep.match.run.segments import iter_segment_matches
 from cep.signature import SIGNATURES
 from udfs.chunks import ChunkBuffer, Horizon, committed
 from udfs.facts import FACTS, check_classes, class_questions, facts_sql, newest_of, read_facts

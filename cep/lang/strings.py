@@ -1,6 +1,6 @@
 r"""The value of a single-quoted string literal, decoded the way Spark SQL decodes it.
 
-A condition is handed to Spark (and to :mod:`cep.match.expr`) as SQL text, so a string in the
+A condition is handed to Spark (and to :mod:`cep.match.compile.expr`) as SQL text, so a string in the
 pattern must mean what the same string means in Spark SQL: with Spark's default
 ``spark.sql.parser.escapedStringLiterals=false`` a backslash starts an escape.
 

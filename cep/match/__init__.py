@@ -16,15 +16,15 @@ Example:
 
 from __future__ import annotations
 
-from cep.match.arrays import MatchArrays
-from cep.match.compiler import compile_query
-from cep.match.engine import find_matches
+from cep.match.columnar.arrays import MatchArrays
+from cep.match.columnar.stream import EventStream
+from cep.match.compile.compiler import compile_query
+from cep.match.compile.program import CompiledQuery
 from cep.match.errors import MatchLimitError, PolicyConflictError, StreamError, UnsupportedPatternError
-from cep.match.explain import explain
 from cep.match.limits import MatchLimits
-from cep.match.program import CompiledQuery
+from cep.match.plan.explain import explain
 from cep.match.result import Match, order_matches
-from cep.match.stream import EventStream
+from cep.match.run.engine import find_matches
 
 __all__ = [
     "CompiledQuery",

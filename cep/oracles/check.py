@@ -1,6 +1,6 @@
 """Whether one (possibly partial) binding of an alternative satisfies docs/semantics.md.
 
-A *binding* gives, for every component of an :class:`~cep.match.normal.Alternative`, the
+A *binding* gives, for every component of an :class:`~cep.match.compile.normal.Alternative`, the
 events bound to it as ``(pos, alias)`` pairs in increasing position order (``not`` components
 bind nothing; a ``kleene`` component binds its iterations; an ``event`` component one event).
 :meth:`BindingChecker.check` tests a binding against every rule of the contract, written out
@@ -42,8 +42,8 @@ Decisions where docs/semantics.md is silent (reported for the page):
 
 Example:
     >>> from cep.lang import parse_pattern
-    >>> from cep.match.normal import normalize
-    >>> from cep.match.stream import EventStream
+    >>> from cep.match.compile.normal import normalize
+    >>> from cep.match.columnar.stream import EventStream
     >>> norm = normalize(parse_pattern("PATTERN a; NOT(d); b WHERE a.v < b.v"))
     >>> s = EventStream.from_columns(ids=[0, 1, 2, 3], ts=[0, 1, 2, 3], types=["a", "b", "d", "b"],
     ...                              attrs={"v": [1, 2, 0, 3]})
@@ -68,9 +68,9 @@ from typing import Any
 from sqlglot import exp
 
 from cep.lang.ast import EVENTS, NEXT, AggRef, AttrRef, Condition, IterRef, Ref, TsRef, VarRef
+from cep.match.columnar.stream import EventStream
+from cep.match.compile.normal import Alternative, Component, NormalPattern
 from cep.match.errors import StreamError, UnsupportedPatternError
-from cep.match.normal import Alternative, Component, NormalPattern
-from cep.match.stream import EventStream
 from cep.oracles.values import Value, compare, evaluate, null_safe_equal, to_value
 
 # One component's events, and a whole binding (one entry per component, NOT ones empty).

@@ -17,7 +17,7 @@ The answer is the union over alternatives, in ``match_id`` order. Small inputs o
 about a dozen events): it is meant to be obviously right, not fast.
 
 Example:
-    >>> from cep.match.stream import EventStream
+    >>> from cep.match.columnar.stream import EventStream
     >>> s = EventStream.from_columns(ids=range(6), ts=range(6), types=list("ABABCB"))
     >>> [m.positions for m in oracle_matches("PATTERN SEQ(A, B)", s, policy="skip-till-any-match")]
     [(0, 1), (0, 3), (0, 5), (2, 3), (2, 5)]
@@ -33,13 +33,13 @@ from collections.abc import Iterator
 
 from cep.lang import Query, parse_pattern
 from cep.lang.ast import NEXT
-from cep.match.errors import MatchLimitError
-from cep.match.grouped import check_conditions
 from cep.lang.policy import GROUPED, NEXT_MATCH
-from cep.match.normal import Alternative, normalize
-from cep.match.predicates import analyse
+from cep.match.columnar.stream import EventStream
+from cep.match.compile.grouping import check_conditions
+from cep.match.compile.normal import Alternative, normalize
+from cep.match.compile.predicates import analyse
+from cep.match.errors import MatchLimitError
 from cep.match.result import Match, order_matches
-from cep.match.stream import EventStream
 from cep.oracles.check import Binding, BindingChecker, Part
 
 DEFAULT_MAX_CANDIDATES = 2_000_000

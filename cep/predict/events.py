@@ -8,7 +8,7 @@ gives each event the number of its instance and reorders the events so that ever
 contiguous and in time order; ``,`` then means the next event *of the same instance*.
 
 :func:`signatures` evaluates every primitive subscription once over all events (vectorised,
-:mod:`cep.match.expr`: SQL three-valued logic, NULL is not a match) and encodes each event as a
+:mod:`cep.match.compile.expr`: SQL three-valued logic, NULL is not a match) and encodes each event as a
 *signature*, the bits of the primitives it satisfies; the distinct signatures are the symbols
 the machines read.
 
@@ -34,7 +34,7 @@ from typing import Any, Mapping, Sequence as Seq
 
 import numpy as np
 
-from cep.match.expr import column_value, compile_expr
+from cep.match.compile.expr import column_value, compile_expr
 from cep.predict.errors import PredictEventsError, PredictLimitError
 from cep.predict.subscription import Subscription
 

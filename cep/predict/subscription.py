@@ -516,7 +516,7 @@ def _ts_alias(node: exp.Expression, refs: dict[str, object]) -> str | None:
 
 
 def _bound(node: exp.Expression) -> int | float | None:
-    from cep.match.expr import compile_expr
+    from cep.match.compile.expr import compile_expr
 
     while isinstance(node, exp.Paren):
         node = node.this

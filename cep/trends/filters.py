@@ -3,7 +3,7 @@
 An event is a member when it belongs to the class (its ``DEFINE`` condition is TRUE, or with
 no ``DEFINE`` its type column equals the class name) and every filter of the query is TRUE
 (NULL is not TRUE). The Spark layer pushes these down as boolean columns; this module
-evaluates the same conditions on numpy columns (with :mod:`cep.match.expr`, SQL three-valued
+evaluates the same conditions on numpy columns (with :mod:`cep.match.compile.expr`, SQL three-valued
 logic), so the core can run on its own and agrees with the oracle.
 
 References a filter may use: ``c.x``, ``c[i].x``, ``t(c)``, ``t(c[i])`` (the timestamp),
@@ -26,7 +26,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from cep.lang.ast import AttrRef, Condition, IterRef, TsRef
-from cep.match.expr import column_value, compile_expr
+from cep.match.compile.expr import column_value, compile_expr
 from cep.trends.errors import TrendInputError
 from cep.trends.operands import lookup
 from cep.trends.query import TrendQuery

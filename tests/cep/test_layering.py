@@ -154,3 +154,27 @@ except ImportError:
 """
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert proc.stdout.strip() == "blocked"
+
+
+# The rooms of each engine that has them, in the order they may import: a room imports only
+# rooms before it (besides the engine's shared top-level modules). Compile never imports plan
+# or run; plan never imports run (issue 50).
+ENGINE_ROOMS: dict[str, tuple[str, ...]] = {
+    "cep.match": ("compile", "columnar", "plan", "run"),
+}
+
+
+@pytest.mark.parametrize("engine", sorted(ENGINE_ROOMS))
+def test_engine_rooms_import_one_way(engine: str) -> None:
+    rooms = ENGINE_ROOMS[engine]
+    folder = ROOT / Path(*engine.split("."))
+    assert all((folder / room / "__init__.py").is_file() for room in rooms), rooms
+    violations = []
+    for k, room in enumerate(rooms):
+        later = {f"{engine}.{r}" for r in rooms[k + 1:]}
+        for path in sorted((folder / room).rglob("*.py")):
+            for module, line in imported_modules(path):
+                if any(inside(module, f) for f in later):
+                    violations.append(f"{path.relative_to(ROOT)}:{line} imports {module}")
+    assert not violations, f"{engine}: rooms {rooms} import one way only; found {violations}"
+

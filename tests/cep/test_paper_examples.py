@@ -44,7 +44,7 @@ import numpy as np
 import pytest
 
 from cep.match import EventStream, compile_query, find_matches
-from cep.match.plans import PLAN_KINDS, Join, Unit, build_plan
+from cep.match.plan.plans import PLAN_KINDS, Join, Unit, build_plan
 from cep.oracles import oracle_matches
 from cep.sketch import SketchConfig, SketchTree, evaluate_sketch, split_node_ids
 from cep.sketch.thesis_solver import thesis_solve

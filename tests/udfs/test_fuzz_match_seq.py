@@ -22,8 +22,8 @@ from cep.errors import CepError
 from cep.lang import parse_pattern
 from cep.lang.validate import checked_classes
 from cep.match import compile_query
-from cep.match.closing import ends_in_not
-from cep.match.stream import EventStream
+from cep.match.columnar.stream import EventStream
+from cep.match.run.closing import ends_in_not
 from cep.oracles import oracle_matches
 from sql_ext.quoting import sql_string
 from tests.cep.oracles.test_oracle_properties import PATTERNS, WINDOWED, WINDOWS

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from cep.match import compile_query, find_matches
-from cep.match.stream import EventStream
+from cep.match.columnar.stream import EventStream
 from cep.oracles import oracle_matches
 from sql_ext.quoting import sql_string
 

@@ -8,7 +8,7 @@ from datetime import datetime, timedelta, timezone
 import numpy as np
 import pytest
 
-from cep.match.stream import EventStream
+from cep.match.columnar.stream import EventStream
 from sql_ext.quoting import sql_string
 from tests.udfs.test_match_seq import expected  # one matcher-and-oracle reference for both files
 

@@ -3,7 +3,7 @@ decoded and matched as Spark decodes and matches them, and what Spark rejects is
 
 Random literal texts over an alphabet rich in backslashes, ``%``, ``_`` and hex digits are
 written into ``s LIKE '<text>'``: once as a pattern condition (parsed, compiled by
-:mod:`cep.match.expr`, evaluated on random values) and once as Spark SQL over the same values.
+:mod:`cep.match.compile.expr`, evaluated on random values) and once as Spark SQL over the same values.
 The two must give the same booleans, or both refuse the text.
 """
 
@@ -15,7 +15,7 @@ import pytest
 from cep.errors import CepError
 from cep.lang import parse_condition
 from cep.lang.tokens import STRING, tokenize
-from cep.match.expr import column_value, compile_expr
+from cep.match.compile.expr import column_value, compile_expr
 
 PATTERN_ALPHABET = ["a", "b", "%", "_", "\\", "\\", "n", "u", "0", "1", "'"]
 VALUE_ALPHABET = ["a", "b", "%", "_", "\\", "\n", "n", "\x1a"]

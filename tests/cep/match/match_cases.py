@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 
 from cep.lang import parse_pattern
 from cep.match import EventStream
-from cep.match.compiler import compile_query
-from cep.match.normal import normalize
+from cep.match.compile.compiler import compile_query
+from cep.match.compile.normal import normalize
 from cep.oracles.check import BindingChecker
 from cep.oracles.values import evaluate
 
@@ -24,7 +24,7 @@ POLICIES = ("skip-till-any-match", "skip-till-next-match", "strict-contiguity")
 TREES = ("left-deep", "right-deep", "bushy", "inner")
 GROUPINGS = ("left", "right", "late")
 # Every tree kind with the cost model's grouping of the Kleene closures, then with every
-# closure grouped left, grouped right and combined late (cep/match/plans.py; a closure that
+# closure grouped left, grouped right and combined late (cep/match/plan/plans.py; a closure that
 # cannot be grouped as forced falls back to left): each grouping meets the oracle.
 PLANS = TREES + tuple(f"{tree}:{grouping}" for tree in TREES for grouping in GROUPINGS)
 
@@ -106,7 +106,7 @@ TEMPLATES = (
     "PATTERN A; (B | C)+; D WHERE B[i].v > B[i-1].v AND C.v >= D.v",
     "PATTERN A; B+; C WHERE B[i].v >= B[i-1].v OR B.w = 1",
     "PATTERN A; B+; C WHERE B.v < C.v AND t(C) - t(B) < 4 UNITS",
-    # closures with a specified size combined late (cep/match/late.py): filters, conditions on
+    # closures with a specified size combined late (cep/match/plan/late.py): filters, conditions on
     # single iterations, NOTs and conditions next to them, [attr], join variables, windows, two
     # closures, and an OR closure that late combination falls back from
     "PATTERN A; B{2}; C WHERE B.v > 0",

@@ -16,11 +16,11 @@ import pytest
 from match_cases import GROUPINGS, PLANS, TREES, random_stream
 
 from cep.match import EventStream, MatchLimitError, MatchLimits, compile_query, explain, find_matches
-from cep.match.any_match import AnyMatch
-from cep.match.arrays import assemble
-from cep.match.data import StreamData
+from cep.match.columnar.arrays import assemble
+from cep.match.columnar.data import StreamData
+from cep.match.plan.units import normal_grouping, units_of
 from cep.match.result import Match
-from cep.match.units import normal_grouping, units_of
+from cep.match.run.any_match import AnyMatch
 from cep.oracles import oracle_matches
 
 ANY = "skip-till-any-match"

@@ -17,13 +17,13 @@ import pytest
 from match_cases import GROUPINGS, PLANS, TREES, random_stream
 
 from cep.match import EventStream, MatchLimitError, MatchLimits, compile_query, explain, find_matches
-from cep.match.any_match import AnyMatch
-from cep.match.arrays import assemble
-from cep.match.data import StreamData
-from cep.match.late import (combination_sums, combination_table, combination_total,
+from cep.match.columnar.arrays import assemble
+from cep.match.columnar.data import StreamData
+from cep.match.run.any_match import AnyMatch
+from cep.match.plan.late import (combination_sums, combination_table, combination_total,
                             expand_combinations, late_blocker)
+from cep.match.plan.units import normal_grouping, resolve_grouping, units_of
 from cep.match.result import Match
-from cep.match.units import normal_grouping, resolve_grouping, units_of
 from cep.oracles import oracle_matches
 
 ANY = "skip-till-any-match"

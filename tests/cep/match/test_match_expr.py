@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cep.lang import parse_condition
-from cep.match.expr import column_value, compile_expr, like_regex
+from cep.match.compile.expr import column_value, compile_expr, like_regex
 from cep.oracles.values import evaluate, to_value
 
 CONDITIONS = (

@@ -13,7 +13,7 @@ import pytest
 from seed_queries import POLICIES, IdMatch, SeedFixture, cases, id_matches, load_fixtures
 
 from cep.match import PolicyConflictError, compile_query, find_matches
-from cep.match.plans import PLAN_KINDS
+from cep.match.plan.plans import PLAN_KINDS
 from cep.oracles import oracle_matches
 
 CASES = cases()

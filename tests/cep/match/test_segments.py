@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 from match_cases import POLICIES, TEMPLATES, random_stream, streams
 
 from cep.match import CompiledQuery, EventStream, MatchLimits, compile_query, find_matches
+from cep.match.run import segments
 from cep.match.errors import StreamError
-from cep.match import segments
-from cep.match.segments import find_segment_matches
+from cep.match.run.segments import find_segment_matches
 
 
 @lru_cache(maxsize=None)

@@ -1,4 +1,4 @@
-"""Plan switching within a partition (``cep/match/spans.py``): the answer never changes.
+"""Plan switching within a partition (``cep/match/columnar/spans.py``): the answer never changes.
 
 Under a window the engine cuts a partition into spans of start positions and plans each on
 its own sample. Cut into spans of 2-5 events (so every match crosses span borders somewhere),

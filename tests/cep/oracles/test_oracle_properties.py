@@ -15,9 +15,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cep.lang import parse_pattern
-from cep.match.normal import normalize
+from cep.match.columnar.stream import EventStream
+from cep.match.compile.normal import normalize
 from cep.match.result import Match
-from cep.match.stream import EventStream
 from cep.oracles import oracle_matches
 
 ANY = "skip-till-any-match"

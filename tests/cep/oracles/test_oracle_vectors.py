@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from cep.lang import parse_pattern
+from cep.match.columnar.stream import EventStream
 from cep.match.errors import MatchLimitError
-from cep.match.stream import EventStream
 from cep.oracles import oracle_matches
 
 ANY = "skip-till-any-match"

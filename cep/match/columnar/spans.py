@@ -14,9 +14,9 @@ is the partition's answer.
 
 Example:
     >>> import numpy as np
-    >>> from cep.match.data import StreamData
-    >>> from cep.match.program import WindowSpec
-    >>> from cep.match.stream import EventStream
+    >>> from cep.match.columnar.data import StreamData
+    >>> from cep.match.compile.program import WindowSpec
+    >>> from cep.match.columnar.stream import EventStream
     >>> s = EventStream.from_columns(ids=range(10), ts=range(10), types=list("ABABABABAB"))
     >>> [(p.a, p.b, p.data.lo, p.data.hi) for p in spans(StreamData(s, None),
     ...  WindowSpec(True, 3, None), every=4, before=False)]
@@ -29,8 +29,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from cep.match.data import StreamData
-from cep.match.program import WindowSpec
+from cep.match.columnar.data import StreamData
+from cep.match.compile.program import WindowSpec
 
 __all__ = ["SWITCH_EVENTS", "Span", "owned", "spans"]
 

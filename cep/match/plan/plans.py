@@ -37,7 +37,7 @@ The third grouping is the paper's late combination of a kleene with a specified 
   as every ``r``-combination (``min <= r <= max``) of the closure's events strictly between
   the two neighbours (``late.py``). It applies to a closure with a bounded size, one class,
   an event on each side, iterations that may skip events and conditions that read its
-  iterations only one at a time (:func:`cep.match.late.late_blocker`); a forced ``late``
+  iterations only one at a time (:func:`cep.match.plan.late.late_blocker`); a forced ``late``
   that does not apply falls back to ``left``. The cost model chooses it when the rows it
   builds, the neighbour pairs plus the sum of ``comb(count, r)`` over them, are estimated no
   more than the rows of growing the closure round by round from the side it would pick

@@ -33,7 +33,7 @@ class EventStream:
             An engine uses a mask instead of evaluating the same conditions itself.
         segment_starts: None for one partition; else several partitions (*segments*, e.g.
             keys) laid end to end, each sorted by ``(ts, id)``: the first position of each,
-            strictly increasing from 0 (``cep.match.segments``).
+            strictly increasing from 0 (``cep.match.run.segments``).
     """
 
     ids: np.ndarray

@@ -13,9 +13,9 @@ Nothing here evaluates a plan: the runtime (``any_match.py``) does, with the pla
 chose.
 
 Example:
-    >>> from cep.match.compiler import compile_query
-    >>> from cep.match.data import StreamData
-    >>> from cep.match.stream import EventStream
+    >>> from cep.match.compile.compiler import compile_query
+    >>> from cep.match.columnar.data import StreamData
+    >>> from cep.match.columnar.stream import EventStream
     >>> cq = compile_query("PATTERN A; B+; C", policy="skip-till-any-match")
     >>> s = EventStream.from_columns(ids=range(6), ts=range(6), types=list("AAABBC"))
     >>> est = ShapeEstimator(cq, cq.alternatives[0].shapes[0], StreamData(s, None))
@@ -30,18 +30,18 @@ from typing import Sequence
 
 import numpy as np
 
-from cep.match.bindings import View, holds
-from cep.match.buffers import alias_buffer
-from cep.match.data import StreamData
-from cep.match.joins import count_between, expand_ranges
-from cep.match.late import binomial_sum, combination_sums, late_blocker
-from cep.match.plans import (SAMPLE_EVENTS, SAMPLE_PAIRS, SMALL_PARTITION, Estimates, GroupingChoice,
+from cep.match.columnar.bindings import View, holds
+from cep.match.columnar.buffers import alias_buffer
+from cep.match.columnar.data import StreamData
+from cep.match.columnar.joins import count_between, expand_ranges
+from cep.match.plan.late import binomial_sum, combination_sums, late_blocker
+from cep.match.plan.plans import (SAMPLE_EVENTS, SAMPLE_PAIRS, SMALL_PARTITION, Estimates, GroupingChoice,
                              choose_grouping)
-from cep.match.predicates import backward_monotone
-from cep.match.program import CompiledQuery
-from cep.match.ranges import Ranges
-from cep.match.shapes import Shape
-from cep.match.units import anchor_of
+from cep.match.columnar.ranges import Ranges
+from cep.match.compile.predicates import backward_monotone
+from cep.match.compile.program import CompiledQuery
+from cep.match.compile.shapes import Shape
+from cep.match.plan.units import anchor_of
 
 
 class ShapeEstimator:

@@ -8,7 +8,7 @@ one that applies to the shape and the grouping into units; the planner (``planne
 cost model (``estimator.py``) choose groupings, the runtime (``any_match.py``) evaluates them.
 
 Example:
-    >>> from cep.match.compiler import compile_query
+    >>> from cep.match.compile.compiler import compile_query
     >>> cq = compile_query("PATTERN A; B+; C", policy="skip-till-any-match")
     >>> shape = cq.alternatives[0].shapes[0]
     >>> units_of(shape, "left"), units_of(shape, "right"), units_of(shape, "late")
@@ -24,9 +24,9 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence, Union
 
-from cep.match.late import late_blocker
-from cep.match.plans import GROUPINGS
-from cep.match.shapes import Shape
+from cep.match.compile.shapes import Shape
+from cep.match.plan.late import late_blocker
+from cep.match.plan.plans import GROUPINGS
 
 # What a caller may ask for: one grouping for every closure, or one per slot (a sequence
 # indexed by slot, or a mapping slot -> grouping); event slots are ignored.
@@ -37,7 +37,7 @@ def normal_grouping(shape: Shape, requested: GroupingRequest = None) -> tuple[st
     """Per slot, the grouping a request amounts to (None for event slots).
 
     A closure can be grouped ``right`` only when the slot after it is an event or a closure
-    grouped ``right``, and ``late`` only when :func:`cep.match.late.late_blocker` finds
+    grouped ``right``, and ``late`` only when :func:`cep.match.plan.late.late_blocker` finds
     nothing against it; otherwise it is ``left``. None requests ``left`` everywhere.
 
     Raises:

@@ -1,13 +1,13 @@
 """The compiled program of the exact matcher: immutable values, no plans, no run-time state.
 
 Following Flink CEP's NFACompiler and Trino's row-pattern matcher, a query is compiled once into
-an immutable program that every partition runs: :mod:`cep.match.compiler` builds these values,
-:mod:`cep.match.planner` adds what the evaluation strategies derive from them (shapes, run
+an immutable program that every partition runs: :mod:`cep.match.compile.compiler` builds these values,
+:mod:`cep.match.compile.planner` adds what the evaluation strategies derive from them (shapes, run
 plans), and the runtime (``next_match.py``, ``any_match.py``, ``negation.py``, ``buffers.py``, ...)
 reads them. This module imports nothing of either, so the compiler never imports the runtime.
 
 Example:
-    >>> from cep.match.compiler import compile_query
+    >>> from cep.match.compile.compiler import compile_query
     >>> cq = compile_query("PATTERN a; NOT(d); b+ WITHIN 5 EVENTS")
     >>> [(s.kind, s.aliases) for s in cq.alternatives[0].bound], cq.alternatives[0].negations[0].after
     ([('event', ('a',)), ('kleene', ('b',))], 0)
@@ -25,10 +25,10 @@ import numpy as np
 from cep.lang import Query
 from cep.lang import ast as pattern_ast
 from cep.lang.ast import AttrRef, Condition, IterRef, AggRef
-from cep.match.limits import MatchLimits
 from cep.lang.policy import STRICT
-from cep.match.normal import Alternative, NormalPattern
-from cep.match.predicates import Predicate
+from cep.match.compile.normal import Alternative, NormalPattern
+from cep.match.compile.predicates import Predicate
+from cep.match.limits import MatchLimits
 
 _SPECIAL_COLUMNS = ("ts", "type")
 
@@ -114,10 +114,10 @@ class CompiledAlternative:
         cross: conditions checked on bindings (all their aliases are bound aliases here).
         filters: alias -> single-event conditions folded into that alias's buffer.
         variables: True when some cross condition uses a join variable.
-        shapes: its shapes (:mod:`cep.match.shapes`), for skip-till-any-match and strict
-            contiguity; filled by the planner (:func:`cep.match.planner.plan_query`).
+        shapes: its shapes (:mod:`cep.match.compile.shapes`), for skip-till-any-match and strict
+            contiguity; filled by the planner (:func:`cep.match.compile.planner.plan_query`).
         run_plan: the compile-time part of its skip-till-next-match runs
-            (:class:`cep.match.planner.RunPlan`); filled by the planner.
+            (:class:`cep.match.compile.planner.RunPlan`); filled by the planner.
     """
 
     alternative: Alternative
@@ -177,7 +177,7 @@ class CompiledQuery:
         alternatives: the compiled alternatives.
         window: WITHIN / SLIDE.
         grouping: under ``skip-till-any-match-grouped``, how each alternative's matches are
-            grouped into FAEM's composites (:mod:`cep.match.grouped`); empty otherwise.
+            grouped into FAEM's composites (:mod:`cep.match.run.grouped`); empty otherwise.
     """
 
     query: Query
@@ -189,7 +189,7 @@ class CompiledQuery:
     alias_classes: Mapping[str, str]
     alternatives: tuple[CompiledAlternative, ...]
     window: WindowSpec
-    grouping: tuple = ()  # cep.match.grouped.Expansion per alternative (grouped policy only)
+    grouping: tuple = ()  # cep.match.run.grouped.Expansion per alternative (grouped policy only)
 
     @property
     def attributes(self) -> tuple[str, ...]:
@@ -219,7 +219,7 @@ class CompiledQuery:
         then filter rows before they reach the engine, as Spark can do natively.
 
         Example:
-            >>> from cep.match.compiler import compile_query
+            >>> from cep.match.compile.compiler import compile_query
             >>> compile_query("PATTERN A; B WITHIN 5 MINUTES").class_events_suffice
             True
             >>> compile_query("PATTERN A, B").class_events_suffice
@@ -248,7 +248,7 @@ class CompiledQuery:
         ``EVENTS`` span nor a positional ``WINDOW`` counts the dropped events.
 
         Example:
-            >>> from cep.match.compiler import compile_query
+            >>> from cep.match.compile.compiler import compile_query
             >>> compile_query("PATTERN A, B+, C").runs_suffice
             True
             >>> compile_query("PATTERN A, B; C").runs_suffice
@@ -270,7 +270,7 @@ class CompiledQuery:
         consecutive events (``runs_suffice``, one alternative, no Kleene step), else None.
 
         Example:
-            >>> from cep.match.compiler import compile_query
+            >>> from cep.match.compile.compiler import compile_query
             >>> compile_query("PATTERN A, OR(B, C), D").run_steps
             (('A',), ('B', 'C'), ('D',))
             >>> compile_query("PATTERN A, B+").run_steps is None

@@ -6,7 +6,7 @@ event, ``r`` for Kleene iterations) and the number of valid columns per row. An 
 not in the view, or has count 0 in a row, is not bound there: a condition that mentions it is
 ignored for that row (docs/semantics.md, "Bindings and conditions").
 
-:func:`holds` evaluates a :class:`~cep.match.predicates.Predicate` for every row, looping in
+:func:`holds` evaluates a :class:`~cep.match.compile.predicates.Predicate` for every row, looping in
 Python only over the condition's *instances* (values of ``i`` and iterations of unindexed
 Kleene aliases) and evaluating each instance as one vectorised expression over all rows. With
 ``new_of=b`` it checks only the instances that involve ``b``'s newest iteration, which is
@@ -15,9 +15,9 @@ enough when the other instances were checked before (``Predicate.incremental_in`
 Example:
     >>> import numpy as np
     >>> from cep.lang import parse_condition
-    >>> from cep.match.data import StreamData
-    >>> from cep.match.predicates import analyse
-    >>> from cep.match.stream import EventStream
+    >>> from cep.match.columnar.data import StreamData
+    >>> from cep.match.compile.predicates import analyse
+    >>> from cep.match.columnar.stream import EventStream
     >>> s = EventStream.from_columns(ids=range(5), ts=range(5), types=list("ABBBC"),
     ...                              attrs={"v": [0, 1, 2, 1, 0]})
     >>> d = StreamData(s, None)
@@ -36,9 +36,9 @@ from typing import Any, Iterator, Mapping
 import numpy as np
 
 from cep.lang.ast import AggRef, TsRef, VarRef
-from cep.match.data import StreamData
-from cep.match.expr import Value, _scalar_compare, _scalar_number
-from cep.match.predicates import Predicate
+from cep.match.columnar.data import StreamData
+from cep.match.compile.expr import Value, _scalar_compare, _scalar_number
+from cep.match.compile.predicates import Predicate
 
 Index = Any  # an int (same for every row) or an int64 array (one per row)
 
@@ -258,7 +258,7 @@ def _aggregate_objects(func: str, values: np.ndarray, present: np.ndarray) -> Va
                     result = result / len(numbers)
         nulls[row] = result is None
         out[row] = "" if result is None else result
-    from cep.match.expr import column_value
+    from cep.match.compile.expr import column_value
 
     values_out, _ = column_value(out)
     return values_out, (nulls if nulls.any() else None)

@@ -3,14 +3,14 @@
 Order, the link (``next``: the very next position; ``followed``: any later one), the window and
 the NOTs without conditions narrow the candidates of the next component to one contiguous slice
 of its buffer per row, found with ``searchsorted``. Both the evaluation of a plan
-(:mod:`cep.match.any_match`) and the cost model that samples the partition to choose one
-(:mod:`cep.match.estimator`) count pairs this way, so they agree on what a pair is.
+(:mod:`cep.match.run.any_match`) and the cost model that samples the partition to choose one
+(:mod:`cep.match.plan.estimator`) count pairs this way, so they agree on what a pair is.
 
 Example:
     >>> import numpy as np
-    >>> from cep.match.data import StreamData
-    >>> from cep.match.program import WindowSpec
-    >>> from cep.match.stream import EventStream
+    >>> from cep.match.columnar.data import StreamData
+    >>> from cep.match.compile.program import WindowSpec
+    >>> from cep.match.columnar.stream import EventStream
     >>> s = EventStream.from_columns(ids=range(6), ts=range(6), types=list("ABABAB"))
     >>> r = Ranges(WindowSpec(True, 3, None), StreamData(s, None), (), lambda alias: np.array([], dtype=np.int64))
     >>> bs, starts = np.array([1, 3, 5]), np.array([0, 2])
@@ -25,9 +25,9 @@ from typing import Callable, Sequence
 import numpy as np
 
 from cep.lang.ast import NEXT
-from cep.match.data import StreamData
-from cep.match.joins import next_after, prev_before
-from cep.match.program import WindowSpec
+from cep.match.columnar.data import StreamData
+from cep.match.columnar.joins import next_after, prev_before
+from cep.match.compile.program import WindowSpec
 
 # "No next negated event": beyond every position, and small enough not to overflow int64 sums.
 NONE = np.iinfo(np.int64).max // 4

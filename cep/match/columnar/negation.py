@@ -11,7 +11,7 @@ and evaluated in one vectorised pass, and a binding survives when none of its pa
 
 Example:
     >>> import numpy as np
-    >>> from cep.match.joins import count_between
+    >>> from cep.match.columnar.joins import count_between
     >>> count_between(np.array([2, 5, 9]), np.array([0, 3]), np.array([6, 4])).tolist()
     [2, 0]
 """
@@ -22,13 +22,13 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
-from cep.match.bindings import View, holds
-from cep.match.data import StreamData
-from cep.match.expr import Value, null_safe_equal
-from cep.match.joins import count_between, expand_ranges
+from cep.match.columnar.bindings import View, holds
+from cep.match.columnar.data import StreamData
+from cep.match.columnar.joins import count_between, expand_ranges
+from cep.match.compile.expr import Value, null_safe_equal
+from cep.match.compile.predicates import Predicate
+from cep.match.compile.program import WindowSpec
 from cep.match.limits import MatchLimits
-from cep.match.predicates import Predicate
-from cep.match.program import WindowSpec
 
 
 def window_close(window: WindowSpec, data: StreamData, first: np.ndarray) -> np.ndarray:

@@ -13,7 +13,7 @@ Each shape fixes the *constraints* a match must meet and the bound slots each on
 *scope*): the plan checks a constraint as soon as a partial match covers its scope.
 
 Example:
-    >>> from cep.match.compiler import compile_query
+    >>> from cep.match.compile.compiler import compile_query
     >>> cq = compile_query("PATTERN a; b*; NOT(d); c", policy="skip-till-any-match")
     >>> [(len(s.slots), [len(g) for g in s.gaps]) for s in shapes_of(cq.alternatives[0])]
     [(3, [0, 1]), (2, [1])]
@@ -25,8 +25,8 @@ import itertools
 from dataclasses import dataclass, replace
 from typing import Mapping
 
-from cep.match.predicates import Predicate
-from cep.match.program import CompiledAlternative, Negation, Slot
+from cep.match.compile.predicates import Predicate
+from cep.match.compile.program import CompiledAlternative, Negation, Slot
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ or a clock that would overflow int64. A :class:`MatchLimitError` of the joint ca
 segment by segment, because limits are per partition (per key).
 
 Example:
-    >>> from cep.match.compiler import compile_query
+    >>> from cep.match.compile.compiler import compile_query
     >>> ids, ts, types = range(6), [0, 5, 9, 0, 1, 2], list("ABBABB")
     >>> s = EventStream(np.arange(6), np.array(ts), np.array(types, dtype=object),
     ...                 segment_starts=np.array([0, 3]))
@@ -38,11 +38,11 @@ from typing import Iterator
 
 import numpy as np
 
-from cep.match.arrays import MatchArrays
-from cep.match.engine import find_matches
+from cep.match.columnar.arrays import MatchArrays
+from cep.match.columnar.stream import EventStream
+from cep.match.compile.program import CompiledQuery, WindowSpec
 from cep.match.errors import MatchLimitError
-from cep.match.program import CompiledQuery, WindowSpec
-from cep.match.stream import EventStream
+from cep.match.run.engine import find_matches
 
 _CLOCK_LIMIT = 1 << 62
 # Segments are matched in chunks of about this many events: large enough that the fixed cost

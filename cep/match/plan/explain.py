@@ -12,8 +12,8 @@ takes it) it shows that plan instead, and says which closures could not be group
 and why (they fall back to ``left``).
 
 Example:
-    >>> from cep.match.compiler import compile_query
-    >>> from cep.match.stream import EventStream
+    >>> from cep.match.compile.compiler import compile_query
+    >>> from cep.match.columnar.stream import EventStream
     >>> s = EventStream.from_columns(ids=range(8), ts=range(8), types=list("ABCABCAB"),
     ...                              attrs={"v": list(range(8))})
     >>> cq = compile_query("PATTERN A; B; C WHERE C.v > A.v", policy="skip-till-any-match")
@@ -33,17 +33,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from cep.match.buffers import alias_buffer
-from cep.match.data import StreamData
 from cep.lang.policy import NEXT_MATCH
-from cep.match.plans import (TREE_KINDS, Join, Node, Unit, build_plan, choose_plan, plan_cost,
+from cep.match.columnar.buffers import alias_buffer
+from cep.match.columnar.data import StreamData
+from cep.match.plan.plans import (TREE_KINDS, Join, Node, Unit, build_plan, choose_plan, plan_cost,
                              split_kind)
-from cep.match.program import CompiledAlternative, CompiledQuery
-from cep.match.shape_planner import ShapePlanner
-from cep.match.shapes import Shape
-from cep.match.spans import SWITCH_EVENTS, spans
-from cep.match.stream import EventStream
-from cep.match.units import anchor_of, resolve_grouping, units_of
+from cep.match.columnar.spans import SWITCH_EVENTS, spans
+from cep.match.columnar.stream import EventStream
+from cep.match.compile.program import CompiledAlternative, CompiledQuery
+from cep.match.compile.shapes import Shape
+from cep.match.plan.shape_planner import ShapePlanner
+from cep.match.plan.units import anchor_of, resolve_grouping, units_of
 
 
 def explain(compiled: CompiledQuery, stream: EventStream | None = None, *,

@@ -31,15 +31,15 @@ closure is complete. Appending only adds instances unless a condition aggregates
 iterations or reads a fixed index (``Predicate.monotone_in``); prepending renumbers the
 iterations, which relative references (``b[i]``, ``b[i-1]``) and unindexed ones do not notice,
 but every aggregate ``agg(b[..i-1])`` and every fixed index ``b[1]`` does, so those wait for the
-complete closure (:func:`cep.match.predicates.backward_monotone`). The new instances of a prepended iteration are
+complete closure (:func:`cep.match.compile.predicates.backward_monotone`). The new instances of a prepended iteration are
 those within the first few iterations (the span of the relative offsets), so a step checks the
 condition on those columns only.
 
 Example:
-    >>> from cep.match.compiler import compile_query
-    >>> from cep.match.data import StreamData
-    >>> from cep.match.shapes import shapes_of
-    >>> from cep.match.stream import EventStream
+    >>> from cep.match.compile.compiler import compile_query
+    >>> from cep.match.columnar.data import StreamData
+    >>> from cep.match.compile.shapes import shapes_of
+    >>> from cep.match.columnar.stream import EventStream
     >>> cq = compile_query("PATTERN A; B", policy="skip-till-any-match")
     >>> s = EventStream.from_columns(ids=range(4), ts=range(4), types=list("ABAB"))
     >>> m = AnyMatch(cq, shapes_of(cq.alternatives[0])[0], StreamData(s, None))
@@ -59,22 +59,22 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from cep.lang.ast import AggRef
-from cep.match.bindings import View, holds
-from cep.match.buffers import alias_buffer
-from cep.match.data import StreamData
-from cep.match.expr import Value, null_safe_equal
-from cep.match.joins import Block, count_between, expand_ranges
-from cep.match.late import combination_total, expand_combinations
+from cep.match.columnar.bindings import View, holds
+from cep.match.columnar.buffers import alias_buffer
+from cep.match.columnar.data import StreamData
+from cep.match.columnar.joins import Block, count_between, expand_ranges
+from cep.match.columnar.negation import violated, window_close
+from cep.match.columnar.ranges import Ranges
+from cep.match.columnar.variables import exists_assignment
+from cep.match.compile.expr import Value, null_safe_equal
+from cep.match.compile.predicates import Predicate, backward_monotone
+from cep.match.compile.program import CompiledQuery
+from cep.match.compile.shapes import Constraint, Shape
 from cep.match.limits import check_cells, check_iterations, check_partial
-from cep.match.negation import violated, window_close
-from cep.match.plans import Estimates, GroupingChoice, Join, Node, Plan, Unit
-from cep.match.predicates import Predicate, backward_monotone
-from cep.match.program import CompiledQuery
-from cep.match.ranges import Ranges
-from cep.match.shape_planner import ShapePlanner
-from cep.match.shapes import Constraint, Shape
-from cep.match.units import GroupingRequest, anchor_of
-from cep.match.variables import exists_assignment
+from cep.match.plan.late import combination_total, expand_combinations
+from cep.match.plan.plans import Estimates, GroupingChoice, Join, Node, Plan, Unit
+from cep.match.plan.shape_planner import ShapePlanner
+from cep.match.plan.units import GroupingRequest, anchor_of
 
 
 def front_width(pred: Predicate, alias: str) -> int | None:
@@ -97,10 +97,10 @@ class AnyMatch:
         shape: the shape to evaluate.
         data: the partition.
         grouping: force the grouping of the Kleene closures (``"left"``, ``"right"``,
-            ``"late"``, or per slot, see :func:`cep.match.units.normal_grouping`); None lets
+            ``"late"``, or per slot, see :func:`cep.match.plan.units.normal_grouping`); None lets
             the cost model choose.
 
-    The plan is the planner's (:class:`cep.match.shape_planner.ShapePlanner`, held as
+    The plan is the planner's (:class:`cep.match.plan.shape_planner.ShapePlanner`, held as
     :attr:`planner`): :attr:`choices`, :attr:`grouping`, :attr:`units`, :meth:`plan` and
     :meth:`estimates` ask it, for callers that hold a matcher; the evaluation only runs a plan.
     """
@@ -429,7 +429,7 @@ class AnyMatch:
         Without conditions on single iterations this is the buffer slice between the
         neighbours itself; otherwise the (row, candidate) pairs are expanded once and the
         conditions, each true for a set of iterations exactly when true for each
-        (:func:`cep.match.late.reads_each_iteration`), and the ``[attr]`` equivalences are
+        (:func:`cep.match.plan.late.reads_each_iteration`), and the ``[attr]`` equivalences are
         checked on them.
         """
         lo = np.searchsorted(buf, pairs.pos[:, nl - 1], side="right")

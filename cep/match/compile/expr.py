@@ -37,8 +37,8 @@ import numpy as np
 from sqlglot import exp
 
 from cep.lang.ast import TIME_UNITS
-from cep.match.errors import UnsupportedPatternError
 from cep.lang.like import like_regex
+from cep.match.errors import UnsupportedPatternError
 from cep.timestamps import try_iso_to_micros
 
 Value = tuple[Any, Any]  # (values, nulls): arrays or numpy scalars; nulls None means no NULL

@@ -43,9 +43,9 @@ import math
 import numpy as np
 
 from cep.lang.ast import NEXT
-from cep.match.joins import expand_ranges
-from cep.match.predicates import Predicate
-from cep.match.shapes import Shape
+from cep.match.columnar.joins import expand_ranges
+from cep.match.compile.predicates import Predicate
+from cep.match.compile.shapes import Shape
 
 # Index tables up to this many entries stay cached between calls (one per ``r``; 8 MB).
 _CACHE_ENTRIES = 1 << 20

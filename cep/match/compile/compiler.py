@@ -4,8 +4,8 @@
 (``normal.py``: alternatives of flat components, the selection policy resolved), analyses every
 condition once (``predicates.py``) and sorts each condition into the role it plays in each
 alternative (the Flink CEP style: compile once into an immutable structure, keep all run-time
-state explicit). The result is the program of :mod:`cep.match.program`, which the planner stage
-(:mod:`cep.match.planner`) completes with shapes and run plans; the compiler imports nothing of
+state explicit). The result is the program of :mod:`cep.match.compile.program`, which the planner stage
+(:mod:`cep.match.compile.planner`) completes with shapes and run plans; the compiler imports nothing of
 the runtime:
 
 * **filters** (one alias, one event at a time) go into the alias's buffer;
@@ -37,15 +37,15 @@ from typing import Sequence
 
 from cep.lang import Query, parse_pattern, validate_pattern
 from cep.lang.ast import EVENTS, MAX_SPAN, Condition
-from cep.lang.rewrite import on_alias, split_define
-from cep.match.errors import UnsupportedPatternError
-from cep.match.grouped import Expansion, check_conditions, expand
-from cep.match.limits import MatchLimits
 from cep.lang.policy import GROUPED
-from cep.match.normal import Alternative, NormalPattern, normalize
-from cep.match.planner import plan_query
-from cep.match.predicates import Predicate, analyse
-from cep.match.program import CompiledAlternative, CompiledQuery, Negation, Slot, WindowSpec
+from cep.lang.rewrite import on_alias, split_define
+from cep.match.compile.grouping import Expansion, check_conditions, expand
+from cep.match.compile.normal import Alternative, NormalPattern, normalize
+from cep.match.compile.planner import plan_query
+from cep.match.compile.predicates import Predicate, analyse
+from cep.match.compile.program import CompiledAlternative, CompiledQuery, Negation, Slot, WindowSpec
+from cep.match.errors import UnsupportedPatternError
+from cep.match.limits import MatchLimits
 
 
 def compile_query(query: Query | str, *, policy: str | None = None,

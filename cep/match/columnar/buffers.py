@@ -8,9 +8,9 @@ only the class test. Only positions inside ``WINDOW [a, b]`` are kept. These are
 per-component buffers of ZStream's leaf operators.
 
 Example:
-    >>> from cep.match.compiler import compile_query
-    >>> from cep.match.data import StreamData
-    >>> from cep.match.stream import EventStream
+    >>> from cep.match.compile.compiler import compile_query
+    >>> from cep.match.columnar.data import StreamData
+    >>> from cep.match.columnar.stream import EventStream
     >>> cq = compile_query("PATTERN A a; B b WHERE b.v > 1")
     >>> s = EventStream.from_columns(ids=range(4), ts=range(4), types=list("ABBA"),
     ...                              attrs={"v": [0, 1, 2, 3]})
@@ -24,10 +24,10 @@ from __future__ import annotations
 import numpy as np
 
 from cep.lang.ast import AttrRef, TsRef
-from cep.match.data import StreamData
-from cep.match.expr import Value
-from cep.match.predicates import Predicate
-from cep.match.program import CompiledQuery
+from cep.match.columnar.data import StreamData
+from cep.match.compile.expr import Value
+from cep.match.compile.predicates import Predicate
+from cep.match.compile.program import CompiledQuery
 
 
 def alias_buffer(cq: CompiledQuery, alias: str, data: StreamData) -> np.ndarray:

@@ -10,7 +10,7 @@ column (both case-insensitive, before any attribute of that name), everything el
 attribute column of the stream (case-insensitive).
 
 Example:
-    >>> from cep.match.stream import EventStream
+    >>> from cep.match.columnar.stream import EventStream
     >>> s = EventStream.from_columns(ids=range(4), ts=[0, 5, 5, 9], types=list("ABAB"),
     ...                              attrs={"v": [1.0, None, 3.0, 4.0]})
     >>> d = StreamData(s, None)
@@ -25,9 +25,9 @@ from typing import Callable
 import numpy as np
 
 from cep.lang.ast import WindowBounds
+from cep.match.columnar.stream import EventStream
+from cep.match.compile.expr import Value, column_value, take
 from cep.match.errors import StreamError
-from cep.match.expr import Value, column_value, take
-from cep.match.stream import EventStream
 
 
 class StreamData:

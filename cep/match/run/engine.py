@@ -3,11 +3,11 @@
 Per alternative of the compiled query, skip-till-next-match runs ``next_match.py``; the other
 two policies evaluate each shape with a plan of SEQ joins (``any_match.py``), the plan chosen
 by the planner's cost model (``shape_planner.py``) unless one is forced. The union over alternatives is ordered and
-deduplicated into :class:`~cep.match.arrays.MatchArrays`.
+deduplicated into :class:`~cep.match.columnar.arrays.MatchArrays`.
 
 Example:
-    >>> from cep.match.compiler import compile_query
-    >>> from cep.match.stream import EventStream
+    >>> from cep.match.compile.compiler import compile_query
+    >>> from cep.match.columnar.stream import EventStream
     >>> s = EventStream.from_columns(ids=range(6), ts=range(6), types=list("ABABCB"))
     >>> cq = compile_query("PATTERN SEQ(A, B)", policy="skip-till-any-match")
     >>> [m.positions for m in find_matches(cq, s).to_matches()]
@@ -20,19 +20,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from cep.match.any_match import AnyMatch
-from cep.match.arrays import Block, MatchArrays, assemble
-from cep.match.buffers import alias_buffer
-from cep.match.data import StreamData
-from cep.match.errors import StreamError
-from cep.match.grouped import group_blocks
-from cep.match.limits import check_matches
-from cep.match.next_match import next_matches
 from cep.lang.policy import NEXT_MATCH
-from cep.match.plans import PLAN_KINDS
-from cep.match.program import CompiledAlternative, CompiledQuery
-from cep.match.spans import SWITCH_EVENTS, owned, spans
-from cep.match.stream import EventStream
+from cep.match.columnar.arrays import Block, MatchArrays, assemble
+from cep.match.columnar.buffers import alias_buffer
+from cep.match.columnar.data import StreamData
+from cep.match.columnar.spans import SWITCH_EVENTS, owned, spans
+from cep.match.columnar.stream import EventStream
+from cep.match.compile.program import CompiledAlternative, CompiledQuery
+from cep.match.errors import StreamError
+from cep.match.limits import check_matches
+from cep.match.plan.plans import PLAN_KINDS
+from cep.match.run.any_match import AnyMatch
+from cep.match.run.grouped import group_blocks
+from cep.match.run.next_match import next_matches
 
 
 def find_matches(compiled: CompiledQuery, stream: EventStream, *, plan: str | None = None,
@@ -50,9 +50,9 @@ def find_matches(compiled: CompiledQuery, stream: EventStream, *, plan: str | No
             cannot be grouped so falls back to ``left``, see ``plans.py``); None lets the cost
             model choose. Skip-till-next-match runs are not join plans and ignore it.
         event_ts: the timestamps conditions read when ``stream.ts`` is a segmented clock
-            (``cep.match.segments``); None for an ordinary partition.
+            (``cep.match.run.segments``); None for an ordinary partition.
         switch_every: under a ``WITHIN`` window, re-choose the plan for every this many start
-            positions (``cep.match.spans``); None: one plan for the partition.
+            positions (``cep.match.columnar.spans``); None: one plan for the partition.
 
     Raises:
         MatchLimitError: a limit of ``compiled.limits`` was exceeded.
@@ -60,7 +60,7 @@ def find_matches(compiled: CompiledQuery, stream: EventStream, *, plan: str | No
     """
     if stream.segmented:
         raise StreamError("the stream holds several segments; use "
-                          "cep.match.segments.find_segment_matches")
+                          "cep.match.run.segments.find_segment_matches")
     if plan is not None and plan not in PLAN_KINDS:
         raise ValueError(f"unknown plan {plan!r}; expected one of {', '.join(PLAN_KINDS)}")
     data = StreamData(stream, compiled.normal.window, event_ts)

@@ -11,11 +11,11 @@ Here the candidates of all bindings are evaluated at once: for ``k`` candidates 
 Example:
     >>> import numpy as np
     >>> from cep.lang import parse_condition
-    >>> from cep.match.bindings import View, holds
-    >>> from cep.match.data import StreamData
-    >>> from cep.match.predicates import analyse
-    >>> from cep.match.shapes import Constraint
-    >>> from cep.match.stream import EventStream
+    >>> from cep.match.columnar.bindings import View, holds
+    >>> from cep.match.columnar.data import StreamData
+    >>> from cep.match.compile.predicates import analyse
+    >>> from cep.match.compile.shapes import Constraint
+    >>> from cep.match.columnar.stream import EventStream
     >>> s = EventStream.from_columns(ids=range(4), ts=range(4), types=list("ABAB"),
     ...                              attrs={"u": [1, 1, 2, 3]})
     >>> data = StreamData(s, None)
@@ -33,10 +33,10 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
-from cep.match.bindings import View, instances
-from cep.match.data import StreamData
-from cep.match.expr import Value
-from cep.match.shapes import Constraint
+from cep.match.columnar.bindings import View, instances
+from cep.match.columnar.data import StreamData
+from cep.match.compile.expr import Value
+from cep.match.compile.shapes import Constraint
 
 Check = Callable[[Constraint, Mapping[str, Value]], np.ndarray]
 

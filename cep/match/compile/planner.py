@@ -12,7 +12,7 @@ model, are the second half of this stage: ``shape_planner.py`` (with ``estimator
 imports the runtime's evaluators; the runtime (``next_match.py``, ``any_match.py``) imports them.
 
 Example:
-    >>> from cep.match.compiler import compile_query
+    >>> from cep.match.compile.compiler import compile_query
     >>> alt = compile_query("PATTERN a; b; NOT(d); c WHERE a.v < b.v").alternatives[0]
     >>> alt.run_plan.slot_of, [p.text for p in alt.run_plan.preds_of["b"]]
     ({'a': 0, 'b': 1, 'c': 2}, ['a.v < b.v'])
@@ -25,9 +25,9 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Mapping
 
-from cep.match.predicates import Predicate
-from cep.match.program import CompiledAlternative, CompiledQuery, Negation
-from cep.match.shapes import shapes_of
+from cep.match.compile.predicates import Predicate
+from cep.match.compile.program import CompiledAlternative, CompiledQuery, Negation
+from cep.match.compile.shapes import shapes_of
 
 
 def plan_query(cq: CompiledQuery) -> CompiledQuery:

@@ -31,9 +31,9 @@ from __future__ import annotations
 import numpy as np
 
 from cep.lang.ast import Not, PatternNode, Seq, Timed
-from cep.match.arrays import MatchArrays
-from cep.match.program import CompiledQuery
-from cep.match.stream import EventStream
+from cep.match.columnar.arrays import MatchArrays
+from cep.match.columnar.stream import EventStream
+from cep.match.compile.program import CompiledQuery
 
 
 def ends_in_not(node: PatternNode) -> bool:

@@ -23,9 +23,9 @@ in full when appending an iteration could change an earlier instance). The final
 iteration minimums, trailing NOTs, and join variables (re-decided on the whole match).
 
 Example:
-    >>> from cep.match.compiler import compile_query
-    >>> from cep.match.data import StreamData
-    >>> from cep.match.stream import EventStream
+    >>> from cep.match.compile.compiler import compile_query
+    >>> from cep.match.columnar.data import StreamData
+    >>> from cep.match.columnar.stream import EventStream
     >>> s = EventStream.from_columns(ids=range(7), ts=range(7), types=list("ABBCABC"))
     >>> cq = compile_query("PATTERN A; B+; C")
     >>> [(p.tolist(), v) for p, v in next_matches(cq, cq.alternatives[0], StreamData(s, None))]
@@ -39,17 +39,17 @@ from typing import Sequence
 import numpy as np
 
 from cep.lang.ast import NEXT
-from cep.match.bindings import View, holds
-from cep.match.buffers import alias_buffer
-from cep.match.data import StreamData
-from cep.match.expr import null_safe_equal
-from cep.match.joins import expand_ranges
+from cep.match.columnar.bindings import View, holds
+from cep.match.columnar.buffers import alias_buffer
+from cep.match.columnar.data import StreamData
+from cep.match.columnar.joins import expand_ranges
+from cep.match.columnar.negation import violated, window_close
+from cep.match.columnar.variables import exists_assignment
+from cep.match.compile.expr import null_safe_equal
+from cep.match.compile.planner import RunPlan
+from cep.match.compile.program import CompiledAlternative, CompiledQuery, Negation
+from cep.match.compile.shapes import Constraint, Gap
 from cep.match.limits import check_bound, check_iterations
-from cep.match.negation import violated, window_close
-from cep.match.planner import RunPlan
-from cep.match.program import CompiledAlternative, CompiledQuery, Negation
-from cep.match.shapes import Constraint, Gap
-from cep.match.variables import exists_assignment
 
 _GO, _FAIL, _DONE = 0, 1, 2
 _FIRST_CHUNK = 1

@@ -34,7 +34,7 @@ from typing import Sequence
 from sqlglot import exp
 
 from cep.lang.ast import AggRef, AttrRef, Condition, Ref, TsRef, VarRef
-from cep.match.expr import CompiledExpr, compile_expr
+from cep.match.compile.expr import CompiledExpr, compile_expr
 
 
 @dataclass(frozen=True)

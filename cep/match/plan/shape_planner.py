@@ -5,13 +5,13 @@ skip-till-any-match and strict contiguity a shape is evaluated by a tree of SEQ 
 units (``plans.py``, ``units.py``); which grouping and which tree are cheapest depends on the
 partition, so :class:`ShapePlanner` decides per partition with ZStream's cost model
 (``plans.py``: Mei & Madden, SIGMOD 2009) from sampled statistics (``estimator.py``), unless
-the caller forces them. The runtime (``any_match.py``) evaluates the :class:`~cep.match.plans.Plan`
+the caller forces them. The runtime (``any_match.py``) evaluates the :class:`~cep.match.plan.plans.Plan`
 it returns and imports this module; this module imports no evaluator.
 
 Example:
-    >>> from cep.match.compiler import compile_query
-    >>> from cep.match.data import StreamData
-    >>> from cep.match.stream import EventStream
+    >>> from cep.match.compile.compiler import compile_query
+    >>> from cep.match.columnar.data import StreamData
+    >>> from cep.match.columnar.stream import EventStream
     >>> cq = compile_query("PATTERN A; B; C; D", policy="skip-till-any-match")
     >>> s = EventStream.from_columns(ids=range(8), ts=range(8), types=list("ABCDABCD"))
     >>> planner = ShapePlanner(cq, cq.alternatives[0].shapes[0], StreamData(s, None))
@@ -24,12 +24,12 @@ from __future__ import annotations
 from functools import cached_property
 from typing import Sequence
 
-from cep.match.data import StreamData
-from cep.match.estimator import ShapeEstimator
-from cep.match.plans import Estimates, GroupingChoice, Plan, build_plan, choose_plan, split_kind
-from cep.match.program import CompiledQuery
-from cep.match.shapes import Shape
-from cep.match.units import GroupingRequest, normal_grouping, units_of
+from cep.match.columnar.data import StreamData
+from cep.match.compile.program import CompiledQuery
+from cep.match.compile.shapes import Shape
+from cep.match.plan.estimator import ShapeEstimator
+from cep.match.plan.plans import Estimates, GroupingChoice, Plan, build_plan, choose_plan, split_kind
+from cep.match.plan.units import GroupingRequest, normal_grouping, units_of
 
 
 class ShapePlanner:
@@ -40,7 +40,7 @@ class ShapePlanner:
         shape: the shape to plan.
         data: the partition (the cost model samples it).
         grouping: force the grouping of the Kleene closures (``"left"``, ``"right"``,
-            ``"late"``, or per slot, see :func:`cep.match.units.normal_grouping`); None lets
+            ``"late"``, or per slot, see :func:`cep.match.plan.units.normal_grouping`); None lets
             the cost model choose.
     """
 
@@ -79,7 +79,7 @@ class ShapePlanner:
         """The plan of ``kind`` for this shape (sizes sampled for ``inner``).
 
         ``kind`` is a tree kind, with this planner's grouping, or ``tree:grouping`` with every
-        closure grouped that way (see :data:`cep.match.plans.PLAN_KINDS`).
+        closure grouped that way (see :data:`cep.match.plan.plans.PLAN_KINDS`).
         """
         tree_kind, forced = split_kind(kind)
         if forced is None:
