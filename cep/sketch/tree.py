@@ -70,7 +70,6 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
@@ -81,294 +80,23 @@ from cep.sketch.config import NEIGHBOURS, SketchConfig
 from cep.sketch.errors import (CorruptSketchError, SketchConfigError, SketchInputError,
                                TwinUnavailableError)
 from cep.sketch.hashing import Hasher, positions_of
+from cep.sketch.levels import (Level, Store, extend, leaf_level, neighbour_parents, parents,
+                               ranges, read_only, timestamps)
+from cep.sketch.node_ids import (ID_SHIFT, MAX_INDEX, child_index, child_indices, node_ids,
+                                 split_node_ids)
 from cep.sketch.names import factorize, merge_vocabularies
+from cep.sketch.open_leaf import OpenLeaf
+from cep.sketch.restored import (RESTORE_COLUMNS, check_restored, restored_columns,
+                                 summary_leaf)
 
-ID_SHIFT = 48
-"""``node_id = (level << ID_SHIFT) | index``."""
-MAX_INDEX = (1 << ID_SHIFT) - 1
+__all__ = ["ID_SHIFT", "MAX_INDEX", "OpenLeaf", "SketchTree", "node_ids", "split_node_ids"]
+"""``SketchTree`` here; the node-id helpers and ``OpenLeaf`` are re-exported from
+:mod:`cep.sketch.node_ids` and :mod:`cep.sketch.open_leaf`, where they live."""
 
 _NODE_COLUMNS: tuple[tuple[str, Any], ...] = (
     ("level", np.int8), ("index", np.int64), ("node_id", np.int64),
     ("pos_start", np.int64), ("pos_end", np.int64), ("ts_start", np.int64),
     ("ts_end", np.int64), ("n_events", np.int64))
-_DENSE_CELLS = 1 << 22
-"""Distinct (node, name) pairs are found on a dense boolean matrix up to this many cells."""
-_LEAF_CHUNK_BITS = 1 << 24
-"""Leaf filters are set on boolean matrices of at most this many cells at a time."""
-
-
-def node_ids(level: np.ndarray | int, index: np.ndarray | int) -> np.ndarray:
-    """``(level << 48) | index`` as int64.
-
-    Example:
-        >>> node_ids(np.array([0, 2]), np.array([5, 1])).tolist()
-        [5, 562949953421313]
-    """
-    return (np.asarray(level, dtype=np.int64) << ID_SHIFT) | np.asarray(index, dtype=np.int64)
-
-
-def split_node_ids(ids: np.ndarray | int) -> tuple[np.ndarray, np.ndarray]:
-    """``(level, index)`` of node ids.
-
-    Example:
-        >>> [a.tolist() for a in split_node_ids(np.array([5, 562949953421313]))]
-        [[0, 2], [5, 1]]
-    """
-    ids = np.asarray(ids, dtype=np.int64)
-    return ids >> ID_SHIFT, ids & MAX_INDEX
-
-
-def first_leaves(level: np.ndarray | int, index: np.ndarray | int, config: SketchConfig
-                 ) -> np.ndarray:
-    """The number of the first leaf under each node ``(level, index)``.
-
-    Under ``merge="aligned"`` node ``(L, g)`` starts at leaf ``g * f**L``; under
-    ``merge="neighbours"`` a node's index *is* its first leaf (pairs merge wherever they
-    stand, so no multiple of ``2**L`` can be assumed).
-
-    Example:
-        >>> first_leaves([0, 2], [5, 1], SketchConfig(m=64, k=1, C=4)).tolist()
-        [5, 4]
-        >>> first_leaves([0, 2], [5, 1], SketchConfig(m=64, k=1, C=4, merge="neighbours")).tolist()
-        [5, 1]
-    """
-    level = np.asarray(level, dtype=np.int64)
-    index = np.asarray(index, dtype=np.int64)
-    if config.merge == NEIGHBOURS:
-        return index.copy()
-    return index * np.power(np.int64(config.fanout), level)
-
-
-def child_index(level: np.ndarray, index: np.ndarray, offset: np.ndarray,
-                config: SketchConfig) -> np.ndarray:
-    """Index (at ``level - 1``) of child ``offset`` of inner nodes ``(level, index)``
-    (arrays broadcast together).
-
-    Example:
-        >>> child_index(np.array([2]), np.array([1]), np.array([1]), SketchConfig(m=64, k=1, C=4)).tolist()
-        [3]
-        >>> cfg = SketchConfig(m=64, k=1, C=4, merge="neighbours")
-        >>> child_index(np.array([2]), np.array([1]), np.array([1]), cfg).tolist()
-        [3]
-        >>> child_index(np.array([3]), np.array([1]), np.array([1]), cfg).tolist()
-        [5]
-    """
-    level = np.asarray(level, dtype=np.int64)
-    index = np.asarray(index, dtype=np.int64)
-    offset = np.asarray(offset, dtype=np.int64)
-    if config.merge == NEIGHBOURS:  # the right child starts 2**(level-1) leaves later
-        return index + offset * np.left_shift(np.int64(1), np.maximum(level - 1, 0))
-    return index * config.fanout + offset
-
-
-def child_indices(level: np.ndarray, index: np.ndarray, config: SketchConfig) -> np.ndarray:
-    """Indices (at ``level - 1``) of the ``f`` children of inner nodes: int64 ``(n, f)``.
-
-    Example:
-        >>> child_indices(np.array([2]), np.array([1]), SketchConfig(m=64, k=1, C=4)).tolist()
-        [[2, 3]]
-        >>> cfg = SketchConfig(m=64, k=1, C=4, merge="neighbours")
-        >>> child_indices(np.array([2]), np.array([1]), cfg).tolist()
-        [[1, 3]]
-    """
-    level = np.asarray(level, dtype=np.int64)[:, None]
-    index = np.asarray(index, dtype=np.int64)[:, None]
-    return child_index(level, index, np.arange(config.fanout, dtype=np.int64)[None, :], config)
-
-
-def _read_only(array: np.ndarray) -> np.ndarray:
-    view = array.view()
-    view.flags.writeable = False
-    return view
-
-
-def _ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """``concatenate([arange(s, s + c) for s, c in zip(starts, counts)])`` without a loop."""
-    counts = np.asarray(counts, dtype=np.int64)
-    total = int(counts.sum())
-    if total == 0:
-        return np.zeros(0, dtype=np.int64)
-    before = np.cumsum(counts) - counts
-    return np.repeat(np.asarray(starts, dtype=np.int64) - before, counts) + np.arange(total)
-
-
-def _distinct_pairs(node: np.ndarray, code: np.ndarray, n_nodes: int, n_names: int
-                    ) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct ``(node, code)`` pairs, sorted by node then code."""
-    if len(node) == 0:
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int32)
-    if n_nodes * n_names <= max(_DENSE_CELLS, 8 * len(node)):
-        dense = np.zeros((n_nodes, n_names), dtype=np.bool_)
-        dense[node, code] = True
-        rows, codes = np.nonzero(dense)
-        return rows.astype(np.int64), codes.astype(np.int32)
-    key = np.unique(node.astype(np.int64) * n_names + code)
-    return key // n_names, (key % n_names).astype(np.int32)
-
-
-class _Store:
-    """Append-only column buffers shared by successive tree values.
-
-    ``claimed`` is the length of the newest tree using the buffers: a tree of that length may
-    write beyond it (and claims the new rows); any other tree copies first.
-    """
-
-    __slots__ = ("columns", "claimed")
-
-    def __init__(self, columns: dict[str, np.ndarray], claimed: int) -> None:
-        self.columns = columns
-        self.claimed = claimed
-
-
-def _extend(store: _Store | None, n: int, new: dict[str, np.ndarray]) -> tuple[_Store, int]:
-    """The store holding rows ``[:n]`` of ``store`` followed by ``new`` (in place if allowed)."""
-    add = len(next(iter(new.values())))
-    total = n + add
-    if store is not None:
-        capacity = len(next(iter(store.columns.values())))
-        if store.claimed == n and total <= capacity:
-            for name, values in new.items():
-                store.columns[name][n:total] = values
-            store.claimed = total
-            return store, total
-    if n == 0:
-        # A first batch: its freshly made arrays become the buffers (no copy).
-        return _Store({name: np.ascontiguousarray(values) for name, values in new.items()},
-                      total), total
-    capacity = max(total, 2 * n)
-    columns = {}
-    for name, values in new.items():
-        buffer = np.empty((capacity,) + values.shape[1:], dtype=values.dtype)
-        buffer[:n] = store.columns[name][:n]  # type: ignore[union-attr]
-        buffer[n:total] = values
-        columns[name] = buffer
-    return _Store(columns, total), total
-
-
-@dataclass
-class _Level:
-    """Nodes of one level, in index order, with their twin pairs (an internal batch)."""
-
-    level: int
-    index: np.ndarray
-    pos_start: np.ndarray
-    pos_end: np.ndarray
-    ts_start: np.ndarray
-    ts_end: np.ndarray
-    n_events: np.ndarray
-    bits: np.ndarray
-    pair_node: np.ndarray
-    pair_code: np.ndarray
-    old_row: np.ndarray
-    has_parent: np.ndarray
-
-    def __len__(self) -> int:
-        return len(self.index)
-
-    @staticmethod
-    def concat(first: _Level, second: _Level) -> _Level:
-        if not len(first):
-            return second
-        return _Level(
-            first.level,
-            *(np.concatenate((getattr(first, name), getattr(second, name)))
-              for name in ("index", "pos_start", "pos_end", "ts_start", "ts_end", "n_events",
-                           "bits")),
-            pair_node=np.concatenate((first.pair_node, second.pair_node + len(first))),
-            pair_code=np.concatenate((first.pair_code, second.pair_code)),
-            old_row=np.concatenate((first.old_row, second.old_row)),
-            has_parent=np.concatenate((first.has_parent, second.has_parent)))
-
-
-@dataclass(frozen=True, eq=False)
-class OpenLeaf:
-    """The last ``< C`` events of a stream, not yet a full leaf; queried like a leaf.
-
-    Attributes:
-        index: The leaf number it will have when full (``n_full_leaves``); its unit id is
-            ``node_id = (0 << 48) | index``.
-        pos_start: Position of its first event (``index * C``).
-        names: Name of each event, in order; ``None`` for a twin-less summary (a leaf restored
-            from the ``is_open`` row of the nodes table, which keeps its filter, not its events).
-        ts: Timestamp of each event (read-only int64 array; empty for a summary).
-        filter: Its Bloom filter.
-        summary: ``(n_events, ts_start, ts_end)`` of a summary leaf (``names is None``);
-            ``None`` otherwise.
-    """
-
-    index: int
-    pos_start: int
-    names: tuple[str, ...] | None
-    ts: np.ndarray
-    filter: BloomFilter
-    summary: tuple[int, int | None, int | None] | None = None
-
-    @property
-    def node_id(self) -> int:
-        """``(0 << 48) | index``: the id of the leaf it becomes when full."""
-        return self.index
-
-    @property
-    def has_twin(self) -> bool:
-        """True when the leaf knows its events' names (not a summary)."""
-        return self.names is not None
-
-    @property
-    def n_events(self) -> int:
-        """Events in the open leaf (0 .. C-1)."""
-        if self.names is None:
-            return int(self.summary[0]) if self.summary else 0
-        return len(self.names)
-
-    @property
-    def pos_end(self) -> int:
-        """Position of its last event (``pos_start - 1`` when empty)."""
-        return self.pos_start + self.n_events - 1
-
-    @property
-    def ts_start(self) -> int | None:
-        """Timestamp of its first event (``None`` when empty)."""
-        if self.names is None:
-            return self.summary[1] if self.summary else None
-        return int(self.ts[0]) if len(self.ts) else None
-
-    @property
-    def ts_end(self) -> int | None:
-        """Timestamp of its last event (``None`` when empty)."""
-        if self.names is None:
-            return self.summary[2] if self.summary else None
-        return int(self.ts[-1]) if len(self.ts) else None
-
-    @property
-    def bits(self) -> np.ndarray:
-        """The packed filter (``m // 8`` uint8)."""
-        return self.filter.packed()
-
-    def member(self, name: str) -> bool:
-        """Bloom membership: ``name`` is possibly present."""
-        return self.filter.contains(name)
-
-    def twin_member(self, name: str) -> bool:
-        """Exact membership.
-
-        Raises:
-            TwinUnavailableError: the leaf is a summary (its names are not known).
-        """
-        if self.names is None:
-            raise TwinUnavailableError(
-                f"the open leaf {self.index} was restored from its stored filter and has no "
-                "exact set; use member() (Bloom membership)")
-        return name in self.names
-
-    def __eq__(self, other: object) -> bool:
-        return (isinstance(other, OpenLeaf) and self.index == other.index
-                and self.pos_start == other.pos_start
-                and self.names == other.names and np.array_equal(self.ts, other.ts)
-                and self.filter == other.filter and self.summary == other.summary)
-
-    __hash__ = None  # type: ignore[assignment]
-
-
 class SketchTree:
     """The Bloom-filter tree and exact-set twin of one stream (see the module docstring).
 
@@ -389,8 +117,8 @@ class SketchTree:
     twin_code: np.ndarray
 
     def __init__(self, config: SketchConfig, vocabulary: tuple[str, ...],
-                 name_positions: np.ndarray, nodes: _Store | None, n_nodes: int,
-                 is_top: np.ndarray, twin: _Store | None, n_pairs: int, n_full_leaves: int,
+                 name_positions: np.ndarray, nodes: Store | None, n_nodes: int,
+                 is_top: np.ndarray, twin: Store | None, n_pairs: int, n_full_leaves: int,
                  open_codes: np.ndarray, open_ts: np.ndarray, last_ts: int | None,
                  hasher: Hasher | None, *, has_twin: bool = True,
                  open_summary: OpenLeaf | None = None) -> None:
@@ -399,23 +127,23 @@ class SketchTree:
         self.has_twin = has_twin
         self._open_summary = open_summary
         self.vocabulary = vocabulary
-        self.name_positions = _read_only(name_positions)
+        self.name_positions = read_only(name_positions)
         self.hasher = hasher
         self._nodes, self._twin = nodes, twin
         self.n_nodes, self.n_full_leaves = n_nodes, n_full_leaves
         self._last_ts = last_ts
         for name, dtype in _NODE_COLUMNS:
             column = nodes.columns[name][:n_nodes] if nodes else np.zeros(0, dtype=dtype)
-            setattr(self, name, _read_only(column))
-        self.bits = _read_only(nodes.columns["bits"][:n_nodes] if nodes
+            setattr(self, name, read_only(column))
+        self.bits = read_only(nodes.columns["bits"][:n_nodes] if nodes
                                else np.zeros((0, config.m // 8), dtype=np.uint8))
-        self.is_top = _read_only(is_top)
-        self.twin_row = _read_only(twin.columns["row"][:n_pairs] if twin
+        self.is_top = read_only(is_top)
+        self.twin_row = read_only(twin.columns["row"][:n_pairs] if twin
                                    else np.zeros(0, dtype=np.int64))
-        self.twin_code = _read_only(twin.columns["code"][:n_pairs] if twin
+        self.twin_code = read_only(twin.columns["code"][:n_pairs] if twin
                                     else np.zeros(0, dtype=np.int32))
-        self.open_codes = _read_only(open_codes)
-        self.open_ts = _read_only(open_ts)
+        self.open_codes = read_only(open_codes)
+        self.open_ts = read_only(open_ts)
 
     # ---- construction ------------------------------------------------------------------------
 
@@ -496,24 +224,24 @@ class SketchTree:
         if not isinstance(config, SketchConfig):
             raise SketchConfigError(f"config: expected a SketchConfig, found {type(config).__name__}")
         c, f, width_bytes = config.C, config.fanout, config.m // 8
-        cols = _restored_columns(nodes, width_bytes)
+        cols = restored_columns(nodes, width_bytes)
         n = len(cols["level"])
         order = np.lexsort((cols["level"], cols["pos_end"]))
         cols = {name: values[order] for name, values in cols.items()}
-        _check_restored(cols, c, f, open_index, config.merge)
+        check_restored(cols, c, f, open_index, config.merge)
         summary: OpenLeaf | None = None
         if open_summary is not None:
             if open_names is not None or open_ts is not None:
                 raise TwinUnavailableError("restore: give the open leaf's events (open_names, "
                                            "open_ts) or its summary (open_summary), not both")
-            summary = _open_summary(config, open_index, open_summary, hasher)
+            summary = summary_leaf(config, open_index, open_summary, hasher)
             codes, vocabulary = np.zeros(0, dtype=np.int32), ()
             ts = np.zeros(0, dtype=np.int64)
         else:
             if (open_names is None) != (open_ts is None):
                 raise TwinUnavailableError("restore: open_names and open_ts go together")
             codes, vocabulary = factorize(open_names if open_names is not None else [])
-            ts = _timestamps(open_ts if open_ts is not None else [], len(codes))
+            ts = timestamps(open_ts if open_ts is not None else [], len(codes))
             if len(codes) >= c:
                 raise CorruptSketchError(f"restore: the open leaf holds {len(codes)} events, "
                                          f"a leaf is full at C={c}")
@@ -539,7 +267,7 @@ class SketchTree:
                                                     "ts_end", "n_events", "bits")}
             columns["level"] = cols["level"].astype(np.int8)
             columns["node_id"] = node_ids(cols["level"], cols["index"])
-            store = _Store(columns, n)
+            store = Store(columns, n)
         return cls(config, vocabulary, positions, store, n, cols["is_top"], None, 0,
                    int(open_index), codes.astype(np.int32, copy=False), ts,
                    None if last_ts is None else int(last_ts), hasher, has_twin=False,
@@ -553,7 +281,7 @@ class SketchTree:
         reads nothing else (tested). This is what the incremental job restores from Delta.
         """
         rows = self.top_rows()
-        cols = {name: getattr(self, name)[rows] for name in _RESTORE_COLUMNS}
+        cols = {name: getattr(self, name)[rows] for name in RESTORE_COLUMNS}
         leaf = self.open_leaf
         if leaf.names is None:
             summary = (leaf.n_events, leaf.ts_start, leaf.ts_end, leaf.bits)
@@ -593,7 +321,7 @@ class SketchTree:
             cep.sketch.errors.SketchInputError: CEP-SKETCH-003: ts: event 0 of the batch has ts 0, before the stream's last event (ts 2); events must be appended in (ts, id) order
         """
         codes_batch, vocab_batch = factorize(names)
-        ts_batch = _timestamps(ts, len(codes_batch))
+        ts_batch = timestamps(ts, len(codes_batch))
         if self._open_summary is not None and len(codes_batch):
             raise TwinUnavailableError(
                 "append: this tree's open leaf was restored from its stored filter only; "
@@ -634,7 +362,7 @@ class SketchTree:
         if self.n_full_leaves + n_leaves - 1 > MAX_INDEX:
             raise SketchInputError(f"the stream has more than {MAX_INDEX + 1} leaves")
         cut = n_leaves * c
-        current = _leaf_level(codes[:cut], ts[:cut], self.n_full_leaves, positions, cfg,
+        current = leaf_level(codes[:cut], ts[:cut], self.n_full_leaves, positions, cfg,
                               len(vocabulary))
         new_levels = [current]
         is_top = np.array(self.is_top, dtype=np.bool_)
@@ -651,8 +379,8 @@ class SketchTree:
                 first_group = int(current.index[0]) // f
                 waiting = tops[(self.level[tops] == level - 1)
                                & (self.index[tops] >= first_group * f)]
-            pool = _Level.concat(self._old_level(waiting, level - 1, remap), current)
-            current = (_neighbour_parents if neighbours else _parents)(
+            pool = Level.concat(self._old_level(waiting, level - 1, remap), current)
+            current = (neighbour_parents if neighbours else parents)(
                 pool, level, cfg, len(vocabulary))
             is_top[pool.old_row[pool.has_parent & (pool.old_row >= 0)]] = False
             if len(waiting):
@@ -663,20 +391,20 @@ class SketchTree:
                                     codes[cut:], ts[cut:],
                                     int(ts[-1]) if len(ts) else self._last_ts)
 
-    def _old_level(self, rows: np.ndarray, level: int, remap: np.ndarray) -> _Level:
+    def _old_level(self, rows: np.ndarray, level: int, remap: np.ndarray) -> Level:
         """Existing (top-level) nodes as a batch, their twin codes in the new vocabulary."""
         lo = np.searchsorted(self.twin_row, rows, side="left")
         hi = np.searchsorted(self.twin_row, rows, side="right")
         counts = hi - lo
-        return _Level(
+        return Level(
             level, self.index[rows], self.pos_start[rows], self.pos_end[rows],
             self.ts_start[rows], self.ts_end[rows], self.n_events[rows], self.bits[rows],
             pair_node=np.repeat(np.arange(len(rows), dtype=np.int64), counts),
-            pair_code=remap[self.twin_code[_ranges(lo, counts)]],
+            pair_code=remap[self.twin_code[ranges(lo, counts)]],
             old_row=rows.astype(np.int64), has_parent=np.zeros(len(rows), dtype=np.bool_))
 
     def _with_new_nodes(self, vocabulary: tuple[str, ...], positions: np.ndarray,
-                        remap: np.ndarray, levels: list[_Level], is_top: np.ndarray,
+                        remap: np.ndarray, levels: list[Level], is_top: np.ndarray,
                         open_codes: np.ndarray, open_ts: np.ndarray, last_ts: int | None
                         ) -> SketchTree:
         """A new tree: this one's rows, then the new nodes in post-order."""
@@ -688,7 +416,7 @@ class SketchTree:
         keep_twin = self.has_twin
         if vocabulary != self.vocabulary and n_pairs:
             # Codes of existing pairs move with the vocabulary (their order within a node is kept).
-            twin, n_pairs = _extend(None, 0, {"row": np.array(self.twin_row),
+            twin, n_pairs = extend(None, 0, {"row": np.array(self.twin_row),
                                               "code": remap[self.twin_code]})
         n_full = self.n_full_leaves
         if levels:
@@ -702,17 +430,17 @@ class SketchTree:
                    ("index", "pos_start", "pos_end", "ts_start", "ts_end", "n_events", "bits")}
             new["level"] = level[order]
             new["node_id"] = node_ids(new["level"], new["index"])
-            nodes, n_nodes = _extend(nodes, n_nodes, new)
+            nodes, n_nodes = extend(nodes, n_nodes, new)
             is_top = np.concatenate((is_top, ~cat["has_parent"][order]))
             offsets = np.cumsum([0] + sizes[:-1])
             pair_node = np.concatenate([lv.pair_node + off for lv, off in zip(levels, offsets)])
             pair_code = np.concatenate([lv.pair_code for lv in levels])
             counts = np.bincount(pair_node, minlength=len(order))
             starts = np.cumsum(counts) - counts
-            take = _ranges(starts[order], counts[order])
+            take = ranges(starts[order], counts[order])
             rows = np.repeat(np.arange(self.n_nodes, n_nodes, dtype=np.int64), counts[order])
             if len(rows) and keep_twin:
-                twin, n_pairs = _extend(twin, n_pairs, {"row": rows, "code": pair_code[take]})
+                twin, n_pairs = extend(twin, n_pairs, {"row": rows, "code": pair_code[take]})
             n_full += len(levels[0]) if levels[0].level == 0 else 0
         return SketchTree(self.config, vocabulary, positions, nodes, n_nodes, is_top, twin,
                           n_pairs, n_full, open_codes.astype(np.int32, copy=False),
@@ -941,240 +669,3 @@ class SketchTree:
                 "state_bytes": int(sum(a.nbytes for a in arrays)), "mean_fill": fill,
                 "names": len(self.vocabulary), "twin_pairs": len(self.twin_row)}
 
-
-def _timestamps(ts: Sequence[int] | np.ndarray, n: int) -> np.ndarray:
-    """``ts`` as a non-decreasing int64 array of ``n`` entries, or SketchInputError."""
-    array = np.asarray(ts)
-    if array.ndim != 1:
-        raise SketchInputError(f"ts: expected a 1-d array, found {array.ndim}-d")
-    if len(array) != n:
-        raise SketchInputError(f"ts: expected {n} timestamps (one per name), found {len(array)}")
-    if array.dtype.kind == "M":
-        array = array.astype("datetime64[us]").view(np.int64)
-    elif n and array.dtype.kind not in "iu":
-        raise SketchInputError(f"ts: expected integer microseconds, found {array.dtype} values")
-    elif array.dtype.kind == "u" and n and int(array.max()) > np.iinfo(np.int64).max:
-        raise SketchInputError("ts: values beyond int64")
-    array = array.astype(np.int64, copy=False)
-    back = np.flatnonzero(array[1:] < array[:-1])
-    if len(back):
-        i = int(back[0]) + 1
-        raise SketchInputError(f"ts: event {i} of the batch has ts {int(array[i])}, before "
-                               f"event {i - 1} (ts {int(array[i - 1])}); events must be in "
-                               "(ts, id) order")
-    return array
-
-
-def _leaf_level(codes: np.ndarray, ts: np.ndarray, first_leaf: int, positions: np.ndarray,
-                config: SketchConfig, n_names: int) -> _Level:
-    """The full leaves of consecutive events (``len(codes)`` is a multiple of ``C``)."""
-    c, m = config.C, config.m
-    n = len(codes) // c
-    index = first_leaf + np.arange(n, dtype=np.int64)
-    pair_node, pair_code = _distinct_pairs(np.arange(len(codes), dtype=np.int64) // c, codes,
-                                           n, n_names)
-    bits = np.empty((n, m // 8), dtype=np.uint8)
-    step = max(1, _LEAF_CHUNK_BITS // m)
-    k = positions.shape[1]
-    for lo_leaf in range(0, n, step):
-        hi_leaf = min(n, lo_leaf + step)
-        lo, hi = np.searchsorted(pair_node, [lo_leaf, hi_leaf])
-        dense = np.zeros((hi_leaf - lo_leaf, m), dtype=np.bool_)
-        dense[np.repeat(pair_node[lo:hi] - lo_leaf, k), positions[pair_code[lo:hi]].reshape(-1)] = True
-        bits[lo_leaf:hi_leaf] = np.packbits(dense, axis=1, bitorder="little")
-    return _Level(0, index, index * c, index * c + (c - 1), ts[::c][:n].copy(),
-                  ts[c - 1::c][:n].copy(), np.full(n, c, dtype=np.int64), bits,
-                  pair_node, pair_code, np.full(n, -1, dtype=np.int64),
-                  np.zeros(n, dtype=np.bool_))
-
-
-def _parents(pool: _Level, level: int, config: SketchConfig, n_names: int) -> _Level:
-    """The nodes of ``level`` whose ``f`` children are all in ``pool`` and whose OR is at most
-    half full; marks ``pool.has_parent``."""
-    f, m = config.fanout, config.m
-    n = len(pool)
-    group = pool.index // f
-    if n:
-        starts = np.flatnonzero(np.concatenate(([True], group[1:] != group[:-1])))
-        counts = np.diff(np.append(starts, n))
-        complete = starts[counts == f]
-    else:
-        complete = np.zeros(0, dtype=np.int64)
-    child = complete[:, None] + np.arange(f)
-    merged = np.bitwise_or.reduce(pool.bits[child], axis=1) if len(complete) else \
-        np.zeros((0, m // 8), dtype=np.uint8)
-    keep = np.bitwise_count(merged).sum(axis=1, dtype=np.int64) <= m // 2
-    child, merged = child[keep], merged[keep]
-    return _merged_level(pool, level, child, merged, group[child[:, 0]], n_names)
-
-
-def _neighbour_parents(pool: _Level, level: int, config: SketchConfig, n_names: int) -> _Level:
-    """The nodes of ``level`` that the thesis's Algorithm 2 makes from ``pool``; marks
-    ``pool.has_parent``.
-
-    Baltus 2021, section 4.1, Algorithm 2: two neighbouring top-level nodes of one level merge
-    when the OR of their filters has at most ``m/2`` bits set. Run leaf by leaf, a node is
-    tried against its left neighbour when it is made, so along the nodes of one level the
-    pairs taken are the greedy left-to-right choice over the pairs that fit: in a run of
-    consecutive fitting pairs, the first, third, fifth... Neighbours must be adjacent in the
-    stream (a lower top-level node between them keeps them apart). The new node's index is
-    its first leaf.
-    """
-    m = config.m
-    n = len(pool)
-    if n < 2:
-        return _merged_level(pool, level, np.zeros((0, 2), dtype=np.int64),
-                             np.zeros((0, m // 8), dtype=np.uint8),
-                             np.zeros(0, dtype=np.int64), n_names)
-    fits = pool.pos_start[1:] == pool.pos_end[:-1] + 1
-    step = max(1, _LEAF_CHUNK_BITS // m)
-    for lo in range(0, n - 1, step):
-        hi = min(n - 1, lo + step)
-        ones = np.bitwise_count(pool.bits[lo:hi] | pool.bits[lo + 1:hi + 1]).sum(
-            axis=1, dtype=np.int64)
-        fits[lo:hi] &= ones <= m // 2
-    pair = np.arange(n - 1, dtype=np.int64)
-    run_start = np.maximum.accumulate(np.where(np.concatenate(([True], ~fits[:-1])), pair, 0))
-    left = np.flatnonzero(fits & ((pair - run_start) % 2 == 0))
-    child = np.stack((left, left + 1), axis=1)
-    merged = pool.bits[left] | pool.bits[left + 1]
-    return _merged_level(pool, level, child, merged, pool.index[left], n_names)
-
-
-def _merged_level(pool: _Level, level: int, child: np.ndarray, merged: np.ndarray,
-                  index: np.ndarray, n_names: int) -> _Level:
-    """The new nodes of ``level``: node ``i`` has the pool rows ``child[i]`` (in position
-    order), the filter ``merged[i]`` and the index ``index[i]``; marks ``pool.has_parent``."""
-    n = len(pool)
-    n_new = len(child)
-    pool.has_parent[child.reshape(-1)] = True
-    parent_of = np.full(n, -1, dtype=np.int64)
-    parent_of[child] = np.arange(n_new, dtype=np.int64)[:, None]
-    owner = parent_of[pool.pair_node]
-    chosen = owner >= 0
-    pair_node, pair_code = _distinct_pairs(owner[chosen], pool.pair_code[chosen], n_new, n_names)
-    return _Level(
-        level, index.astype(np.int64), pool.pos_start[child[:, 0]], pool.pos_end[child[:, -1]],
-        pool.ts_start[child].min(axis=1) if n_new else np.zeros(0, dtype=np.int64),
-        pool.ts_end[child].max(axis=1) if n_new else np.zeros(0, dtype=np.int64),
-        pool.n_events[child].sum(axis=1), merged, pair_node, pair_code,
-        np.full(n_new, -1, dtype=np.int64), np.zeros(n_new, dtype=np.bool_))
-
-
-_RESTORE_COLUMNS = ("level", "index", "pos_start", "pos_end", "ts_start", "ts_end", "n_events",
-                    "is_top", "bits")
-"""The node columns :meth:`SketchTree.restore` reads."""
-
-
-def _restored_columns(nodes: Mapping[str, Any], width_bytes: int) -> dict[str, np.ndarray]:
-    """The stored node columns as arrays of the tree's dtypes, or CorruptSketchError."""
-    missing = [name for name in _RESTORE_COLUMNS if name not in nodes]
-    if missing:
-        raise CorruptSketchError(f"restore: missing node columns {missing}")
-    cols: dict[str, np.ndarray] = {}
-    for name in _RESTORE_COLUMNS[:-2]:
-        values = np.asarray(nodes[name])
-        if values.ndim != 1 or (len(values) and values.dtype.kind not in "iu"):
-            raise CorruptSketchError(f"restore: column {name} must be 1-d integers, found "
-                                     f"{values.dtype} of shape {values.shape}")
-        cols[name] = values.astype(np.int64, copy=False)
-    cols["is_top"] = np.asarray(nodes["is_top"], dtype=np.bool_).reshape(-1)
-    bits = nodes["bits"]
-    if isinstance(bits, np.ndarray) and bits.ndim == 2:
-        array = np.ascontiguousarray(bits, dtype=np.uint8)
-    else:
-        blobs = list(bits)
-        if any(not isinstance(b, (bytes, bytearray, memoryview)) or len(b) != width_bytes
-               for b in blobs):
-            raise CorruptSketchError(f"restore: every filter must be {width_bytes} bytes (m / 8)")
-        array = (np.frombuffer(b"".join(bytes(b) for b in blobs), dtype=np.uint8)
-                 .reshape(len(blobs), width_bytes).copy())
-    n = len(cols["level"])
-    if array.shape != (n, width_bytes):
-        raise CorruptSketchError(f"restore: bits must have shape ({n}, {width_bytes}), found "
-                                 f"{array.shape}")
-    cols["bits"] = array
-    lengths = {name: len(values) for name, values in cols.items()}
-    if len(set(lengths.values())) > 1:
-        raise CorruptSketchError(f"restore: node columns differ in length: {lengths}")
-    return cols
-
-
-def _check_restored(cols: dict[str, np.ndarray], c: int, f: int, open_index: int,
-                    merge: str) -> None:
-    """Checks that rows in post-order are nodes of one tree whose tops cover the full leaves."""
-    level, index = cols["level"], cols["index"]
-    if isinstance(open_index, bool) or not isinstance(open_index, (int, np.integer)) \
-            or not 0 <= int(open_index) <= MAX_INDEX:
-        raise CorruptSketchError(f"restore: open_index must be in [0, {MAX_INDEX}], found "
-                                 f"{open_index!r}")
-    n = len(level)
-    if not n:
-        if open_index:
-            raise CorruptSketchError(f"restore: no node rows, but the open leaf is leaf "
-                                     f"{int(open_index)} (full leaves must be covered)")
-        return
-    if level.min() < 0 or level.max() > 62 or index.min() < 0 or index.max() > MAX_INDEX:
-        raise CorruptSketchError("restore: a node has a level outside [0, 62] or an index "
-                                 f"outside [0, {MAX_INDEX}]")
-    widths = [c * f ** lv for lv in range(int(level.max()) + 1)]
-    # int64 arithmetic when no product can overflow, exact Python ints otherwise.
-    kind = np.int64 if max(widths) * (int(index.max()) + 2) < (1 << 62) else object
-    width = np.array(widths, dtype=kind)[level]
-    # Under the neighbours rule a node's index is its first leaf (config.merge).
-    start = index.astype(kind) * (c if merge == NEIGHBOURS else width)
-    bad = np.flatnonzero((cols["pos_start"].astype(kind) != start)
-                         | (cols["pos_end"].astype(kind) != start + width - 1)
-                         | (cols["n_events"].astype(kind) != width)
-                         | (cols["ts_start"] > cols["ts_end"]))
-    if len(bad):
-        i = int(bad[0])
-        raise CorruptSketchError(
-            f"restore: node (level {int(level[i])}, index {int(index[i])}) has positions "
-            f"{int(cols['pos_start'][i])}..{int(cols['pos_end'][i])}, {int(cols['n_events'][i])} "
-            f"events and ts {int(cols['ts_start'][i])}..{int(cols['ts_end'][i])}; its level and "
-            f"index say {start[i]}..{start[i] + width[i] - 1} and {width[i]} events")
-    same = np.flatnonzero((cols["pos_end"][1:] == cols["pos_end"][:-1])
-                          & (level[1:] == level[:-1]))
-    if len(same):
-        i = int(same[0])
-        raise CorruptSketchError(f"restore: node (level {int(level[i])}, index {int(index[i])}) "
-                                 "appears twice")
-    tops = np.flatnonzero(cols["is_top"])
-    ends = cols["pos_end"][tops]
-    starts = cols["pos_start"][tops]
-    expected_end = int(open_index) * c - 1
-    if (not len(tops) or starts[0] != 0 or ends[-1] != expected_end
-            or np.any(starts[1:] != ends[:-1] + 1)):
-        raise CorruptSketchError(
-            "restore: the top-level nodes must cover positions 0.."
-            f"{expected_end} (the full leaves before open leaf {int(open_index)}) in order "
-            "without gaps or overlap")
-
-
-def _open_summary(config: SketchConfig, open_index: int,
-                  summary: tuple[int, int | None, int | None, Any],
-                  hasher: Hasher | None) -> OpenLeaf:
-    """The twin-less open leaf of an ``is_open`` row: count, first and last ts, packed bits."""
-    try:
-        n_events, ts_start, ts_end, bits = summary
-    except (TypeError, ValueError):
-        raise CorruptSketchError("restore: open_summary must be (n_events, ts_start, ts_end, "
-                                 "bits)") from None
-    if isinstance(n_events, bool) or not isinstance(n_events, (int, np.integer)) \
-            or not 0 <= int(n_events) < config.C:
-        raise CorruptSketchError(f"restore: the open leaf holds {n_events!r} events; expected "
-                                 f"0 .. C-1 = {config.C - 1}")
-    packed = np.frombuffer(bytes(bits), dtype=np.uint8) if not isinstance(bits, np.ndarray) \
-        else np.asarray(bits, dtype=np.uint8)
-    if packed.shape != (config.m // 8,):
-        raise CorruptSketchError(f"restore: the open leaf's filter must be {config.m // 8} "
-                                 f"bytes, found {packed.size}")
-    if int(n_events) and (ts_start is None or ts_end is None or int(ts_start) > int(ts_end)):
-        raise CorruptSketchError(f"restore: the open leaf's ts interval {ts_start}..{ts_end} "
-                                 "is missing or reversed")
-    filt = BloomFilter.from_packed(packed.copy(), config.m, config.seeds or (), hasher)
-    bounds = (int(ts_start), int(ts_end)) if int(n_events) else (None, None)
-    return OpenLeaf(int(open_index), int(open_index) * config.C, None,
-                    _read_only(np.zeros(0, dtype=np.int64)), filt,
-                    summary=(int(n_events), *bounds))
