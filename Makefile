@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test unit fuzz install jars data bench clean flink-venv exec-venv wheel
+.PHONY: demo test unit fuzz install jars data bench bench-summary clean flink-venv exec-venv wheel
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -53,6 +53,11 @@ fuzz: jars
 
 bench: jars
 	$(PY) -m benchmarks.run
+
+# The headline table of BENCHMARKS.md from the runs recorded in benchmarks/results (a benchmark
+# records its run with --record; e.g. python -m benchmarks.bench_match_sql --record).
+bench-summary:
+	$(PY) -m benchmarks.summary
 
 clean:
 	rm -rf $(VENV) data/warehouse data/tmp build dist

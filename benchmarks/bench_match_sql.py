@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.common import bench_session, cached_events, flink_csv, run_flink
+from benchmarks.summary import record
 
 WINDOW = "1 MINUTE"
 
@@ -191,6 +192,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--record", action="store_true",
+                        help="write benchmarks/results/bench_match_sql.json for the headline "
+                             "of BENCHMARKS.md (make bench-summary)")
     parser.add_argument("--queries", nargs="+", choices=sorted(QUERIES),
                         help="only these questions (default: all)")
     args = parser.parse_args()
@@ -200,6 +204,34 @@ def main() -> None:
     rows = run(args.sizes, args.queries)
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2, default=str))
+    if args.record:
+        record("bench_match_sql", rows, headline(rows))
+
+
+def headline(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The headline entries of a run: each question at the largest size, against the
+    hand-written Spark SQL and, where it ran, Flink's MATCH_RECOGNIZE.
+
+    Example:
+        >>> [e["baseline"] for e in headline([{"events": 10, "query": "seq3_next",
+        ...     "ours_s": 1.0, "sql_s": 2.0, "flink_s": None}])]
+        ['hand-written Spark SQL']
+    """
+    largest = max((r["events"] for r in rows), default=0)
+    out = []
+    for r in rows:
+        if r["events"] != largest:
+            continue
+        q = QUERIES[r["query"]]
+        question = f"`{r['query']}`: {q['pattern'].split(' WHERE')[0].split(' WITHIN')[0]}, " \
+                   f"{q['policy']}"
+        shape = f"{largest:,} events, 1,000 keys, 50 Zipf types"
+        for name, key in (("hand-written Spark SQL", "sql_s"), ("Flink MATCH_RECOGNIZE",
+                                                                 "flink_s")):
+            if r.get(key):
+                out.append({"function": "match_seq", "question": question, "shape": shape,
+                            "ours_s": r["ours_s"], "baseline": name, "baseline_s": r[key]})
+    return out
 
 
 if __name__ == "__main__":
