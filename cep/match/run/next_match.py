@@ -34,8 +34,6 @@ Example:
 
 from __future__ import annotations
 
-from typing import Sequence
-
 import numpy as np
 
 from cep.lang.ast import NEXT
@@ -45,6 +43,8 @@ from cep.match.columnar.data import StreamData
 from cep.match.columnar.joins import expand_ranges
 from cep.match.columnar.negation import violated, window_close
 from cep.match.columnar.variables import exists_assignment
+from cep.match.columnar.views import (after_first, append_to_view, distinct, first_of,
+                                      first_per_group, member, union)
 from cep.match.compile.expr import null_safe_equal
 from cep.match.compile.planner import RunPlan
 from cep.match.compile.program import CompiledAlternative, CompiledQuery, Negation
@@ -80,7 +80,7 @@ class NextMatch:
         self.var_negations = plan.var_negations
         self.reads_of = plan.reads_of
         self.buffers = {a: alias_buffer(cq, a, data) for a in self.aliases}
-        self.unions = [_union([self.buffers[a] for a in s.aliases]) for s in self.slots]
+        self.unions = [union([self.buffers[a] for a in s.aliases]) for s in self.slots]
         self.fillers = [self._fillers(k) for k in range(self.nb)]
         self.kleene_union: dict[tuple[int, bool, bool], np.ndarray] = {}
         # Checks that use join variables, re-decided on every binding (the oracle's rule).
@@ -96,7 +96,7 @@ class NextMatch:
         while self.slots[k].kind == "kleene" and self.slots[k].min == 0 and k + 1 < self.nb:
             k += 1
             parts.append(self.unions[k])
-        return _union(parts)
+        return union(parts)
 
     # -- run state -----------------------------------------------------------------------------
     def _init_state(self, starts: np.ndarray) -> None:
@@ -173,7 +173,7 @@ class NextMatch:
         for index, alias in enumerate(slot.aliases):
             ok = base & (choice < 0)
             if not single:
-                ok &= _member(self.buffers[alias], pos)
+                ok &= member(self.buffers[alias], pos)
             if not ok.any():
                 continue
             if not self.preds_of[alias] and not self.constants and not self.alt.negations \
@@ -189,7 +189,7 @@ class NextMatch:
                     entering: np.ndarray, initial: bool) -> np.ndarray:
         """Cross conditions, NOTs and join variables for binding ``pos`` as ``alias``."""
         view = self._view_for(rows, alias)
-        _append_to_view(view, alias, pos)
+        append_to_view(view, alias, pos)
         ok = np.ones(len(rows), dtype=bool)
         for pred in self.preds_of[alias]:
             ok &= holds(pred, view, self.data, new_of=alias)
@@ -245,7 +245,7 @@ class NextMatch:
             sub_vars = {k: (np.broadcast_to(v[0], (view.n,))[idx], None if v[1] is None
                             else np.broadcast_to(v[1], (view.n,))[idx]) for k, v in variables.items()}
             bad = violated(neg.conditions, view.take(idx), self.data, left[idx], right[idx],
-                           _first_of(view, self.aliases)[idx], self._buffer, self.equivalences,
+                           first_of(view, self.aliases)[idx], self._buffer, self.equivalences,
                            self.limits, sub_vars)
             out[idx[bad]] = False
         return out
@@ -271,7 +271,7 @@ class NextMatch:
                     after_first = np.where(has, cand, after_first)
         active = before_last >= 0
         if new_pos is None:
-            close = window_close(self.window, self.data, _first_of(view, self.aliases))
+            close = window_close(self.window, self.data, first_of(view, self.aliases))
             right = np.where(after_first >= 0, after_first, close)
         else:
             active &= after_first >= 0
@@ -305,7 +305,7 @@ class NextMatch:
             r_rows = rows[pending]
             js = self.j[r_rows]
             still: list[np.ndarray] = []
-            for k in _distinct(js):
+            for k in distinct(js):
                 sel = pending[js == k]
                 if k >= self.nb:
                     state[sel] = _DONE
@@ -401,7 +401,7 @@ class NextMatch:
                 parts.append(self.unions[k])
             if key & 2 and k + 1 < self.nb:
                 parts.append(self.fillers[k + 1])
-            cached = _union(parts) if parts else np.zeros(0, dtype=np.int64)
+            cached = union(parts) if parts else np.zeros(0, dtype=np.int64)
             self.kleene_union[(k, key & 2 > 0, key & 1 > 0)] = cached
         return cached
 
@@ -444,7 +444,7 @@ class NextMatch:
         """Runs whose next event must directly follow their last bound one."""
         out = np.zeros(len(rows), dtype=bool)
         js = self.j[rows]
-        for k in _distinct(js):
+        for k in distinct(js):
             if k >= self.nb:
                 continue
             sel = js == k
@@ -491,7 +491,7 @@ class NextMatch:
                 hit = got != -1
             # The first hit of each run: pairs come grouped by run, in candidate order.
             hits = np.flatnonzero(hit)
-            first_of = hits[_first_per_group(pr[hits])]
+            first_of = hits[first_per_group(pr[hits])]
             local = todo[pr[first_of]]
             found[local] = True
             where[local] = pos[first_of]
@@ -546,10 +546,10 @@ class NextMatch:
             # followed-by runs: the first event that can change each run's state
             f_rows = active[~strict]
             js = self.j[f_rows]
-            for k in _distinct(js):
+            for k in distinct(js):
                 group = f_rows[js == k]
                 cands, keys = self._candidates(int(k), group)
-                for key in _distinct(keys):
+                for key in distinct(keys):
                     sub = group[keys == key]
                     if self.slots[int(k)].kind != "event":
                         cands = self._kleene_candidates(int(k), int(key))
@@ -599,7 +599,7 @@ class NextMatch:
         for neg in self.plain_negations:
             plain = neg.conditions
             left, right, active = self._not_range(view, neg, None)
-            after = _after_first(view, self.slots, neg, self.aliases)
+            after = after_first(view, self.slots, neg, self.aliases)
             trailing = active & (after < 0)
             sel = np.flatnonzero(ok & trailing)
             if len(sel):
@@ -656,70 +656,3 @@ def next_matches(cq: CompiledQuery, alt: CompiledAlternative, data: StreamData
                  ) -> list[tuple[np.ndarray, tuple[str, ...]]]:
     """The skip-till-next-match matches of one alternative, as blocks (positions, variables)."""
     return NextMatch(cq, alt, data).run()
-
-
-# -- helpers --------------------------------------------------------------------------------------
-
-def _union(parts: Sequence[np.ndarray]) -> np.ndarray:
-    parts = [p for p in parts if len(p)]
-    if not parts:
-        return np.zeros(0, dtype=np.int64)
-    if len(parts) == 1:
-        return parts[0]
-    return np.unique(np.concatenate(parts))
-
-
-def _member(buffer: np.ndarray, pos: np.ndarray) -> np.ndarray:
-    if not len(buffer):
-        return np.zeros(len(pos), dtype=bool)
-    k = np.searchsorted(buffer, pos, side="left")
-    return buffer[np.minimum(k, len(buffer) - 1)] == pos
-
-
-def _append_to_view(view: View, alias: str, pos: np.ndarray) -> None:
-    counts = view.count[alias]
-    matrix = view.pos[alias]
-    need = int(counts.max()) + 1 if len(counts) else 1
-    if need > matrix.shape[1]:
-        grown = np.zeros((view.n, need), dtype=np.int64)
-        grown[:, :matrix.shape[1]] = matrix
-        matrix = grown
-    else:
-        matrix = matrix.copy()
-    matrix[np.arange(view.n), counts] = pos
-    view.pos[alias] = matrix
-    view.count[alias] = counts + 1
-
-
-def _first_of(view: View, aliases: Sequence[str]) -> np.ndarray:
-    first = np.full(view.n, np.iinfo(np.int64).max, dtype=np.int64)
-    for a in aliases:
-        has = view.count[a] >= 1
-        first = np.where(has, np.minimum(first, view.pos[a][:, 0]), first)
-    return first
-
-
-def _after_first(view: View, slots: Sequence, neg: Negation, aliases: Sequence[str]) -> np.ndarray:
-    after = np.full(view.n, -1, dtype=np.int64)
-    for slot in slots:
-        if slot.component < neg.component:
-            continue
-        for a in slot.aliases:
-            has = view.count[a] >= 1
-            after = np.where(has & (after < 0), view.pos[a][:, 0], after)
-    return after
-
-
-def _distinct(values: np.ndarray) -> list[int]:
-    """Sorted distinct values of a small int array (cheaper than np.unique for a few runs)."""
-    if len(values) <= 64:
-        return sorted(set(values.tolist()))
-    return np.unique(values).tolist()
-
-
-def _first_per_group(groups: np.ndarray) -> np.ndarray:
-    """Indexes of the first element of each run of equal values (``groups`` sorted)."""
-    if not len(groups):
-        return np.zeros(0, dtype=np.int64)
-    return np.flatnonzero(np.concatenate(([True], groups[1:] != groups[:-1])))
-
