@@ -53,7 +53,7 @@ import pyarrow as pa
 
 from cep.errors import ConfigError
 from cep.lang.ast import TIME_UNITS, UNITS, Span
-from cep.lang.conditions import unit_of
+from cep.lang.words import unit_of
 from delta_tables.settings import Settings, TableConf, check_identifier
 
 SUFFIXES = ("event_vertices", "attribute_vertices", "from_edges", "to_edges", "late", "meta")
@@ -229,7 +229,7 @@ def parse_lateness(value: Any) -> Span:
     """The ``lateness`` of a ``conf/graphs.toml`` entry as a :class:`cep.lang.ast.Span`.
 
     A string is a number and a unit as after ``WITHIN`` (``"30 DAYS"``, ``"1 hour"``, ``"500
-    UNITS"``; the unit words of the pattern language, :func:`cep.lang.conditions.unit_of`); a
+    UNITS"``; the unit words of the pattern language, :func:`cep.lang.words.unit_of`); a
     bare non-negative whole number means raw units of a numeric ``ts_col``.
 
     Args:

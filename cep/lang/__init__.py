@@ -5,6 +5,12 @@ A compiler-shaped pipeline, one stage per module; no stage imports a later one::
     text --limits--> --tokens--> --parser--> Query --validate--> Query (checked)
                                      \\--conditions (sqlglot)--/
 
+The parser stage is :mod:`cep.lang.parser` (the query) with :mod:`cep.lang.pattern`,
+:mod:`cep.lang.clauses` and :mod:`cep.lang.aliases` over a :mod:`cep.lang.cursor`; the
+conditions stage is :mod:`cep.lang.where_clause` (WHERE and ``@(...)``) and
+:mod:`cep.lang.conditions` (one condition) over :mod:`cep.lang.placeholders` and
+:mod:`cep.lang.words`.
+
 The AST is :mod:`cep.lang.ast` (nodes) and :mod:`cep.lang.query` (the root, ``Query``);
 :mod:`cep.lang.printer` renders both. Public entry points, in :mod:`cep.lang.pipeline`, are
 :func:`parse_pattern` (syntax plus every check that needs no schema) and

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from cep.lang.errors import E_TOO_DEEP, E_TOO_LONG, E_TOO_MANY_COMPONENTS, PatternLimitError
 from cep.lang.tokens import BRACKETS, DQ, IDENT, OP, QIDENT, Token, skip_comment
 
-# Words that end the pattern part of a query (see parser.CLAUSE_KEYWORDS).
+# Words that end the pattern part of a query (see cursor.CLAUSE_KEYWORDS).
 _PATTERN_END = ("DEFINE", "WHERE", "WITHIN", "SLIDE", "WINDOW")
 # Tokens after which an identifier starts a new event component.
 _EVENT_STARTERS = ("(", ",", ";", "|", "&", "!")

@@ -161,6 +161,74 @@ def skip_comment(text: str, i: int) -> int | None:
     return i
 
 
+def _token(text: str, i: int, ch: str) -> Token:
+    """The token that starts with ``ch`` at ``text[i]`` (not a space or a comment)."""
+    n = len(text)
+    if ch in "'\"`":
+        return _quoted(text, i, ch)
+    if (ch.isdigit() and ch.isascii()) or (
+        ch == "." and i + 1 < n and text[i + 1].isdigit() and text[i + 1].isascii() and not _after_operand(text, i)
+    ):
+        end = _scan_number(text, i + 1 if ch == "." else i)
+        return Token(NUMBER, text[i:end], text[i:end], i, end)
+    if _ident_start(ch):
+        end = i + 1
+        while end < n and _ident_part(text[end]):
+            end += 1
+        return Token(IDENT, text[i:end], text[i:end], i, end)
+    if ch == "$":
+        return _variable(text, i)
+    for op in _OPERATORS:
+        if text.startswith(op, i):
+            return Token(OP, op, op, i, i + len(op))
+    raise PatternSyntaxError(
+        E_BAD_CHARACTER,
+        f"character {ch!r} is not part of the pattern language",
+        text,
+        i,
+        i + 1,
+    )
+
+
+def _quoted(text: str, i: int, ch: str) -> Token:
+    """A string literal (``'``), a double-quoted text or a backtick-quoted name opening at ``i``."""
+    scanned = _scan_quoted(text, i, ch, backslash=ch == "'")
+    if scanned is None:
+        if ch == "`":
+            raise PatternSyntaxError(
+                E_UNTERMINATED_QUOTED_NAME, "backtick-quoted name is never closed", text, i, _line_end(text, i)
+            )
+        what = "string literal" if ch == "'" else "double-quoted name or string"
+        raise PatternSyntaxError(
+            E_UNTERMINATED_STRING, f"{what} is never closed with {ch}", text, i, _line_end(text, i)
+        )
+    end, value = scanned
+    if ch == "'":
+        try:
+            value = string_value(value)
+        except EscapeError as exc:
+            raise PatternSyntaxError(E_BAD_ESCAPE, str(exc), text, i, end) from None
+    kind = {"'": STRING, '"': DQ, "`": QIDENT}[ch]
+    return Token(kind, text[i:end], value, i, end)
+
+
+def _variable(text: str, i: int) -> Token:
+    """A join variable ``$name`` at ``i``."""
+    n = len(text)
+    if i + 1 < n and _ident_start(text[i + 1]):
+        end = i + 2
+        while end < n and _ident_part(text[end]):
+            end += 1
+        return Token(VAR, text[i:end], text[i + 1 : end], i, end)
+    raise PatternSyntaxError(
+        E_BAD_REFERENCE,
+        "'$' must be followed by a variable name, e.g. $x",
+        text,
+        i,
+        i + 1,
+    )
+
+
 def tokenize(text: str) -> list[Token]:
     """Split ``text`` into tokens, ending with an ``EOF`` token at ``len(text)``.
 
@@ -191,68 +259,9 @@ def tokenize(text: str) -> list[Token]:
         if after != i:
             i = after
             continue
-        if ch in "'\"`":
-            scanned = _scan_quoted(text, i, ch, backslash=ch == "'")
-            if scanned is None:
-                if ch == "`":
-                    raise PatternSyntaxError(
-                        E_UNTERMINATED_QUOTED_NAME, "backtick-quoted name is never closed", text, i, _line_end(text, i)
-                    )
-                what = "string literal" if ch == "'" else "double-quoted name or string"
-                raise PatternSyntaxError(
-                    E_UNTERMINATED_STRING, f"{what} is never closed with {ch}", text, i, _line_end(text, i)
-                )
-            end, value = scanned
-            if ch == "'":
-                try:
-                    value = string_value(value)
-                except EscapeError as exc:
-                    raise PatternSyntaxError(E_BAD_ESCAPE, str(exc), text, i, end) from None
-            kind = {"'": STRING, '"': DQ, "`": QIDENT}[ch]
-            tokens.append(Token(kind, text[i:end], value, i, end))
-            i = end
-            continue
-        if (ch.isdigit() and ch.isascii()) or (
-            ch == "." and i + 1 < n and text[i + 1].isdigit() and text[i + 1].isascii() and not _after_operand(text, i)
-        ):
-            end = _scan_number(text, i + 1 if ch == "." else i)
-            tokens.append(Token(NUMBER, text[i:end], text[i:end], i, end))
-            i = end
-            continue
-        if _ident_start(ch):
-            end = i + 1
-            while end < n and _ident_part(text[end]):
-                end += 1
-            tokens.append(Token(IDENT, text[i:end], text[i:end], i, end))
-            i = end
-            continue
-        if ch == "$":
-            if i + 1 < n and _ident_start(text[i + 1]):
-                end = i + 2
-                while end < n and _ident_part(text[end]):
-                    end += 1
-                tokens.append(Token(VAR, text[i:end], text[i + 1 : end], i, end))
-                i = end
-                continue
-            raise PatternSyntaxError(
-                E_BAD_REFERENCE,
-                "'$' must be followed by a variable name, e.g. $x",
-                text,
-                i,
-                i + 1,
-            )
-        for op in _OPERATORS:
-            if text.startswith(op, i):
-                tokens.append(Token(OP, op, op, i, i + len(op)))
-                i += len(op)
-                break
-        else:
-            raise PatternSyntaxError(
-                E_BAD_CHARACTER,
-                f"character {ch!r} is not part of the pattern language",
-                text,
-                i,
-                i + 1,
-            )
+        tok = _token(text, i, ch)
+        tokens.append(tok)
+        i = tok.end
     tokens.append(Token(EOF, "", "", n, n))
     return tokens
+
