@@ -120,6 +120,31 @@ def read_price_csv(data: bytes | str, *, name: str = "prices") -> DailyPrices:
         rows = list(csv.reader(io.StringIO(text, newline="")))
     except csv.Error as exc:
         raise PriceFileError(f"{name}: malformed CSV: {exc}") from None
+    tickers = _tickers(rows, name)
+    body = [(line, row) for line, row in enumerate(rows[1:], start=2) if row]
+    if not body:
+        raise PriceFileError(f"{name}: a header but no rows of prices")
+    days = _days(body, len(tickers) + 1, name)
+    present, values = _prices(body, tickers, name)
+    day_of, col_of = np.nonzero(present)  # row-major: by day, then by column
+    ts = days.astype("datetime64[us]").astype(np.int64)
+    return DailyPrices(
+        id=np.arange(len(day_of), dtype=np.int64),
+        stock=np.array(tickers, dtype=object)[col_of],
+        ts_us=ts[day_of],
+        price=values[day_of, col_of],
+        tickers=tuple(tickers),
+        n_days=len(body),
+    )
+
+
+def _tickers(rows: list[list[str]], name: str) -> list[str]:
+    """The tickers of the header row ``Date,<ticker>,...``: distinct and non-empty.
+
+    Raises:
+        PriceFileError: no header, a first cell other than ``Date``, no ticker, or an empty or
+            repeated ticker.
+    """
     if not rows or not rows[0]:
         raise PriceFileError(f"{name}: empty file, expected a header 'Date,<ticker>,...'")
     header = [cell.strip() for cell in rows[0]]
@@ -130,10 +155,16 @@ def read_price_csv(data: bytes | str, *, name: str = "prices") -> DailyPrices:
     if any(not t for t in tickers) or len(set(tickers)) != len(tickers):
         raise PriceFileError(f"{name} line 1: tickers must be distinct and non-empty, found "
                              f"{tickers!r}")
-    body = [(line, row) for line, row in enumerate(rows[1:], start=2) if row]
-    if not body:
-        raise PriceFileError(f"{name}: a header but no rows of prices")
-    width = len(header)
+    return tickers
+
+
+def _days(body: list[tuple[int, list[str]]], width: int, name: str) -> np.ndarray:
+    """The dates of the rows ``(line, cells)`` as ``datetime64[D]``, strictly increasing.
+
+    Raises:
+        PriceFileError: a row without ``width`` fields, a date not ``YYYY-MM-DD`` or not a
+            calendar day, or a date not after the one before.
+    """
     for line, row in body:
         if len(row) != width:
             raise PriceFileError(f"{name} line {line}: expected {width} fields, found {len(row)}")
@@ -150,6 +181,20 @@ def read_price_csv(data: bytes | str, *, name: str = "prices") -> DailyPrices:
             i = int(back[0]) + 1
             raise PriceFileError(f"{name} line {body[i][0]}: date {days[i]} is not after "
                                  f"{days[i - 1]}")
+    return days
+
+
+def _prices(body: list[tuple[int, list[str]]], tickers: list[str], name: str
+            ) -> tuple[np.ndarray, np.ndarray]:
+    """The price cells of the rows ``(line, cells)``, one column per ticker.
+
+    Returns:
+        ``(present, values)``: ``(days, tickers)`` whether a cell holds a price, and the prices
+        as float64 (NaN where empty).
+
+    Raises:
+        PriceFileError: a cell that is not a number, or not a finite number greater than 0.
+    """
     cells = np.array([row[1:] for _, row in body], dtype=object).reshape(len(body), len(tickers))
     stripped = np.char.strip(cells.astype(str))
     present = stripped != ""
@@ -166,16 +211,7 @@ def read_price_csv(data: bytes | str, *, name: str = "prices") -> DailyPrices:
         r, k = (int(x[0]) for x in np.nonzero(invalid))
         raise PriceFileError(f"{name} line {body[r][0]}: price of {tickers[k]} must be a "
                              f"finite number > 0, found {str(stripped[r, k])!r}")
-    day_of, col_of = np.nonzero(present)  # row-major: by day, then by column
-    ts = days.astype("datetime64[us]").astype(np.int64)
-    return DailyPrices(
-        id=np.arange(len(day_of), dtype=np.int64),
-        stock=np.array(tickers, dtype=object)[col_of],
-        ts_us=ts[day_of],
-        price=values[day_of, col_of],
-        tickers=tuple(tickers),
-        n_days=len(body),
-    )
+    return present, values
 
 
 def _is_number(cell: str) -> bool:

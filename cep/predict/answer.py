@@ -47,7 +47,7 @@ from cep.predict.machine import SequenceMachine
 from cep.predict.markov import build_chain
 from cep.predict.model import InstanceState, LeafModel, Model
 from cep.predict.prediction import InstanceKey, Prediction, instance_keys
-from cep.predict.run import run_leaf
+from cep.predict.run import LeafResult, run_leaf
 from cep.predict.subscription import Boolean, Node, Sequence, Subscription, compile_subscription
 
 MAX_LOOKAHEAD = 100_000
@@ -149,6 +149,36 @@ def predict(subscription: str | Subscription, events: Events, *, lookahead: int,
     _check_start(sub, begin, inst_keys, ev, starts)
     machines = [SequenceMachine.from_sequence(leaf) for leaf in sub.leaves]
     ands = and_nodes(sub.root)
+    results, trained = _run_leaves(sub, machines, symbol, sigs, ev, starts, begin)
+    used = trained if model is None else model
+    beta_of, alpha_of = _leaf_predictions(machines, results, used, begin, lookahead, smoothing,
+                                          definition)
+    # Boolean nodes, per event.
+    start_flags = [tuple(0 for _ in ands) if b is None else b.flags for b in begin]
+    fired, prob, flags = _combine(sub.root, results, beta_of, ands, starts, n, start_flags, combine,
+                                  clip=definition != "paper")
+    single = isinstance(sub.root, Sequence)
+    rows = _rows(sub, machines, ev, starts, inst_keys, results, prob, alpha_of if single else None,
+                 fired, flags, ands, begin, threshold, output)
+    states = _end_states(sub, inst_keys, starts, n, results, fired, flags, ev, begin, ands)
+    return Prediction(rows, trained, used, states)
+
+
+def _run_leaves(sub: Subscription, machines: list[SequenceMachine], symbol: np.ndarray,
+                sigs: np.ndarray, ev: Events, starts: np.ndarray,
+                begin: list[InstanceState | None]) -> tuple[list[LeafResult], Model]:
+    """Run every leaf machine over the events, from the start states of ``begin``.
+
+    Args:
+        sub: the subscription.
+        machines: one machine per leaf of ``sub``.
+        symbol, sigs: each event's symbol and each symbol's signature (:func:`signatures`).
+        ev, starts: the events and where each instance starts.
+        begin: each instance's state from an earlier batch (None: it starts fresh).
+
+    Returns:
+        Each leaf's :func:`run_leaf` result, and the model trained on these events.
+    """
     results = []
     trained_leaves = []
     freq = np.bincount(symbol, minlength=len(sigs)).astype(np.int64)
@@ -162,8 +192,24 @@ def predict(subscription: str | Subscription, events: Events, *, lookahead: int,
         res = run_leaf(machine, leaf, symbol, sigs, ev.ts, starts, masks0, configs0)
         results.append(res)
         trained_leaves.append(LeafModel(res.counts, sigs[keep], freq[keep]))
-    trained = Model(sub.text, tuple(trained_leaves))
-    used = trained if model is None else model
+    return results, Model(sub.text, tuple(trained_leaves))
+
+
+def _leaf_predictions(machines: list[SequenceMachine], results: list[LeafResult], used: Model,
+                      begin: list[InstanceState | None], lookahead: int, smoothing: float,
+                      definition: str) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Per leaf, ``beta(lookahead)`` and ``alpha(lookahead)`` after every event.
+
+    Args:
+        machines: one machine per leaf.
+        results: each leaf's :func:`run_leaf` result.
+        used: the model whose chains predict.
+        begin: each instance's state from an earlier batch (None: it starts fresh).
+        lookahead, smoothing, definition: as for :func:`predict`.
+
+    Returns:
+        ``(beta_of, alpha_of)``: one array per leaf, one value per event.
+    """
     beta_of: list[np.ndarray] = []
     alpha_of: list[np.ndarray] = []
     for li, (machine, res) in enumerate(zip(machines, results)):
@@ -176,15 +222,7 @@ def predict(subscription: str | Subscription, events: Events, *, lookahead: int,
         idx = chain.index_of(res.masks)
         beta_of.append(beta[lookahead][idx])
         alpha_of.append(alpha[lookahead][idx])
-    # Boolean nodes, per event.
-    start_flags = [tuple(0 for _ in ands) if b is None else b.flags for b in begin]
-    fired, prob, flags = _combine(sub.root, results, beta_of, ands, starts, n, start_flags, combine,
-                                  clip=definition != "paper")
-    single = isinstance(sub.root, Sequence)
-    rows = _rows(sub, machines, ev, starts, inst_keys, results, prob, alpha_of if single else None,
-                 fired, flags, ands, begin, threshold, output)
-    states = _end_states(sub, inst_keys, starts, n, results, fired, flags, ev, begin, ands)
-    return Prediction(rows, trained, used, states)
+    return beta_of, alpha_of
 
 
 def _predict_composite(sub: Subscription, events: Events, lookahead: int, threshold: float,

@@ -492,25 +492,7 @@ def run_many(subscriptions: Workload | Sequence[str | Subscription] | Sequence[S
     """
     work = _workload(subscriptions)
     n_machines = len(work)
-    if isinstance(events, Events):
-        if work.subscriptions is None:
-            raise PredictArgumentError("argument events: bare machines read symbols; pass the symbol "
-                                       "of each event and sigs")
-        alph = alphabet(work, events)
-        symbol, per_sigs = alph.symbol, alph.sigs
-        inst = events.key_starts if len(events) else np.zeros(1, dtype=np.int64)
-        if starts is not None:
-            raise PredictArgumentError("argument starts: instances of Events are their partition keys")
-    else:
-        if sigs is None:
-            raise PredictArgumentError("argument sigs: required when events are given as symbols")
-        symbol = np.asarray(events, dtype=np.int64)
-        per_sigs = np.asarray(sigs, dtype=np.int64)
-        inst = np.zeros(1, dtype=np.int64) if starts is None else np.asarray(starts, dtype=np.int64)
-        width = per_sigs.shape[-1]
-        if len(symbol) and (symbol.min() < 0 or symbol.max() >= width):
-            raise PredictArgumentError(f"argument events: symbols must be in [0, {width}), found "
-                                       f"{int(symbol.min())} .. {int(symbol.max())}")
+    symbol, per_sigs, inst = _symbols_of(work, events, sigs, starts)
     if chunk is not None and (isinstance(chunk, bool) or not isinstance(chunk, (int, np.integer)) or chunk < 1):
         raise PredictArgumentError(f"argument chunk: expected a positive integer, found {chunk!r}")
     if lookahead is not None and not count:
@@ -521,6 +503,64 @@ def run_many(subscriptions: Workload | Sequence[str | Subscription] | Sequence[S
     flat = flat_table(work.machines, per_sigs, start_masks)
     init = np.broadcast_to(flat.starts, (n_inst, n_machines)) if start_masks is None \
         else flat.state_ids(start_masks)
+    end, pairs, matches = _walk_counting(flat, symbol, inst, init, chunk=chunk, count=count,
+                                         on_chunk=on_chunk)
+    freq = np.bincount(symbol, minlength=flat.n_symbols).astype(np.int64)
+    probability = beta = None
+    if lookahead is not None:
+        if isinstance(lookahead, bool) or not isinstance(lookahead, (int, np.integer)) or lookahead < 1:
+            raise PredictArgumentError(f"argument lookahead: expected a positive integer, found {lookahead!r}")
+        _, beta = beta_table(flat, pairs, freq, int(lookahead), merged=merged, smoothing=smoothing)
+        probability = beta[int(lookahead)][end]
+    return ManyResult(work, flat, freq, pairs, end.astype(np.int64), matches, probability, beta)
+
+
+def _symbols_of(work: Workload, events: Events | np.ndarray, sigs: np.ndarray | None,
+                starts: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The common symbol of each event, the signatures of the symbols, and where instances start.
+
+    Args:
+        work: the subscriptions.
+        events, sigs, starts: as for :func:`run_many`.
+
+    Returns:
+        ``(symbol, sigs, starts)``: from :func:`alphabet` and the partition keys for
+        :class:`~cep.predict.events.Events`, else the arguments as int64 arrays.
+
+    Raises:
+        PredictArgumentError: a missing or superfluous argument, or a symbol out of range.
+    """
+    if isinstance(events, Events):
+        if work.subscriptions is None:
+            raise PredictArgumentError("argument events: bare machines read symbols; pass the symbol "
+                                       "of each event and sigs")
+        alph = alphabet(work, events)
+        inst = events.key_starts if len(events) else np.zeros(1, dtype=np.int64)
+        if starts is not None:
+            raise PredictArgumentError("argument starts: instances of Events are their partition keys")
+        return alph.symbol, alph.sigs, inst
+    if sigs is None:
+        raise PredictArgumentError("argument sigs: required when events are given as symbols")
+    symbol = np.asarray(events, dtype=np.int64)
+    per_sigs = np.asarray(sigs, dtype=np.int64)
+    inst = np.zeros(1, dtype=np.int64) if starts is None else np.asarray(starts, dtype=np.int64)
+    width = per_sigs.shape[-1]
+    if len(symbol) and (symbol.min() < 0 or symbol.max() >= width):
+        raise PredictArgumentError(f"argument events: symbols must be in [0, {width}), found "
+                                   f"{int(symbol.min())} .. {int(symbol.max())}")
+    return symbol, per_sigs, inst
+
+
+def _walk_counting(flat: FlatTable, symbol: np.ndarray, starts: np.ndarray, init: np.ndarray, *,
+                   chunk: int | None, count: bool,
+                   on_chunk: Callable[[int, np.ndarray], None] | None
+                   ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
+    """:func:`walk` over the flat table, with the matches of each subscription.
+
+    Returns:
+        ``(end, pairs, matches)``: :func:`walk`'s two results and ``(M,)`` matches per machine.
+    """
+    n_machines = flat.n_machines
     hits = np.zeros(n_machines, dtype=np.int64)
     callback = on_chunk
     if not count:
@@ -530,21 +570,13 @@ def run_many(subscriptions: Workload | Sequence[str | Subscription] | Sequence[S
             if on_chunk is not None:
                 on_chunk(offset, states)
 
-    end, pairs = walk(flat.next, symbol, inst, init, chunk=chunk, count=count, on_chunk=callback)
-    freq = np.bincount(symbol, minlength=flat.n_symbols).astype(np.int64)
-    if pairs is not None:
-        # A match is a transition into a matched state: read off the pair counts, no per-event work.
-        per_state = (pairs * flat.accepting[flat.next]).sum(axis=1)
-        matches = np.bincount(flat.owner, weights=per_state, minlength=n_machines).astype(np.int64)
-    else:
-        matches = hits
-    probability = beta = None
-    if lookahead is not None:
-        if isinstance(lookahead, bool) or not isinstance(lookahead, (int, np.integer)) or lookahead < 1:
-            raise PredictArgumentError(f"argument lookahead: expected a positive integer, found {lookahead!r}")
-        _, beta = beta_table(flat, pairs, freq, int(lookahead), merged=merged, smoothing=smoothing)
-        probability = beta[int(lookahead)][end]
-    return ManyResult(work, flat, freq, pairs, end.astype(np.int64), matches, probability, beta)
+    end, pairs = walk(flat.next, symbol, starts, init, chunk=chunk, count=count, on_chunk=callback)
+    if pairs is None:
+        return end, pairs, hits
+    # A match is a transition into a matched state: read off the pair counts, no per-event work.
+    per_state = (pairs * flat.accepting[flat.next]).sum(axis=1)
+    matches = np.bincount(flat.owner, weights=per_state, minlength=n_machines).astype(np.int64)
+    return end, pairs, matches
 
 
 def merge_counts(subscriptions: Workload | Sequence[str | Subscription], events: Events, *,

@@ -129,7 +129,6 @@ def find_matches(pattern: ProbPattern, stream: ProbStream, *, window: int, thres
     window = check_window(window)
     threshold = check_threshold(threshold)
     n = len(stream)
-    probs = stream.probs
     dfa = np.array(pattern.dfa, dtype=np.int64).reshape(len(pattern.dfa), pattern.n_symbols)
     accepting = np.array(pattern.dfa_accepting, dtype=bool)
     symbols = np.array(pattern.symbols_of(stream.values), dtype=np.int64)
@@ -139,60 +138,95 @@ def find_matches(pattern: ProbPattern, stream: ProbStream, *, window: int, thres
     hist_code: list[np.ndarray] = []
     hist_parent: list[np.ndarray] = []
     found: list[tuple[int, np.ndarray, np.ndarray, np.ndarray]] = []  # (offset, run idx, start, prob)
-    start = np.zeros(0, dtype=np.int64)
-    state = np.zeros(0, dtype=np.int64)
-    prob = np.zeros(0)
+    runs = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0))
     held = 0  # values of the matches found so far (each holds one per time point)
     n_found = 0
     for k in range(min(window, n)):
-        parts_start, parts_state, parts_prob, parts_code, parts_parent = [], [], [], [], []
-        if k == 0:
-            base_start = np.arange(n, dtype=np.int64)
-            base_state = np.zeros(n, dtype=np.int64)
-            base_prob = np.ones(n)
-            base_idx = np.full(n, -1, dtype=np.int64)
-        else:
-            ok = start + k < n
-            base_idx = np.flatnonzero(ok)
-            base_start, base_state, base_prob = start[ok], state[ok], prob[ok]
-        pos = base_start + k
-        for v in useful:
-            nxt = dfa[base_state, symbols[v]]
-            p = base_prob * probs[pos, v]
-            keep = (nxt >= 0) & (p > 0.0) & (p >= threshold)
-            if not keep.any():
-                continue
-            parts_start.append(base_start[keep])
-            parts_state.append(nxt[keep])
-            parts_prob.append(p[keep])
-            parts_code.append(np.full(int(keep.sum()), v, dtype=np.int64))
-            parts_parent.append(base_idx[keep])
-        if not parts_start:
+        step = _advance(k, runs, dfa, symbols, useful, stream, threshold)
+        if step is None:
             break
-        start = np.concatenate(parts_start)
-        state = np.concatenate(parts_state)
-        prob = np.concatenate(parts_prob)
+        runs, codes, parents = step
+        start, state, prob = runs
         if len(start) > max_runs:
             raise ProbLimitError(f"{len(start):,} partial runs are alive at offset {k + 1}, more than max_runs="
                                  f"{max_runs:,}; raise the threshold or shorten the window")
         if values:
-            hist_code.append(np.concatenate(parts_code))
-            hist_parent.append(np.concatenate(parts_parent))
+            hist_code.append(np.concatenate(codes))
+            hist_parent.append(np.concatenate(parents))
         acc = np.flatnonzero(accepting[state])
         if len(acc):
             found.append((k, acc, start[acc], prob[acc]))
             held += len(acc) * (k + 1)
             n_found += len(acc)
-            if n_found > max_matches:
-                raise ProbLimitError(
-                    f"{n_found:,} matches are found up to offset {k + 1}, more than "
-                    f"max_matches={max_matches:,}; raise the threshold or shorten the window")
-            if values and held > max_values:
-                raise ProbLimitError(
-                    f"the matches found up to offset {k + 1} hold {held:,} values, more than "
-                    f"max_values={max_values:,}; raise the threshold, shorten the window, or ask "
-                    "for groups (output => 'groups'), which need no values")
+            _check_found(k, n_found, held, values, max_matches, max_values)
     return _assemble(found, hist_code, hist_parent, stream, values)
+
+
+def _advance(k: int, runs: tuple[np.ndarray, np.ndarray, np.ndarray], dfa: np.ndarray,
+             symbols: np.ndarray, useful: list[int], stream: ProbStream, threshold: float
+             ) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray], list[np.ndarray],
+                        list[np.ndarray]] | None:
+    """Every run reads its time point ``start + k`` (section 4.2, all starts together): one
+    numpy step per value over all runs.
+
+    Args:
+        k: the offset; at 0 every time point starts a run (``runs`` is then unused).
+        runs: ``(start, state, prob)`` of the runs alive after offset ``k - 1``.
+        dfa: ``(states, symbols)`` next state, -1 where the run dies.
+        symbols: the pattern's symbol of each value of the stream.
+        useful: the values whose symbol can continue a run.
+        stream: the probabilistic stream.
+        threshold: runs below it are dropped at once (section 4.3).
+
+    Returns:
+        The surviving runs ``(start, state, prob)``, and in parts (one per value, to be
+        concatenated only when the values are kept) each one's value code and parent (its
+        run's index at offset ``k - 1``, -1 at offset 0); None when no run survives.
+    """
+    n = len(stream)
+    probs = stream.probs
+    if k == 0:
+        base_start = np.arange(n, dtype=np.int64)
+        base_state = np.zeros(n, dtype=np.int64)
+        base_prob = np.ones(n)
+        base_idx = np.full(n, -1, dtype=np.int64)
+    else:
+        start, state, prob = runs
+        ok = start + k < n
+        base_idx = np.flatnonzero(ok)
+        base_start, base_state, base_prob = start[ok], state[ok], prob[ok]
+    pos = base_start + k
+    parts_start, parts_state, parts_prob, parts_code, parts_parent = [], [], [], [], []
+    for v in useful:
+        nxt = dfa[base_state, symbols[v]]
+        p = base_prob * probs[pos, v]
+        keep = (nxt >= 0) & (p > 0.0) & (p >= threshold)
+        if not keep.any():
+            continue
+        parts_start.append(base_start[keep])
+        parts_state.append(nxt[keep])
+        parts_prob.append(p[keep])
+        parts_code.append(np.full(int(keep.sum()), v, dtype=np.int64))
+        parts_parent.append(base_idx[keep])
+    if not parts_start:
+        return None
+    runs = (np.concatenate(parts_start), np.concatenate(parts_state), np.concatenate(parts_prob))
+    return runs, parts_code, parts_parent
+
+
+def _check_found(k: int, n_found: int, held: int, values: bool, max_matches: int,
+                 max_values: int) -> None:
+    """``CEP-PROB-020`` when the matches found up to offset ``k`` are too many, or (when
+    ``values`` are kept) hold too many values."""
+    if n_found > max_matches:
+        raise ProbLimitError(
+            f"{n_found:,} matches are found up to offset {k + 1}, more than "
+            f"max_matches={max_matches:,}; raise the threshold or shorten the window")
+    if values and held > max_values:
+        raise ProbLimitError(
+            f"the matches found up to offset {k + 1} hold {held:,} values, more than "
+            f"max_values={max_values:,}; raise the threshold, shorten the window, or ask "
+            "for groups (output => 'groups'), which need no values")
 
 
 def _assemble(found: list[tuple[int, np.ndarray, np.ndarray, np.ndarray]], hist_code: list[np.ndarray],

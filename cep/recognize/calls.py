@@ -45,8 +45,29 @@ def prepared(item: Item, statement: str) -> tuple[str, Any]:
     whether or not it knows the aggregate. Calls inside a subquery keep their Spark meaning.
     """
     import sqlglot
+    from sqlglot import exp
     from sqlglot.errors import SqlglotError
 
+    text = _renamed(item, statement)
+    try:
+        tree = sqlglot.parse_one(text, read="spark")
+    except SqlglotError as err:
+        raise RowPatternSyntaxError(E_BAD_EXPRESSION, f"not a valid expression: "
+                                    f"{str(err).splitlines()[0]}", statement, *item.span) from None
+    tree = tree.transform(lambda n: exp.Anonymous(this="log10", expressions=n.expressions)
+                          if isinstance(n, exp.Anonymous) and str(n.this) == _LOG10 else n)
+    _refuse_modifiers(tree, item, statement)
+    return text, tree
+
+
+def _renamed(item: Item, statement: str) -> str:
+    """``item``'s text with each navigation or aggregate call (outside subqueries) renamed to
+    ``MR_{NAV|AGG}_{NAME}_{SEMANTICS}``, its RUNNING or FINAL dropped, and log10 renamed.
+
+    Raises:
+        RowPatternSyntaxError: RUNNING or FINAL before a call that is neither.
+        RowPatternSemanticError: a call that reads GROUP BY sets or a metric view.
+    """
     from cep.recognize.clause import tokens_of
 
     tokens = tokens_of(item.text)
@@ -102,16 +123,13 @@ def prepared(item: Item, statement: str) -> tuple[str, Any]:
             last = tok.end + 1
         semantics = ""
     out.append(item.text[last:])
-    text = "".join(out)
-    try:
-        tree = sqlglot.parse_one(text, read="spark")
-    except SqlglotError as err:
-        raise RowPatternSyntaxError(E_BAD_EXPRESSION, f"not a valid expression: "
-                                    f"{str(err).splitlines()[0]}", statement, *item.span) from None
+    return "".join(out)
+
+
+def _refuse_modifiers(tree: Any, item: Item, statement: str) -> None:
+    """CEP-MR-205 for DISTINCT or IGNORE/RESPECT NULLS in ``tree`` (outside subqueries)."""
     from sqlglot import exp
 
-    tree = tree.transform(lambda n: exp.Anonymous(this="log10", expressions=n.expressions)
-                          if isinstance(n, exp.Anonymous) and str(n.this) == _LOG10 else n)
     for node in outside_subqueries(tree):
         if isinstance(node, exp.Distinct):
             raise RowPatternSemanticError(E_UNSUPPORTED, "DISTINCT inside DEFINE or MEASURES is "
@@ -122,7 +140,6 @@ def prepared(item: Item, statement: str) -> tuple[str, Any]:
                                           "DEFINE or MEASURES is not supported (aggregates over "
                                           "a match skip NULLs; first_value(x, true) says it "
                                           "too)", statement, *item.span)
-    return text, tree
 
 
 def outside_subqueries(tree: Any) -> Any:

@@ -255,6 +255,25 @@ def read_clause(sql: str, tokens: list[Any], at: int) -> Clause:
         order = r.items(close, ("MEASURES", *_AFTER_MEASURES), ordered=True)
     if r.words("MEASURES"):
         measures = r.items(close, _AFTER_MEASURES, named=True)
+    rows, empty, unmatched = _read_rows_per_match(r)
+    skip, skip_to = _read_skip(r, close)
+    pattern, within = _read_pattern(r, close)
+    subsets = _read_subsets(r, close)
+    defines = _read_defines(r, close)
+    if r.i != close:
+        raise r.fail(f"unexpected {r.tok.text!r}: DEFINE is the last part of the clause")
+    end, alias = _read_alias(tokens, close)
+    return Clause((tokens[at].start, end), tuple(partition), tuple(order), tuple(measures),
+                  rows, empty, unmatched, skip, skip_to, pattern, within, tuple(subsets),
+                  tuple(defines), alias)
+
+
+def _read_rows_per_match(r: _Reader) -> tuple[str, str, bool]:
+    """``ONE ROW PER MATCH`` or ``ALL ROWS PER MATCH`` and its option, if written.
+
+    Returns:
+        ``(rows, empty, unmatched)``: ``one``/``all``, ``show``/``omit``, WITH UNMATCHED ROWS.
+    """
     rows, empty, unmatched = "one", "show", False
     if r.words("ONE", "ROW", "PER", "MATCH"):
         rows = "one"
@@ -266,23 +285,44 @@ def read_clause(sql: str, tokens: list[Any], at: int) -> Clause:
             empty = "omit"
         elif r.words("WITH", "UNMATCHED", "ROWS"):
             unmatched = True
+    return rows, empty, unmatched
+
+
+def _read_skip(r: _Reader, close: int) -> tuple[str, tuple[str, tuple[int, int]] | None]:
+    """``AFTER MATCH SKIP ...``, if written.
+
+    Returns:
+        The mode (``past_last`` when not written) and, for ``first``/``last``, the variable's
+        name and span.
+    """
     skip, skip_to = "past_last", None
-    if r.words("AFTER", "MATCH", "SKIP"):
-        if r.words("PAST", "LAST", "ROW"):
-            skip = "past_last"
-        elif r.words("TO", "NEXT", "ROW"):
-            skip = "next_row"
-        else:
-            r.need("TO")
-            skip = "last"
-            if r.word() in ("FIRST", "LAST") and r.i + 1 < close:
-                skip = r.word().lower()
-                r.i += 1
-            if r.i >= close:
-                raise r.fail("expected a pattern variable after AFTER MATCH SKIP TO")
-            tok = r.tok
-            skip_to = (_name(tok), (tok.start, tok.end + 1))
+    if not r.words("AFTER", "MATCH", "SKIP"):
+        return skip, skip_to
+    if r.words("PAST", "LAST", "ROW"):
+        skip = "past_last"
+    elif r.words("TO", "NEXT", "ROW"):
+        skip = "next_row"
+    else:
+        r.need("TO")
+        skip = "last"
+        if r.word() in ("FIRST", "LAST") and r.i + 1 < close:
+            skip = r.word().lower()
             r.i += 1
+        if r.i >= close:
+            raise r.fail("expected a pattern variable after AFTER MATCH SKIP TO")
+        tok = r.tok
+        skip_to = (_name(tok), (tok.start, tok.end + 1))
+        r.i += 1
+    return skip, skip_to
+
+
+def _read_pattern(r: _Reader, close: int
+                  ) -> tuple[tuple[int, int], tuple[int, str, tuple[int, int]] | None]:
+    """``PATTERN ( ... )`` and our ``WITHIN n unit`` after it.
+
+    Returns:
+        The span of the row pattern's text and ``(amount, unit, span)`` of WITHIN, or None.
+    """
     if not r.words("PATTERN"):
         found = "')'" if r.i >= close else repr(r.tok.text)
         raise r.fail(f"expected PATTERN (the clauses go in the standard's order: PARTITION BY, "
@@ -291,49 +331,68 @@ def read_clause(sql: str, tokens: list[Any], at: int) -> Clause:
     if r.tok is None or r.tok.text != "(":
         raise r.fail("expected '(' after PATTERN")
     p_close = r.close_of(r.i)
-    pattern = (r.tok.end + 1, tokens[p_close].start)
+    pattern = (r.tok.end + 1, r.toks[p_close].start)
     r.i = p_close + 1
     within = None
     if r.words("WITHIN"):
         first_tok = r.tok
         r.words("INTERVAL")  # Flink writes WITHIN INTERVAL '10' MINUTE
-        amount, unit = r.tok, tokens[r.i + 1] if r.i + 1 < close else None
+        amount, unit = r.tok, r.toks[r.i + 1] if r.i + 1 < close else None
         if amount is None or not amount.text.strip().isdigit() or unit is None:
             raise r.fail("expected WITHIN <whole number> <unit>, e.g. WITHIN 30 MINUTES")
         within = (int(amount.text), unit.text.upper(), (first_tok.start, unit.end + 1))
         r.i += 2
-    subsets = []
-    if r.words("SUBSET"):
-        while True:
-            name_tok = r.tok
+    return pattern, within
+
+
+def _read_subsets(r: _Reader, close: int
+                  ) -> list[tuple[str, tuple[str, ...], tuple[int, int]]]:
+    """``SUBSET name = (var, ...), ...``, if written: ``(name, members, span)`` per item."""
+    subsets: list[tuple[str, tuple[str, ...], tuple[int, int]]] = []
+    if not r.words("SUBSET"):
+        return subsets
+    while True:
+        name_tok = r.tok
+        r.i += 1
+        if r.tok is None or r.tok.text != "=":
+            raise r.fail("expected '=' in SUBSET name = (var, ...)")
+        r.i += 1
+        if r.tok is None or r.tok.text != "(":
+            raise r.fail("expected '(' in SUBSET name = (var, ...)")
+        s_close = r.close_of(r.i)
+        members = tuple(_name(t) for t in r.toks[r.i + 1:s_close] if t.text != ",")
+        subsets.append((_name(name_tok), members, (name_tok.start, r.toks[s_close].end + 1)))
+        r.i = s_close + 1
+        if r.i < close and r.toks[r.i].text == ",":
             r.i += 1
-            if r.tok is None or r.tok.text != "=":
-                raise r.fail("expected '=' in SUBSET name = (var, ...)")
+            continue
+        return subsets
+
+
+def _read_defines(r: _Reader, close: int) -> list[tuple[str, Item]]:
+    """``DEFINE var AS condition, ...``, if written: ``(variable, condition)`` per item."""
+    defines: list[tuple[str, Item]] = []
+    if not r.words("DEFINE"):
+        return defines
+    while True:
+        var_tok = r.tok
+        r.i += 1
+        r.need("AS")
+        cond = _one_item(r, close)
+        defines.append((_name(var_tok), cond))
+        if r.i < close and r.toks[r.i].text == ",":
             r.i += 1
-            if r.tok is None or r.tok.text != "(":
-                raise r.fail("expected '(' in SUBSET name = (var, ...)")
-            s_close = r.close_of(r.i)
-            members = tuple(_name(t) for t in tokens[r.i + 1:s_close] if t.text != ",")
-            subsets.append((_name(name_tok), members, (name_tok.start, tokens[s_close].end + 1)))
-            r.i = s_close + 1
-            if r.i < close and tokens[r.i].text == ",":
-                r.i += 1
-                continue
-            break
-    defines = []
-    if r.words("DEFINE"):
-        while True:
-            var_tok = r.tok
-            r.i += 1
-            r.need("AS")
-            cond = _one_item(r, close)
-            defines.append((_name(var_tok), cond))
-            if r.i < close and tokens[r.i].text == ",":
-                r.i += 1
-                continue
-            break
-    if r.i != close:
-        raise r.fail(f"unexpected {r.tok.text!r}: DEFINE is the last part of the clause")
+            continue
+        return defines
+
+
+def _read_alias(tokens: list[Any], close: int) -> tuple[int, str]:
+    """The correlation name after the closing bracket ``tokens[close]``, ``[AS] alias``.
+
+    Returns:
+        Where the clause ends in the statement (after the alias, if any) and the alias ("" when
+        none).
+    """
     end = tokens[close].end + 1
     alias = ""
     j = close + 1
@@ -342,9 +401,7 @@ def read_clause(sql: str, tokens: list[Any], at: int) -> Clause:
     if j < len(tokens) and (tokens[j].token_type.name in ("VAR", "IDENTIFIER")):
         alias = tokens[j].text
         end = tokens[j].end + 1
-    return Clause((tokens[at].start, end), tuple(partition), tuple(order), tuple(measures),
-                  rows, empty, unmatched, skip, skip_to, pattern, within, tuple(subsets),
-                  tuple(defines), alias)
+    return end, alias
 
 
 def _one_item(r: _Reader, end: int) -> Item:

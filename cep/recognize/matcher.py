@@ -272,6 +272,9 @@ def _search(program: Program, rows: list[int], pos: int, within: Within | None =
     one row are shared by content, so equal histories are one object). With such conditions
     only ``pos`` is tried as the start; the caller tries the next row if nothing matched.
     """
+    # One function on purpose: this is the matcher's per-row loop, and its state lives in fast
+    # locals. Moving the per-row thread loop into a helper (one call per row) measured 6-13 %
+    # slower (2.5-4.3 us a row over 10^5 rows of A+ B, A, A+ B+).
     ops, arg1, arg2 = program.ops, program.arg1, program.arg2
     n = len(rows)
     times = within.times if within is not None else None

@@ -5,17 +5,18 @@ column present and of its type, levels and indexes consistent, the open leaf's s
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from cep.sketch.bloom import BloomFilter
 from cep.sketch.config import NEIGHBOURS, SketchConfig
-from cep.sketch.errors import CorruptSketchError
+from cep.sketch.errors import CorruptSketchError, TwinUnavailableError
 from cep.sketch.hashing import Hasher
-from cep.sketch.levels import read_only
-from cep.sketch.node_ids import MAX_INDEX
+from cep.sketch.levels import Store, read_only, timestamps
+from cep.sketch.names import factorize
+from cep.sketch.node_ids import MAX_INDEX, node_ids
 from cep.sketch.open_leaf import OpenLeaf
 
 
@@ -136,3 +137,84 @@ def summary_leaf(config: SketchConfig, open_index: int,
     return OpenLeaf(int(open_index), int(open_index) * config.C, None,
                     read_only(np.zeros(0, dtype=np.int64)), filt,
                     summary=(int(n_events), *bounds))
+
+
+def restored_open_leaf(config: SketchConfig, open_index: int,
+                        open_names: Sequence[str] | np.ndarray | None,
+                        open_ts: Sequence[int] | np.ndarray | None,
+                        open_summary: tuple[int, int | None, int | None, Any] | None,
+                        hasher: Hasher | None
+                        ) -> tuple[OpenLeaf | None, np.ndarray, tuple[str, ...], np.ndarray]:
+    """The open leaf of a restored tree, from its events or from its stored summary.
+
+    Args:
+        config, open_index, open_names, open_ts, open_summary, hasher: As for
+            :meth:`cep.sketch.tree.SketchTree.restore`.
+
+    Returns:
+        ``(summary, codes, vocabulary, ts)``: the summary leaf (None when the events were
+        given) and the events' name codes, distinct names and timestamps (empty with a summary).
+
+    Raises:
+        TwinUnavailableError: both forms, or half of the events' form, were given.
+        CorruptSketchError: the events fill a leaf (it would not be open).
+    """
+    if open_summary is not None:
+        if open_names is not None or open_ts is not None:
+            raise TwinUnavailableError("restore: give the open leaf's events (open_names, "
+                                       "open_ts) or its summary (open_summary), not both")
+        summary = summary_leaf(config, open_index, open_summary, hasher)
+        return summary, np.zeros(0, dtype=np.int32), (), np.zeros(0, dtype=np.int64)
+    if (open_names is None) != (open_ts is None):
+        raise TwinUnavailableError("restore: open_names and open_ts go together")
+    codes, vocabulary = factorize(open_names if open_names is not None else [])
+    ts = timestamps(open_ts if open_ts is not None else [], len(codes))
+    if len(codes) >= config.C:
+        raise CorruptSketchError(f"restore: the open leaf holds {len(codes)} events, "
+                                 f"a leaf is full at C={config.C}")
+    return None, codes, vocabulary, ts
+
+
+def restored_last_ts(ts_end: np.ndarray, summary: OpenLeaf | None, ts: np.ndarray,
+                      last_ts: int | None) -> int | None:
+    """The stream's last timestamp, checked against what is stored.
+
+    Args:
+        ts_end: The node rows' ``ts_end``, in post-order (the last row ends last).
+        summary: The open leaf's summary (None: its events are ``ts``).
+        ts: The open leaf's event timestamps.
+        last_ts: As for :meth:`cep.sketch.tree.SketchTree.restore` (None: the latest stored).
+
+    Raises:
+        CorruptSketchError: the open leaf starts before the last node ends, or ``last_ts`` is
+            before a stored event.
+    """
+    n = len(ts_end)
+    first_open_ts = summary.ts_start if summary is not None else (
+        int(ts[0]) if len(ts) else None)
+    if n and first_open_ts is not None and first_open_ts < int(ts_end[-1]):
+        raise CorruptSketchError(
+            f"restore: the open leaf starts at ts {first_open_ts}, before the last node "
+            f"ends (ts {int(ts_end[-1])})")
+    known = [t for t in (summary.ts_end if summary is not None else None,
+                         int(ts[-1]) if len(ts) else None,
+                         int(ts_end[-1]) if n else None) if t is not None]
+    if last_ts is None:
+        last_ts = max(known) if known else None
+    elif known and int(last_ts) < max(known):
+        raise CorruptSketchError(f"restore: last_ts {int(last_ts)} is before the stream's "
+                                 f"last stored event (ts {max(known)})")
+    return None if last_ts is None else int(last_ts)
+
+
+def restored_store(cols: Mapping[str, np.ndarray]) -> Store | None:
+    """The node store of checked rows in post-order (None without rows): the stored columns,
+    the level as int8, and the node ids made from level and index."""
+    n = len(cols["level"])
+    if not n:
+        return None
+    columns = {name: cols[name] for name in ("index", "pos_start", "pos_end", "ts_start",
+                                            "ts_end", "n_events", "bits")}
+    columns["level"] = cols["level"].astype(np.int8)
+    columns["node_id"] = node_ids(cols["level"], cols["index"])
+    return Store(columns, n)

@@ -485,6 +485,42 @@ def solve(
         ...     print(error.code, error.needed_bytes)
         CEP-SKETCH-010 3578125
     """
+    inputs = _checked_inputs(
+        fpq,
+        memory_bytes,
+        n_events,
+        window,
+        query_length,
+        fanout,
+        heaps_k,
+        heaps_beta,
+        max_height,
+        node_overhead_bytes,
+    )
+    # Stopping below the natural height is judged against that height, not a lowered max_height:
+    # the tree rule knows nothing of max_height and merges while the density allows.
+    natural = natural_height(inputs.n_events, inputs.window, inputs.fanout)
+    rows = tuple(_row(inputs, height, natural) for height in range(inputs.max_height + 1))
+    return _chosen(rows, inputs)
+
+
+def _checked_inputs(
+    fpq: object,
+    memory_bytes: object,
+    n_events: object,
+    window: object,
+    query_length: object,
+    fanout: object,
+    heaps_k: object,
+    heaps_beta: object,
+    max_height: object,
+    node_overhead_bytes: object,
+) -> SolverInputs:
+    """:func:`solve`'s arguments checked, in its order, with ``max_height`` capped.
+
+    Raises:
+        SolverError: The first argument out of range (the message names it).
+    """
     fpq = _check_real("fpq", fpq, 0.0, 1.0, hi_inclusive=False)
     memory_bytes = _check_int("memory_bytes", memory_bytes, 1)
     n_events = _check_int("n_events", n_events, 1)
@@ -497,7 +533,7 @@ def solve(
     top = natural_height(n_events, window, fanout)
     if max_height is not None:
         top = min(top, _check_int("max_height", max_height, 0))
-    inputs = SolverInputs(
+    return SolverInputs(
         fpq=fpq,
         memory_bytes=memory_bytes,
         n_events=n_events,
@@ -509,21 +545,31 @@ def solve(
         max_height=top,
         node_overhead_bytes=node_overhead_bytes,
     )
-    # Stopping below the natural height is judged against that height, not a lowered max_height:
-    # the tree rule knows nothing of max_height and merges while the density allows.
-    natural = natural_height(n_events, window, fanout)
-    rows = tuple(_row(inputs, height, natural) for height in range(top + 1))
+
+
+def _chosen(rows: tuple[HeightRow, ...], inputs: SolverInputs) -> SolverResult:
+    """The result of the highest feasible height whose memory fits (a higher tree prunes more).
+
+    Args:
+        rows: The table, one row per height ``0..inputs.max_height``.
+        inputs: The validated inputs.
+
+    Raises:
+        SolverError: No height is feasible.
+        BudgetTooSmallError: No feasible height fits; it names the cheapest.
+    """
     feasible = [row for row in rows if row.feasible]
     if not feasible:
         raise SolverError(
-            f"max_height: no k <= {MAX_HASHES} gives a tree of height <= {top} with fpq={fpq:g}: "
-            f"filters sparse enough for the leaves keep merging; raise max_height or fpq"
+            f"max_height: no k <= {MAX_HASHES} gives a tree of height <= {inputs.max_height} "
+            f"with fpq={inputs.fpq:g}: filters sparse enough for the leaves keep merging; raise "
+            f"max_height or fpq"
         )
     fitting = [row for row in feasible if row.fits]
     if not fitting:
         cheapest = min(feasible, key=lambda row: (row.predicted_bytes, row.height))
         assert cheapest.predicted_bytes is not None
-        raise BudgetTooSmallError(cheapest.predicted_bytes, memory_bytes, cheapest.height)
+        raise BudgetTooSmallError(cheapest.predicted_bytes, inputs.memory_bytes, cheapest.height)
     chosen = fitting[-1]
     assert chosen.m is not None and chosen.k is not None and chosen.predicted_bytes is not None
     assert chosen.leaf_fp is not None and chosen.query_fp is not None

@@ -137,24 +137,10 @@ def decode_bits_matrix(data: np.ndarray, offsets: np.ndarray, m: int, *, stream:
     ids = np.zeros(n, dtype=np.int64) if node_ids is None else np.asarray(node_ids, np.int64)
     rows = (None if fields is None else
             memoryview(np.ascontiguousarray(fields, "<i8").reshape(-1).view(np.uint8)))
-    step = FIELDS_SIZE
-
-    def row_stream(row: int) -> bytes:
-        if isinstance(streams, bytes):
-            return streams
-        return streams[row if stream_rows is None else int(stream_rows[row])]  # type: ignore[index]
 
     def fail(row: int) -> CorruptSketchError:
-        if valid is not None and not valid[row]:
-            message = "the bits are NULL"
-        else:
-            bound = None if rows is None else bytes(rows[row * step:(row + 1) * step]) + row_stream(row)
-            try:
-                decode_bits(data[offsets[row]:offsets[row + 1]].tobytes(), m, binding=bound)
-                message = "the blob does not decode"  # unreachable: the checks below agree
-            except CorruptSketchError as exc:
-                message = exc.message
-        return CorruptSketchError(f"{_node_name(stream, ids[row])}: {message}")
+        return _blob_error(row, data, offsets, m, stream=stream, node_id=int(ids[row]),
+                           valid=valid, fields=rows, streams=streams, stream_rows=stream_rows)
 
     if valid is not None and not bool(np.all(valid)):
         raise fail(int(np.flatnonzero(~np.asarray(valid))[0]))
@@ -166,39 +152,112 @@ def decode_bits_matrix(data: np.ndarray, offsets: np.ndarray, m: int, *, stream:
     if not n:
         return np.zeros((0, width), dtype=np.uint8)
     starts = offsets[:-1]
+    bad = _first_bad_header(data, starts, bound, m)
+    if bad is None:
+        bad = _first_bad_checksum(data, starts, bound, width, rows, streams, stream_rows)
+    if bad is not None:
+        raise fail(bad)
+    if bool(bound.all()) or not bool(bound.any()):  # one size: the payloads are a strided view
+        size = int(lengths[0])
+        first = int(starts[0])
+        return np.ascontiguousarray(data[first:first + n * size].reshape(n, size)[:, 14:14 + width])
+    return data[starts[:, None] + 14 + np.arange(width)]
+
+
+def _blob_error(row: int, data: np.ndarray, offsets: np.ndarray, m: int, *, stream: Any,
+                node_id: int, valid: np.ndarray | None, fields: memoryview | None,
+                streams: bytes | Sequence[bytes] | None, stream_rows: np.ndarray | None
+                ) -> CorruptSketchError:
+    """The error of row ``row``'s damaged blob, naming the stream and the node.
+
+    The message after the node is :func:`decode_bits`'s on the blob alone: the column checks
+    of :func:`decode_bits_matrix` only find the row, this says what is wrong with it.
+
+    Args:
+        row: The damaged row.
+        data, offsets, m: As for :func:`decode_bits_matrix`.
+        stream, node_id: For the message.
+        valid: Rows whose blob is not NULL (None: all).
+        fields: The rows' :func:`binding_fields` as bytes (None: the blob is checked alone).
+        streams, stream_rows: As for :func:`decode_bits_matrix`.
+    """
+    if valid is not None and not valid[row]:
+        message = "the bits are NULL"
+    else:
+        binding = None
+        if fields is not None:
+            key = streams if isinstance(streams, bytes) else streams[  # type: ignore[index]
+                row if stream_rows is None else int(stream_rows[row])]
+            binding = bytes(fields[row * FIELDS_SIZE:(row + 1) * FIELDS_SIZE]) + key
+        try:
+            decode_bits(data[offsets[row]:offsets[row + 1]].tobytes(), m, binding=binding)
+            message = "the blob does not decode"  # unreachable: the column checks agree
+        except CorruptSketchError as exc:
+            message = exc.message
+    return CorruptSketchError(f"{_node_name(stream, node_id)}: {message}")
+
+
+def _first_bad_header(data: np.ndarray, starts: np.ndarray, bound: np.ndarray, m: int
+                      ) -> int | None:
+    """The first row whose 14-byte header is wrong (magic, version, ``m``, payload length).
+
+    Args:
+        data: The column's bytes.
+        starts: Where each row's blob starts in ``data``.
+        bound: Rows whose blob has the bound (version-2) length.
+        m: The sketch's bits per filter.
+
+    Returns:
+        The row, or None when every header is right; all are compared as arrays at once.
+    """
     header = data[starts[:, None] + np.arange(14)]
     header_ok = ((header[:, :4] == _MAGIC).all(axis=1)
                  & (_le(header[:, 4:6]) == np.where(bound, BOUND_VERSION, FORMAT_VERSION))
-                 & (_le(header[:, 6:10]) == m) & (_le(header[:, 10:14]) == width))
+                 & (_le(header[:, 6:10]) == m) & (_le(header[:, 10:14]) == m // 8))
     bad = np.flatnonzero(~header_ok)
-    if len(bad):
-        raise fail(int(bad[0]))
+    return int(bad[0]) if len(bad) else None
+
+
+def _first_bad_checksum(data: np.ndarray, starts: np.ndarray, bound: np.ndarray, width: int,
+                        fields: memoryview | None, streams: bytes | Sequence[bytes] | None,
+                        stream_rows: np.ndarray | None) -> int | None:
+    """The first row whose CRC-32, or (a bound blob with ``fields``) row tag, is wrong.
+
+    Args:
+        data: The column's bytes.
+        starts: Where each row's blob starts in ``data``.
+        bound: Rows whose blob has the bound (version-2) length.
+        width: The payload's bytes (``m // 8``).
+        fields: The rows' :func:`binding_fields` as bytes (None: row tags are not checked).
+        streams, stream_rows: As for :func:`decode_bits_matrix`.
+
+    Returns:
+        The row, or None when every blob is intact.
+    """
+    n = len(starts)
+    step = FIELDS_SIZE
     ends = starts + 14 + width
     stored = _le(data[ends[:, None] + np.arange(4)])
     # One C call per blob, two for a bound one: CRC-32 has no vectorised numpy form; 0.4 us
     # per 280-byte blob. The stream's part of a row tag is one value per stream (row_tag).
     body, crc32 = memoryview(data), zlib.crc32
-    check = rows is not None and bool(bound.any())
+    check = fields is not None and bool(bound.any())
     fields_crc: list[int] = []
     keep = fields_crc.append
     for row, (start, end, expected, at) in enumerate(zip(
             starts.tolist(), ends.tolist(), stored.tolist(), range(0, n * step, step))):
         crc = crc32(body[start:end])
         if crc != expected:
-            raise fail(row)
+            return row
         if check:  # an unbound row's value is never compared
-            keep(crc32(rows[at:at + step], crc))  # type: ignore[index]
+            keep(crc32(fields[at:at + step], crc))  # type: ignore[index]
     if check:
         tags = _le(data[(ends + np.where(bound, 4, 0))[:, None] + np.arange(4)])  # unbound: unused
         keys = _stream_crcs(streams, stream_rows)
         wrong = np.flatnonzero(bound & ((np.array(fields_crc, dtype=np.int64) ^ keys) != tags))
         if len(wrong):
-            raise fail(int(wrong[0]))
-    if bool(bound.all()) or not bool(bound.any()):  # one size: the payloads are a strided view
-        size = int(lengths[0])
-        first = int(starts[0])
-        return np.ascontiguousarray(data[first:first + n * size].reshape(n, size)[:, 14:14 + width])
-    return data[starts[:, None] + 14 + np.arange(width)]
+            return int(wrong[0])
+    return None
 
 
 def _stream_crcs(streams: bytes | Sequence[bytes] | None, stream_rows: np.ndarray | None

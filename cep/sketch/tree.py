@@ -77,8 +77,7 @@ import numpy as np
 
 from cep.sketch.bloom import BloomFilter, has_positions
 from cep.sketch.config import NEIGHBOURS, SketchConfig
-from cep.sketch.errors import (CorruptSketchError, SketchConfigError, SketchInputError,
-                               TwinUnavailableError)
+from cep.sketch.errors import SketchConfigError, SketchInputError, TwinUnavailableError
 from cep.sketch.hashing import Hasher, positions_of
 from cep.sketch.levels import (Level, Store, extend, leaf_level, neighbour_parents, parents,
                                ranges, read_only, timestamps)
@@ -87,7 +86,7 @@ from cep.sketch.node_ids import (ID_SHIFT, MAX_INDEX, child_index, child_indices
 from cep.sketch.names import factorize, merge_vocabularies
 from cep.sketch.open_leaf import OpenLeaf
 from cep.sketch.restored import (RESTORE_COLUMNS, check_restored, restored_columns,
-                                 summary_leaf)
+                                 restored_last_ts, restored_open_leaf, restored_store)
 
 __all__ = ["ID_SHIFT", "MAX_INDEX", "OpenLeaf", "SketchTree", "node_ids", "split_node_ids"]
 """``SketchTree`` here; the node-id helpers and ``OpenLeaf`` are re-exported from
@@ -97,6 +96,8 @@ _NODE_COLUMNS: tuple[tuple[str, Any], ...] = (
     ("level", np.int8), ("index", np.int64), ("node_id", np.int64),
     ("pos_start", np.int64), ("pos_end", np.int64), ("ts_start", np.int64),
     ("ts_end", np.int64), ("n_events", np.int64))
+
+
 class SketchTree:
     """The Bloom-filter tree and exact-set twin of one stream (see the module docstring).
 
@@ -223,55 +224,19 @@ class SketchTree:
         """
         if not isinstance(config, SketchConfig):
             raise SketchConfigError(f"config: expected a SketchConfig, found {type(config).__name__}")
-        c, f, width_bytes = config.C, config.fanout, config.m // 8
-        cols = restored_columns(nodes, width_bytes)
+        cols = restored_columns(nodes, config.m // 8)
         n = len(cols["level"])
         order = np.lexsort((cols["level"], cols["pos_end"]))
         cols = {name: values[order] for name, values in cols.items()}
-        check_restored(cols, c, f, open_index, config.merge)
-        summary: OpenLeaf | None = None
-        if open_summary is not None:
-            if open_names is not None or open_ts is not None:
-                raise TwinUnavailableError("restore: give the open leaf's events (open_names, "
-                                           "open_ts) or its summary (open_summary), not both")
-            summary = summary_leaf(config, open_index, open_summary, hasher)
-            codes, vocabulary = np.zeros(0, dtype=np.int32), ()
-            ts = np.zeros(0, dtype=np.int64)
-        else:
-            if (open_names is None) != (open_ts is None):
-                raise TwinUnavailableError("restore: open_names and open_ts go together")
-            codes, vocabulary = factorize(open_names if open_names is not None else [])
-            ts = timestamps(open_ts if open_ts is not None else [], len(codes))
-            if len(codes) >= c:
-                raise CorruptSketchError(f"restore: the open leaf holds {len(codes)} events, "
-                                         f"a leaf is full at C={c}")
-        first_open_ts = summary.ts_start if summary is not None else (
-            int(ts[0]) if len(ts) else None)
-        if n and first_open_ts is not None and first_open_ts < int(cols["ts_end"][-1]):
-            raise CorruptSketchError(
-                f"restore: the open leaf starts at ts {first_open_ts}, before the last node "
-                f"ends (ts {int(cols['ts_end'][-1])})")
-        known = [t for t in (summary.ts_end if summary is not None else None,
-                             int(ts[-1]) if len(ts) else None,
-                             int(cols["ts_end"][-1]) if n else None) if t is not None]
-        if last_ts is None:
-            last_ts = max(known) if known else None
-        elif known and int(last_ts) < max(known):
-            raise CorruptSketchError(f"restore: last_ts {int(last_ts)} is before the stream's "
-                                     f"last stored event (ts {max(known)})")
+        check_restored(cols, config.C, config.fanout, open_index, config.merge)
+        summary, codes, vocabulary, ts = restored_open_leaf(config, open_index, open_names,
+                                                             open_ts, open_summary, hasher)
+        last_ts = restored_last_ts(cols["ts_end"], summary, ts, last_ts)
         positions = (positions_of(hasher, list(vocabulary), config.m, config.seeds or ())
                      if vocabulary else np.zeros((0, config.k), dtype=np.int64))
-        store = None
-        if n:
-            columns = {name: cols[name] for name in ("index", "pos_start", "pos_end", "ts_start",
-                                                    "ts_end", "n_events", "bits")}
-            columns["level"] = cols["level"].astype(np.int8)
-            columns["node_id"] = node_ids(cols["level"], cols["index"])
-            store = Store(columns, n)
-        return cls(config, vocabulary, positions, store, n, cols["is_top"], None, 0,
-                   int(open_index), codes.astype(np.int32, copy=False), ts,
-                   None if last_ts is None else int(last_ts), hasher, has_twin=False,
-                   open_summary=summary)
+        return cls(config, vocabulary, positions, restored_store(cols), n, cols["is_top"], None,
+                   0, int(open_index), codes.astype(np.int32, copy=False), ts, last_ts, hasher,
+                   has_twin=False, open_summary=summary)
 
     def frontier(self) -> SketchTree:
         """The twin-less tree of this tree's top-level rows and open leaf (:meth:`restore`).
@@ -668,4 +633,3 @@ class SketchTree:
                 "top_level": int(self.is_top.sum()), "bytes": int(self.bits.nbytes),
                 "state_bytes": int(sum(a.nbytes for a in arrays)), "mean_fill": fill,
                 "names": len(self.vocabulary), "twin_pairs": len(self.twin_row)}
-

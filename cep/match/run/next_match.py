@@ -510,6 +510,25 @@ class NextMatch:
         if not len(starts):
             return []
         self._init_state(starts)
+        consumed, state = self._first_step(starts)
+        alive = consumed & (state != _FAIL)
+        finished = alive & (state == _DONE)
+        active = np.flatnonzero(alive & (state == _GO))
+        while len(active):
+            strict = self._is_strict(active)
+            next_rows: list[np.ndarray] = []
+            ended: list[np.ndarray] = []
+            self._advance_next(active[strict], finished, alive, next_rows, ended)
+            self._advance_followed_by(active[~strict], finished, alive, next_rows, ended)
+            for rows_ended in ended:
+                finished[rows_ended] = True  # the scan is over: the final check decides
+            active = np.concatenate(next_rows) if next_rows else np.zeros(0, dtype=np.int64)
+        done_rows = np.flatnonzero(finished & alive)
+        done_rows = done_rows[self._final(done_rows)]
+        return self._blocks(done_rows)
+
+    def _first_step(self, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The initial step of one run per start event; ``(consumed, state)`` per run."""
         all_rows = np.arange(self.n)
         first = self.slots[0]
         if (first.kind == "event" and len(first.aliases) == 1 and not self.constants
@@ -521,72 +540,82 @@ class NextMatch:
             self.j[:] = 1
             consumed = np.ones(self.n, dtype=bool)
             state = np.full(self.n, _DONE if self.nb == 1 else _GO, dtype=np.int64)
-        else:
-            consumed, state = self._process(all_rows, starts, initial=True)
-        alive = consumed & (state != _FAIL)
-        finished = alive & (state == _DONE)
-        active = np.flatnonzero(alive & (state == _GO))
-        while len(active):
-            strict = self._is_strict(active)
-            next_rows: list[np.ndarray] = []
-            ended: list[np.ndarray] = []
-            # next-link runs: the single event right after the last bound one
-            s_rows = active[strict]
-            if len(s_rows):
-                pos = self.cursor[s_rows] + 1
-                inside = (pos < self.data.hi) & self.window.fits(self.start[s_rows], np.minimum(
-                    pos, self.data.n - 1), self.data.ts)
-                ended.append(s_rows[~inside])
-                go = s_rows[inside]
-                if len(go):
-                    c, st = self._process(go, pos[inside], initial=False)
-                    finished[go[st == _DONE]] = True
-                    alive[go[st == _FAIL]] = False
-                    next_rows.append(go[st == _GO])
-            # followed-by runs: the first event that can change each run's state
-            f_rows = active[~strict]
-            js = self.j[f_rows]
-            for k in distinct(js):
-                group = f_rows[js == k]
-                cands, keys = self._candidates(int(k), group)
-                for key in distinct(keys):
-                    sub = group[keys == key]
-                    if self.slots[int(k)].kind != "event":
-                        cands = self._kleene_candidates(int(k), int(key))
-                    found, pos, choice = self._first_hits(sub, int(k), int(key), cands)
-                    ended.append(sub[~found])
-                    hit_rows, hit_pos = sub[found], pos[found]
-                    if not len(hit_rows):
-                        continue
-                    if self.slots[int(k)].kind == "event":
-                        ch = choice[found]
-                        for index, alias in enumerate(self.slots[int(k)].aliases):
-                            h = ch == index
-                            self._append(hit_rows[h], alias, hit_pos[h])
-                        self.cursor[hit_rows] = hit_pos
-                        self.j[hit_rows] += 1
-                        done = self.j[hit_rows] >= self.nb
-                        finished[hit_rows[done]] = True
-                        next_rows.append(hit_rows[~done])
-                    else:
-                        general = self._apply_kleene_hits(int(k), hit_rows, hit_pos, choice[found])
-                        if len(general):
-                            c, st = self._process(hit_rows[general], hit_pos[general], initial=False)
-                        self.cursor[hit_rows] = hit_pos
-                        done = self.j[hit_rows] >= self.nb
-                        failed = np.zeros(len(hit_rows), dtype=bool)
-                        if len(general):
-                            failed[general[st == _FAIL]] = True
-                            done[general] = st == _DONE
-                        finished[hit_rows[done & ~failed]] = True
-                        alive[hit_rows[failed]] = False
-                        next_rows.append(hit_rows[~done & ~failed])
-            for rows_ended in ended:
-                finished[rows_ended] = True  # the scan is over: the final check decides
-            active = np.concatenate(next_rows) if next_rows else np.zeros(0, dtype=np.int64)
-        done_rows = np.flatnonzero(finished & alive)
-        done_rows = done_rows[self._final(done_rows)]
-        return self._blocks(done_rows)
+            return consumed, state
+        return self._process(all_rows, starts, initial=True)
+
+    def _advance_next(self, rows: np.ndarray, finished: np.ndarray, alive: np.ndarray,
+                      next_rows: list[np.ndarray], ended: list[np.ndarray]) -> None:
+        """One round for runs ``rows`` behind a ``next`` link: the single event right after
+        the last bound one. Marks ``finished`` and ``alive``; appends the runs that go on to
+        ``next_rows`` and those whose scan is over to ``ended``."""
+        if not len(rows):
+            return
+        pos = self.cursor[rows] + 1
+        inside = (pos < self.data.hi) & self.window.fits(self.start[rows], np.minimum(
+            pos, self.data.n - 1), self.data.ts)
+        ended.append(rows[~inside])
+        go = rows[inside]
+        if len(go):
+            _, st = self._process(go, pos[inside], initial=False)
+            finished[go[st == _DONE]] = True
+            alive[go[st == _FAIL]] = False
+            next_rows.append(go[st == _GO])
+
+    def _advance_followed_by(self, rows: np.ndarray, finished: np.ndarray, alive: np.ndarray,
+                             next_rows: list[np.ndarray], ended: list[np.ndarray]) -> None:
+        """One round for runs ``rows`` behind a followed-by link: each takes the first event
+        that can change its state, grouped by slot and candidate set. Marks and appends as
+        :meth:`_advance_next` does."""
+        js = self.j[rows]
+        for k in distinct(js):
+            group = rows[js == k]
+            cands, keys = self._candidates(int(k), group)
+            for key in distinct(keys):
+                sub = group[keys == key]
+                if self.slots[int(k)].kind != "event":
+                    cands = self._kleene_candidates(int(k), int(key))
+                found, pos, choice = self._first_hits(sub, int(k), int(key), cands)
+                ended.append(sub[~found])
+                hit_rows, hit_pos = sub[found], pos[found]
+                if not len(hit_rows):
+                    continue
+                if self.slots[int(k)].kind == "event":
+                    self._take_event_hits(int(k), hit_rows, hit_pos, choice[found], finished,
+                                          next_rows)
+                else:
+                    self._take_kleene_hits(int(k), hit_rows, hit_pos, choice[found], finished,
+                                           alive, next_rows)
+
+    def _take_event_hits(self, k: int, rows: np.ndarray, pos: np.ndarray, choice: np.ndarray,
+                         finished: np.ndarray, next_rows: list[np.ndarray]) -> None:
+        """Bind the first hits ``pos`` of runs ``rows`` in event slot ``k`` as the choices the
+        search made; runs past the last slot are finished, the others go on."""
+        for index, alias in enumerate(self.slots[k].aliases):
+            h = choice == index
+            self._append(rows[h], alias, pos[h])
+        self.cursor[rows] = pos
+        self.j[rows] += 1
+        done = self.j[rows] >= self.nb
+        finished[rows[done]] = True
+        next_rows.append(rows[~done])
+
+    def _take_kleene_hits(self, k: int, rows: np.ndarray, pos: np.ndarray, choice: np.ndarray,
+                          finished: np.ndarray, alive: np.ndarray,
+                          next_rows: list[np.ndarray]) -> None:
+        """Step runs ``rows`` in Kleene slot ``k`` at their first hits ``pos``: what the search
+        decided directly, the rest by the general procedure."""
+        general = self._apply_kleene_hits(k, rows, pos, choice)
+        if len(general):
+            _, st = self._process(rows[general], pos[general], initial=False)
+        self.cursor[rows] = pos
+        done = self.j[rows] >= self.nb
+        failed = np.zeros(len(rows), dtype=bool)
+        if len(general):
+            failed[general[st == _FAIL]] = True
+            done[general] = st == _DONE
+        finished[rows[done & ~failed]] = True
+        alive[rows[failed]] = False
+        next_rows.append(rows[~done & ~failed])
 
     def _final(self, rows: np.ndarray) -> np.ndarray:
         """The whole-match checks: minimums, NOTs with nothing bound after them, variables."""
