@@ -49,6 +49,8 @@ def relative_base() -> Path:
     """What a relative ``data_dir`` resolves against: a checkout's root, else the current folder
     (an installed package never writes into its own folder)."""
     return PROJECT_ROOT if running_from_checkout() else Path.cwd()
+
+
 IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 
 
@@ -230,51 +232,17 @@ def load_settings(
     tables_toml = _read_toml(conf_path / "tables.toml")
     data_toml = _read_toml(conf_path / "datasets.toml")
 
-    session = dict(spark_toml.get("session", {}))
-    if os.environ.get("CEP_SPARK_MASTER"):
-        session["master"] = os.environ["CEP_SPARK_MASTER"]
-    if os.environ.get("CEP_DATA_DIR"):
-        session["data_dir"] = os.environ["CEP_DATA_DIR"]
-    if os.environ.get("CEP_WAREHOUSE"):
-        session["warehouse"] = os.environ["CEP_WAREHOUSE"]
-    for key, value in (overrides or {}).items():
-        if key not in {"data_dir", "warehouse", "master", "app_name", "show_progress",
-                       "shuffle_partitions", "driver_memory"}:
-            raise ConfigError(f"unknown settings override {key!r}")
-        session[key] = str(value) if key in ("data_dir", "warehouse") else value
-
+    session = _session_values(spark_toml, overrides)
     where = f"{conf_path / 'spark.toml'} [session]"
     data_dir = Path(_require(session, "data_dir", str, where))
     if not data_dir.is_absolute():
         data_dir = relative_base() / data_dir
     delta = spark_toml.get("delta", {})
-    extra = spark_toml.get("spark", {})
-    for key, value in extra.items():
-        if not isinstance(value, str):
-            raise ConfigError(f"[spark] {key!r}: expected a string value, found {value!r}")
-
-    # The warehouse (root of every Delta table) defaults to <data_dir>/warehouse; tests point it
-    # at a fresh folder while sharing the jar and download caches of data_dir.
-    warehouse = Path(session.get("warehouse") or "warehouse")
-    warehouse = (warehouse if warehouse.is_absolute() else data_dir / warehouse).resolve()
-    tables: dict[str, TableConf] = {}
-    for name, spec in tables_toml.get("tables", {}).items():
-        check_identifier(name, what="table name in tables.toml")
-        tw = f"tables.toml [tables.{name}]"
-        location = resolve_under(warehouse, _require(spec, "location", str, tw))
-        tables[name] = TableConf(name, location, spec.get("source"), spec.get("description", ""))
-    check_locations(warehouse, tables.values())
-
+    extra = _spark_extra(spark_toml)
+    warehouse = _warehouse(session, data_dir)
+    tables = _table_confs(tables_toml, warehouse)
     sdist = data_toml.get("sdist", {})
-    datasets = {
-        name: DatasetConf(
-            name,
-            _require(spec, "member", str, f"datasets.toml [{name}]"),
-            _require(spec, "events", int, f"datasets.toml [{name}]"),
-            _require(spec, "cases", int, f"datasets.toml [{name}]"),
-        )
-        for name, spec in data_toml.get("datasets", {}).items()
-    }
+    datasets = _dataset_confs(data_toml)
     return Settings(
         conf_dir=conf_path,
         data_dir=data_dir.resolve(),
@@ -286,10 +254,74 @@ def load_settings(
         show_progress=_require(session, "show_progress", bool, where),
         delta_package=_require(delta, "package", str, "spark.toml [delta]"),
         delta_repository=delta.get("repository", ""),
-        spark_extra=dict(extra),
+        spark_extra=extra,
         tables=tables,
         sdist_requirement=_require(sdist, "requirement", str, "datasets.toml [sdist]"),
         sdist_file=_require(sdist, "file", str, "datasets.toml [sdist]"),
         sdist_sha256=_require(sdist, "sha256", str, "datasets.toml [sdist]"),
         datasets=datasets,
     )
+
+
+def _session_values(spark_toml: Mapping[str, Any],
+                    overrides: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``spark.toml [session]``, the environment's values over it, then ``overrides``.
+
+    Raises:
+        ConfigError: an override of a key that is not a session key.
+    """
+    session = dict(spark_toml.get("session", {}))
+    for key, variable in (("master", "CEP_SPARK_MASTER"), ("data_dir", "CEP_DATA_DIR"),
+                          ("warehouse", "CEP_WAREHOUSE")):
+        if os.environ.get(variable):
+            session[key] = os.environ[variable]
+    for key, value in (overrides or {}).items():
+        if key not in {"data_dir", "warehouse", "master", "app_name", "show_progress",
+                       "shuffle_partitions", "driver_memory"}:
+            raise ConfigError(f"unknown settings override {key!r}")
+        session[key] = str(value) if key in ("data_dir", "warehouse") else value
+    return session
+
+
+def _spark_extra(spark_toml: Mapping[str, Any]) -> dict[str, str]:
+    """``spark.toml [spark]``: extra Spark settings, each value a string (Spark's own form)."""
+    extra = spark_toml.get("spark", {})
+    for key, value in extra.items():
+        if not isinstance(value, str):
+            raise ConfigError(f"[spark] {key!r}: expected a string value, found {value!r}")
+    return dict(extra)
+
+
+def _warehouse(session: Mapping[str, Any], data_dir: Path) -> Path:
+    """The root of every Delta table: the session's ``warehouse``, relative to ``data_dir``.
+
+    It defaults to ``<data_dir>/warehouse``; tests point it at a fresh folder while sharing the
+    jar and download caches of ``data_dir``.
+    """
+    warehouse = Path(session.get("warehouse") or "warehouse")
+    return (warehouse if warehouse.is_absolute() else data_dir / warehouse).resolve()
+
+
+def _table_confs(tables_toml: Mapping[str, Any], warehouse: Path) -> dict[str, TableConf]:
+    """``tables.toml [tables.*]``, each table in a folder of its own under ``warehouse``."""
+    tables: dict[str, TableConf] = {}
+    for name, spec in tables_toml.get("tables", {}).items():
+        check_identifier(name, what="table name in tables.toml")
+        tw = f"tables.toml [tables.{name}]"
+        location = resolve_under(warehouse, _require(spec, "location", str, tw))
+        tables[name] = TableConf(name, location, spec.get("source"), spec.get("description", ""))
+    check_locations(warehouse, tables.values())
+    return tables
+
+
+def _dataset_confs(data_toml: Mapping[str, Any]) -> dict[str, DatasetConf]:
+    """``datasets.toml [*]``: the real event logs, each with its member, events and cases."""
+    return {
+        name: DatasetConf(
+            name,
+            _require(spec, "member", str, f"datasets.toml [{name}]"),
+            _require(spec, "events", int, f"datasets.toml [{name}]"),
+            _require(spec, "cases", int, f"datasets.toml [{name}]"),
+        )
+        for name, spec in data_toml.get("datasets", {}).items()
+    }

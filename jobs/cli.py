@@ -48,7 +48,23 @@ if TYPE_CHECKING:
 
 
 def _parser() -> argparse.ArgumentParser:
+    """The command line's parser: the global options and one sub-command per entry of
+    :data:`COMMANDS`."""
     parser = Parser(prog=_program(), description=__doc__.split("\n")[0])
+    _add_global_options(parser)
+    sub = parser.add_subparsers(dest="command", required=True)
+    # `--help` lists the commands in the order they are added.
+    _add_setup_commands(sub)
+    _add_load_commands(sub)
+    _add_state_commands(sub)
+    _add_sql_server_commands(sub)
+    sub.add_parser("demo", help="the README demo")
+    _add_warehouse_commands(sub)
+    return parser
+
+
+def _add_global_options(parser: argparse.ArgumentParser) -> None:
+    """Add the options every command takes: where the data and the conf are, how to report."""
     parser.add_argument("--data-dir", help="override conf/spark.toml [session] data_dir "
                         "(default $CEP_DATA_DIR, else ./data)")
     parser.add_argument("--warehouse", help="root of every Delta table (default $CEP_WAREHOUSE, "
@@ -59,13 +75,20 @@ def _parser() -> argparse.ArgumentParser:
                         help="after an error's short message, print the whole traceback and the "
                              "Java stack")
     parser.add_argument("--master", help="override the Spark master (e.g. spark://host:7077)")
-    sub = parser.add_subparsers(dest="command", required=True)
+
+
+def _add_setup_commands(sub: argparse._SubParsersAction) -> None:
+    """Add ``submit-args``, ``fetch-jars`` and ``fetch-data``: what a machine needs once."""
     sub.add_parser("submit-args", help="print the spark-submit options a submitted script needs "
                    "(spark-submit $(spark-cep submit-args) my_script.py; docs/install.md)")
     sub.add_parser("fetch-jars", help="resolve the Delta Lake jars from Maven Central once and "
                    "record the class archive that makes later sessions start faster")
     sub.add_parser("fetch-data", help="download the pm4py sdist and the skfolio wheel once and "
                    "extract the BPI logs and the stock prices")
+
+
+def _add_load_commands(sub: argparse._SubParsersAction) -> None:
+    """Add the commands that write source tables: real data sets and seeded generators."""
     load = sub.add_parser("load-bpi", help="load the BPI logs into Delta tables")
     load.add_argument("--dataset", action="append",
                       help="dataset name (repeatable); default: every configured dataset")
@@ -96,22 +119,17 @@ def _parser() -> argparse.ArgumentParser:
     checks.add_argument("--seed", type=int, default=42)
     checks.add_argument("--table", default="checks")
     checks.add_argument("--force", action="store_true", help="rewrite even if up to date")
-    sketch = sub.add_parser("sketch", help="update a registered sketch (conf/sketches.toml) "
-                            "with the source's new events")
-    sketch.add_argument("--name", required=True, help="the sketch's name in conf/sketches.toml")
-    sketch.add_argument("--until-version", type=int, default=None,
-                        help="process the source only up to this Delta version")
-    graph = sub.add_parser("graph", help="update a registered trend graph (conf/graphs.toml): "
-                           "the ABI graph of every window with new events")
-    graph.add_argument("--name", required=True, help="the graph's name in conf/graphs.toml")
-    graph.add_argument("--until-version", type=int, default=None,
-                       help="process the source only up to this Delta version")
-    predict = sub.add_parser("predict", help="update a registered prediction set "
-                             "(conf/predictions.toml): run its subscriptions over the source's "
-                             "new events, merge the Markov counts and instance states")
-    predict.add_argument("--name", required=True, help="the set's name in conf/predictions.toml")
-    predict.add_argument("--until-version", type=int, default=None,
-                         help="process the source only up to this Delta version")
+
+
+def _add_state_commands(sub: argparse._SubParsersAction) -> None:
+    """Add the state jobs' commands: one run of each kind, all of them, their runs, upkeep."""
+    _add_state_job(sub, "sketch", "update a registered sketch (conf/sketches.toml) with the "
+                   "source's new events", "the sketch's name in conf/sketches.toml")
+    _add_state_job(sub, "graph", "update a registered trend graph (conf/graphs.toml): the ABI "
+                   "graph of every window with new events", "the graph's name in conf/graphs.toml")
+    _add_state_job(sub, "predict", "update a registered prediction set (conf/predictions.toml): "
+                   "run its subscriptions over the source's new events, merge the Markov counts "
+                   "and instance states", "the set's name in conf/predictions.toml")
     run_all = sub.add_parser("run-all", help="run the state jobs of conf/jobs.toml [run_all] in "
                              "order, each recorded in the run manifest; exit 1 if any failed")
     run_all.add_argument("--job", action="append", metavar="KIND/NAME",
@@ -125,6 +143,26 @@ def _parser() -> argparse.ArgumentParser:
                           help="VACUUM retention; refused below the time-travel window")
     maintain.add_argument("--dry-run", action="store_true",
                           help="show what VACUUM would delete; change nothing")
+
+
+def _add_state_job(sub: argparse._SubParsersAction, command: str, summary: str,
+                   name_help: str) -> None:
+    """Add the command of one kind of state job (``sketch``, ``graph``, ``predict``).
+
+    Args:
+        sub: The parser's sub-commands.
+        command: The command, the job's kind.
+        summary: What the command does (its line in ``--help``).
+        name_help: Where the job's ``--name`` is registered.
+    """
+    job = sub.add_parser(command, help=summary)
+    job.add_argument("--name", required=True, help=name_help)
+    job.add_argument("--until-version", type=int, default=None,
+                     help="process the source only up to this Delta version")
+
+
+def _add_sql_server_commands(sub: argparse._SubParsersAction) -> None:
+    """Add ``serve`` (the SQL server for BI tools) and ``tls`` and ``users`` (its access)."""
     serve = sub.add_parser("serve", help="serve the warehouse and the CEP functions to JDBC/ODBC "
                            "clients (BI tools, beeline) until SIGTERM or Ctrl-C "
                            "(conf/server.toml [server])")
@@ -147,7 +185,11 @@ def _parser() -> argparse.ArgumentParser:
     users.add_argument("action", choices=["add", "remove", "list"],
                        help="add (or set a new password), remove, or list the users")
     users.add_argument("name", nargs="?", help="the user name (add, remove)")
-    sub.add_parser("demo", help="the README demo")
+
+
+def _add_warehouse_commands(sub: argparse._SubParsersAction) -> None:
+    """Add ``connect-server`` (the warehouse to Spark Connect clients) and ``sql`` (one
+    statement against it)."""
     connect = sub.add_parser("connect-server", help="serve the warehouse to Spark Connect "
                              "clients until SIGTERM or Ctrl-C (conf/connect.toml [connect])")
     # Strings, not type=int: a bad value is a typed CEP-JOB-070 error like a bad conf value.
@@ -163,7 +205,6 @@ def _parser() -> argparse.ArgumentParser:
     sql.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                      help="bind :NAME in the statement to VALUE as an escaped string literal "
                           "(repeatable; the safe way to pass a user's pattern or value)")
-    return parser
 
 
 def main(argv: Sequence[str] | None = None, *, spark: "SparkSession | None" = None,

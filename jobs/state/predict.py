@@ -14,8 +14,9 @@ the meta table last); what is the set's own is :class:`PredictJob`:
    from version 0 when it holds inserts only (so every row keeps the commit it arrived in), else
    the snapshot at the target as one commit.
 3. The new events meet the persisted instance states of their keys (``<name>_instances`` as of
-   the version the meta records) in :func:`process_bucket`: it sets late and incomplete rows
-   aside, orders the rest per key by ``(ts, commit, id, attributes)`` and calls
+   the version the meta records) in :func:`~jobs.state.predict_bucket.process_bucket`: it
+   sets late and incomplete rows aside, orders the rest per key by ``(ts, commit, id,
+   attributes)`` and calls
    :func:`cep.predict.predict` once per subscription over all its keys, starting every instance
    from its persisted :class:`~cep.predict.InstanceState`. Out come the new instance rows, the
    trained counts (one model blob per subscription) and the late rows. A run of at most
@@ -56,24 +57,24 @@ Example:
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass, field
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, Callable
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from delta_tables.catalog import read_table
 from delta_tables.predict_state import (COLUMNS, MERGE_KEYS, PredictionConf, PredictStateError,
-                                        empty_model, instance_text, instance_values,
-                                        load_prediction, state_rows, subscription_rows)
+                                        empty_model, load_prediction, state_rows,
+                                        subscription_rows)
 from delta_tables.settings import Settings
 from delta_tables.sketch_state import spark_schema
 from jobs.framework.errors import ErrorCodes, JobError, SettingsChangedError
 from jobs.framework.faults import commit_point
 from jobs.framework.incremental import IncrementalJob, Outcome, Run, RunResult
+from jobs.state.predict_bucket import (EVENT, OUT_COLUMNS, OUT_INSTANCE, OUT_LATE, OUT_MODEL,
+                                      OUT_STATS, STATE, counts_table, process_bucket)
 from jobs.state.predict_chunks import CHUNK_ROWS, STAT_COLUMNS, StreamedPredict
 
 if TYPE_CHECKING:
@@ -87,17 +88,13 @@ CODES = ErrorCodes(job="CEP-PRED-040", not_append_only="CEP-PRED-041",
                    crash="CEP-PRED-045")
 """The codes of the prediction job's errors (docs/predict-jobs.md); inconsistent state is
 :class:`~delta_tables.predict_state.PredictStateError` (CEP-PRED-044)."""
-LOOKAHEAD = 1
 LOCAL_ROWS = 1_000_000
 """A run that reads at most this many new source rows runs them on the driver (one call of
 :func:`process_bucket`), a larger one in Spark (``mapInArrow`` in chunks). Measured on 2 cores
 (docs/predict-jobs.md): 10^6 synthetic events in 1,000 keys take ~2.5 s on the driver
 (collect included) against ~14 s through Spark's Python workers; above the threshold the
 driver's memory, not speed, is the limit."""
-"""The job stores states and counts, not probabilities; the label comes with a 1-step answer."""
 
-EVENT, STATE = 0, 1
-OUT_INSTANCE, OUT_MODEL, OUT_LATE, OUT_STATS = 0, 1, 2, 3
 _INT_TYPES = ("tinyint", "smallint", "int", "bigint")
 
 
@@ -270,214 +267,7 @@ def _with_bounds(work: "DataFrame") -> "DataFrame":
     return work.withColumn("e_bound", F.when(complete, F.max(newest).over(earlier)))
 
 
-# ---- the per-bucket function (runs in the Python workers) --------------------------------------
-
-OUT_COLUMNS: tuple[tuple[str, str], ...] = (
-    ("out", "INT"), ("sub", "STRING"), ("key", "STRING"), ("instance", "STRING"),
-    ("state", "BINARY"), ("label", "STRING"), ("progress", "INT"), ("last_ts", "BIGINT"),
-    ("events", "BIGINT"), ("matches", "BIGINT"), ("model", "BINARY"), ("l_ts", "BIGINT"),
-    ("l_id", "BIGINT"), ("l_version", "BIGINT"), ("l_reason", "STRING"), ("l_last_ts", "BIGINT"),
-    ("n_read", "BIGINT"), ("n_run", "BIGINT"), ("n_keys", "BIGINT"), ("n_instances", "BIGINT"),
-    ("n_late", "BIGINT"), ("n_incomplete", "BIGINT"))
-"""Rows the per-bucket function emits: ``out`` 0 = an instance row, 1 = a bucket's trained model
-of one subscription, 2 = a late or incomplete source row, 3 = the bucket's counts (source rows
-read, run, keys run, instance rows, late and incomplete rows)."""
-_ARROW = {"STRING": pa.string(), "BIGINT": pa.int64(), "INT": pa.int32(), "BINARY": pa.binary()}
-OUT_SCHEMA = pa.schema([pa.field(name, _ARROW[kind]) for name, kind in OUT_COLUMNS])
-
-
-def _padded(kind: int, n: int, columns: dict[str, Any]) -> pa.Table:
-    arrays = []
-    for fld in OUT_SCHEMA:
-        if fld.name == "out":
-            arrays.append(pa.array(np.full(n, kind, dtype=np.int32), pa.int32()))
-        elif fld.name in columns:
-            arrays.append(pa.array(columns[fld.name], fld.type))
-        else:
-            arrays.append(pa.nulls(n, fld.type))
-    return pa.Table.from_arrays(arrays, schema=OUT_SCHEMA)
-
-
-@functools.lru_cache(maxsize=256)
-def _compiled(text: str) -> Any:
-    from cep.predict import compile_subscription
-
-    return compile_subscription(text)
-
-
-def _numpy(column: pa.ChunkedArray) -> np.ndarray:
-    """An attribute column for :class:`cep.predict.Events`: integers and booleans with NULLs
-    as objects (so instance values stay integers), dates as timestamps, the rest as numpy."""
-    kind = column.type
-    if pa.types.is_date(kind):
-        column = column.cast(pa.timestamp("us"))
-    if (pa.types.is_integer(kind) or pa.types.is_boolean(kind)) and column.null_count:
-        out = np.empty(len(column), dtype=object)
-        out[:] = column.to_pylist()
-        return out
-    values = column.to_numpy(zero_copy_only=False)
-    return values.astype(object) if values.dtype.kind in "USO" else values
-
-
-def _late_mask(key: np.ndarray, commit: np.ndarray, ts: np.ndarray,
-               known: dict[str, int]) -> tuple[np.ndarray, np.ndarray]:
-    """Rows sorted by ``(key, commit, ts)``: which are late, and each row's bound.
-
-    The bound of a row is the newest timestamp of its key in earlier commits (this batch's, and
-    ``known`` from earlier runs); a row is late when its timestamp is before it. A late row is
-    not after the bound, so counting it in the running maximum changes nothing.
-    """
-    n = len(ts)
-    if n == 0:
-        return np.zeros(0, dtype=bool), np.zeros(0, dtype=np.int64)
-    new_key = np.r_[True, key[1:] != key[:-1]]
-    new_seg = new_key | np.r_[True, commit[1:] != commit[:-1]]
-    seg = np.cumsum(new_seg) - 1
-    seg_last = np.r_[np.flatnonzero(new_seg)[1:] - 1, n - 1]
-    seg_key = (np.cumsum(new_key) - 1)[new_seg]
-    seg_max = ts[seg_last]
-    uniq, rank = np.unique(seg_max, return_inverse=True)
-    base = seg_key.astype(np.int64) * (len(uniq) + 1)
-    running = np.maximum.accumulate(base + rank.reshape(-1) + 1)
-    before = np.r_[0, running[:-1]]
-    has = before > base
-    bound = np.where(has, uniq[np.clip(before - base - 1, 0, len(uniq) - 1)], 0).astype(np.int64)
-    first = np.flatnonzero(new_seg)
-    for s in range(len(first)):  # the bound from earlier runs (keys with persisted instances)
-        prior = known.get(key[first[s]])
-        if prior is not None and (not has[s] or prior > bound[s]):
-            bound[s], has[s] = prior, True
-    late = has[seg] & (ts < bound[seg])
-    return late, np.where(has[seg], bound[seg], -1)
-
-
-def process_bucket(table: pa.Table, spec: dict[str, Any]) -> pa.Table:
-    """Run every subscription over the new events of the bucket's keys (module docstring).
-
-    ``table`` holds ``kind`` 0 event rows (``key, e_ts, e_id, e_commit, e_type, a_i``) and
-    ``kind`` 1 persisted instance rows (``key, i_sub, i_instance, i_state``) of any number of
-    keys; ``spec`` names the subscriptions, attributes and optional columns. With an
-    ``e_bound`` column (the Spark path: :func:`_with_bounds`) a row is late when its timestamp
-    is below its bound; without it the rule is applied here over the table's own commits
-    (:func:`_late_mask`, the driver's path). Returns :data:`OUT_SCHEMA` rows.
-
-    Raises:
-        ModelFormatError: a persisted instance state blob is corrupt (``CEP-PRED-012``, naming
-            the subscription, key and instance).
-        PredictStateError: an ``instance`` value that is not a JSON array.
-    """
-    from cep.predict import Events, ModelFormatError, load_state, predict
-
-    if not table.num_rows:
-        return OUT_SCHEMA.empty_table()
-    kind = table.column("kind")
-    events = table.filter(pc.equal(kind, EVENT))
-    stored = table.filter(pc.equal(kind, STATE))
-    parts: list[pa.Table] = []
-    n_read = events.num_rows
-
-    # Persisted states, and the newest timestamp each key has reached in earlier runs.
-    starts: dict[str, dict[tuple, Any]] = {}
-    known: dict[str, int] = {}
-    for sub, key, inst, blob in zip(*(stored.column(c).to_pylist()
-                                      for c in ("i_sub", "key", "i_instance", "i_state"))):
-        try:
-            state = load_state(blob)
-        except ModelFormatError as err:
-            raise ModelFormatError(f"prediction set {spec['name']}, subscription {sub}, key "
-                                   f"{key!r}, instance {inst}: {err.message}") from None
-        starts.setdefault(sub, {})[(key, instance_values(inst))] = state
-        if state.last_ts is not None and (key not in known or state.last_ts > known[key]):
-            known[key] = int(state.last_ts)
-
-    # Incomplete rows, then late rows (decided per source commit).
-    valid = pc.and_(pc.is_valid(events.column("key")), pc.is_valid(events.column("e_ts")))
-    incomplete = events.filter(pc.invert(valid))
-    if incomplete.num_rows:
-        parts.append(_padded(OUT_LATE, incomplete.num_rows, {
-            "key": incomplete.column("key"), "l_ts": incomplete.column("e_ts"),
-            "l_id": incomplete.column("e_id"), "l_version": incomplete.column("e_commit"),
-            "l_reason": ["incomplete"] * incomplete.num_rows}))
-    events = events.filter(valid)
-    if "e_bound" in events.column_names:
-        # Spark marked every row with its bound (_bounds): the rule needs no other row here, so
-        # a key's events may arrive in chunks (jobs/state/predict_chunks.py).
-        has = pc.is_valid(events.column("e_bound")).to_numpy(zero_copy_only=False)
-        bound = pc.fill_null(events.column("e_bound"), -1).to_numpy(zero_copy_only=False)
-        late = has & (events.column("e_ts").to_numpy() < bound)
-    else:
-        events = events.take(pc.sort_indices(events, sort_keys=[
-            ("key", "ascending"), ("e_commit", "ascending"), ("e_ts", "ascending")]))
-        key = events.column("key").to_numpy(zero_copy_only=False).astype(object)
-        late, bound = _late_mask(key, events.column("e_commit").to_numpy(),
-                                 events.column("e_ts").to_numpy(), known)
-    if late.any():
-        gone = events.filter(pa.array(late))
-        parts.append(_padded(OUT_LATE, gone.num_rows, {
-            "key": gone.column("key"), "l_ts": gone.column("e_ts"), "l_id": gone.column("e_id"),
-            "l_version": gone.column("e_commit"), "l_reason": ["late"] * gone.num_rows,
-            "l_last_ts": bound[late]}))
-        events = events.filter(pa.array(~late))
-    n_late = int(late.sum())
-
-    # The events run, per key in (ts, commit, id, attributes) order.
-    attrs = spec["attributes"]
-    order = [("key", "ascending"), ("e_ts", "ascending"), ("e_commit", "ascending"),
-             ("e_id", "ascending"), ("e_type", "ascending")]
-    order += [(f"a_{i}", "ascending") for i in range(len(attrs))]
-    events = events.take(pc.sort_indices(events, sort_keys=[(k, d, "at_end") for k, d in order]))
-    n_run = events.num_rows
-    keys = events.column("key").to_numpy(zero_copy_only=False).astype(object)
-    n_keys = int(len(np.unique(keys))) if n_run else 0
-    n_instances = 0
-    if n_run:
-        ev = Events.from_columns(
-            ts=events.column("e_ts").to_numpy(), keys=keys,
-            types=events.column("e_type").to_numpy(zero_copy_only=False).astype(object)
-            if spec["has_type"] else None,
-            attrs={a: _numpy(events.column(f"a_{i}")) for i, a in enumerate(attrs)})
-        for sub, text in spec["subscriptions"]:
-            result = predict(_compiled(text), ev, lookahead=LOOKAHEAD, start=starts.get(sub))
-            parts.append(_instance_rows(sub, result))
-            n_instances += parts[-1].num_rows
-            parts.append(_padded(OUT_MODEL, 1, {"sub": [sub],
-                                                "model": [result.trained.to_bytes()]}))
-    parts.append(_padded(OUT_STATS, 1, {
-        "n_read": [n_read], "n_run": [n_run], "n_keys": [n_keys], "n_instances": [n_instances],
-        "n_late": [n_late], "n_incomplete": [incomplete.num_rows]}))
-    return pa.concat_tables(parts)
-
-
-def _instance_rows(sub: str, result: Any) -> pa.Table:
-    """The instance rows of one subscription's :class:`~cep.predict.Prediction`.
-
-    ``result.rows`` (``output='keys'``, threshold 0) has one row per instance in the order the
-    states were built; the key and instance of each row are checked against the state's.
-    """
-    rows = result.rows
-    states = list(result.states.items())
-    if len(states) != len(rows["key"]):
-        raise PredictStateError(f"subscription {sub}: {len(states)} instance states but "
-                                f"{len(rows['key'])} instance rows")
-    out: dict[str, list] = {name: [] for name in (
-        "sub", "key", "instance", "state", "label", "progress", "last_ts", "events", "matches")}
-    for i, ((key, values), state) in enumerate(states):
-        readable = (None if not values
-                    else ", ".join("NULL" if v is None else str(v) for v in values))
-        if rows["key"][i] != key or rows["instance"][i] != readable:
-            raise PredictStateError(f"subscription {sub}: instance rows and states are not in the "
-                                    f"same order at {key!r} / {rows['key'][i]!r}")
-        out["sub"].append(sub)
-        out["key"].append(str(key))
-        out["instance"].append(instance_text(values))
-        out["state"].append(state.to_bytes())
-        out["label"].append(rows["state"][i])
-        out["progress"].append(int(rows["progress"][i]))
-        out["last_ts"].append(None if state.last_ts is None else int(state.last_ts))
-        out["events"].append(int(state.events))
-        out["matches"].append(int(state.matches))
-    return _padded(OUT_INSTANCE, len(states), out)
-
+# ---- what the per-bucket function runs with (jobs/state/predict_bucket.py) --------------------
 
 def _spec(conf: PredictionConf, attributes: tuple[str, ...]) -> dict[str, Any]:
     """What :func:`process_bucket` needs to know of the set (plain values: shipped to workers);
@@ -494,11 +284,8 @@ def make_partition_function(conf: PredictionConf, attributes: tuple[str, ...],
     spec = _spec(conf, attributes)
     rows = CHUNK_ROWS if chunk_rows is None else chunk_rows
 
-    def counts_row(counts: dict[str, int]) -> pa.Table:
-        return _padded(OUT_STATS, 1, {name: [value] for name, value in counts.items()})
-
     def per_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        streamed = StreamedPredict(lambda table: process_bucket(table, spec), counts_row,
+        streamed = StreamedPredict(lambda table: process_bucket(table, spec), counts_table,
                                    (EVENT, STATE), (OUT_INSTANCE, OUT_STATS), rows)
         yield from streamed.run(batches)
 
@@ -526,6 +313,85 @@ def _stored_models(spark: "SparkSession", conf: PredictionConf, meta: dict[str, 
             raise ModelFormatError(f"{table.name} version {meta['models_version']}, subscription "
                                    f"{row['sub']}: {err.message}") from None
     return out
+
+
+def _known_states(compiled: dict[str, Any], models: dict[str, Any],
+                  meta: dict[str, Any] | None) -> dict[str, set[tuple[int, int]]]:
+    """The machine states ``(leaf, mask)`` per subscription that ``<name>_states`` holds.
+
+    ``<name>_states`` holds the states of every model written so far, and counts only grow, so
+    they are the states of the persisted model: no need to read the table.
+    """
+    if meta is None:
+        return {sub: set() for sub in compiled}
+    return {sub: {(int(r[1]), int(r[2])) for r in state_rows(sub, compiled[sub], models[sub])}
+            for sub in compiled}
+
+
+def _work_rows(spark: "SparkSession", conf: PredictionConf, meta: dict[str, Any] | None,
+               events: "DataFrame") -> "DataFrame":
+    """The new events and the persisted instance rows of their keys, as one frame of work rows
+    (on a first run the instance columns are there, NULL)."""
+    from pyspark.sql import functions as F
+
+    stored = _state_rows(spark, conf, meta, events)
+    if stored is not None:
+        return events.unionByName(stored, allowMissingColumns=True)
+    return (events.withColumn("i_sub", F.lit(None).cast("string"))
+            .withColumn("i_instance", F.lit(None).cast("string"))
+            .withColumn("i_state", F.lit(None).cast("binary"))
+            .withColumn("i_last_ts", F.lit(None).cast("bigint")))
+
+
+def _run_on_driver(spark: "SparkSession", conf: PredictionConf, work: "DataFrame",
+                   attributes: tuple[str, ...]) -> tuple["DataFrame", list[dict[str, Any]]]:
+    """A small run's output rows, from one :func:`process_bucket` call on the driver.
+
+    Returns:
+        The output rows as a frame for the writes, and its model and counts rows.
+    """
+    result = process_bucket(work.toArrow(), _spec(conf, attributes))
+    kinds = pa.array([OUT_MODEL, OUT_STATS], pa.int32())
+    small = result.filter(pc.is_in(result.column("out"), value_set=kinds)).to_pylist()
+    return spark.createDataFrame(result, spark_schema(OUT_COLUMNS)), small
+
+
+def _counts(small: list[dict[str, Any]]) -> dict[str, int]:
+    """The run's counts (:data:`~jobs.state.predict_chunks.STAT_COLUMNS`): every counts row
+    added up."""
+    return {c: sum(int(r[c]) for r in small if r["out"] == OUT_STATS) for c in STAT_COLUMNS}
+
+
+def _merged_models(small: list[dict[str, Any]], compiled: dict[str, Any],
+                   models: dict[str, Any]) -> dict[str, Any]:
+    """The persisted model of every subscription plus every bucket's counts (in any order:
+    counts add up)."""
+    from cep.predict import load_model
+
+    trained: dict[str, list] = {sub: [] for sub in compiled}
+    for r in small:
+        if r["out"] == OUT_MODEL:
+            trained[r["sub"]].append(load_model(r["model"], subscription=compiled[r["sub"]].text))
+    merged = dict(models)
+    for sub, parts in trained.items():
+        for part in parts:
+            merged[sub] = merged[sub].merge(part)
+    return merged
+
+
+def _outcome(conf: PredictionConf, meta: dict[str, Any] | None, read: str,
+             counts: dict[str, int], models: dict[str, Any], new_states: list) -> Outcome:
+    """The meta row the framework writes last, and the fields of the run's result."""
+    late, incomplete = counts["n_late"], counts["n_incomplete"]
+    return Outcome(
+        meta={"prediction": conf.name, "source": conf.source.name, "key_col": conf.key_col,
+              "ts_col": conf.ts_col, "id_col": conf.id_col, "type_col": conf.type_col,
+              "events_total": (int(meta["events_total"]) if meta else 0) + counts["n_run"],
+              "late_total": (int(meta["late_total"]) if meta else 0) + late + incomplete},
+        result={"read": read, "events_read": counts["n_read"], "events_run": counts["n_run"],
+                "late": late, "incomplete": incomplete, "keys": counts["n_keys"],
+                "instance_rows": counts["n_instances"], "state_rows": len(new_states),
+                "model_events": {sub: m.events for sub, m in models.items()}})
 
 
 class PredictJob(IncrementalJob):
@@ -572,118 +438,110 @@ class PredictJob(IncrementalJob):
     def process(self, run: Run) -> Outcome:
         """Run the new events through every subscription; write instances, models, states,
         late (the subscriptions on a first run)."""
-        from pyspark import StorageLevel
-        from pyspark.sql import functions as F
-
-        conf, spark, meta, local_rows = self.conf, run.spark, run.meta, self.local_rows
+        conf, spark, meta = self.conf, run.spark, run.meta
         compiled = conf.compiled()
         run.ensure_tables()
         # The persisted models and states first: a corrupt model fails the run before any work.
-        # <name>_states holds the states of every model written so far; counts only grow, so
-        # that is the states of the persisted model (no need to read the table).
         models = _stored_models(spark, conf, meta, compiled)
-        known = {sub: {(int(r[1]), int(r[2])) for r in state_rows(sub, compiled[sub], models[sub])}
-                 for sub in compiled} if meta is not None else {sub: set() for sub in compiled}
+        known = _known_states(compiled, models, meta)
         events, read, attributes, n_rows = _source_rows(run, conf)
-        where = "on the driver" if n_rows <= local_rows else "in Spark (mapInArrow, chunked)"
+        local = n_rows <= self.local_rows
+        where = "on the driver" if local else "in Spark (mapInArrow, chunked)"
         run.say(f"{conf.name}: reading {conf.source.name} versions {run.first}..{run.target} "
                 f"({read}): {n_rows:,} rows, run {where}; {len(compiled)} subscription(s): "
                 f"{', '.join(compiled)}")
-        work = events
-        stored = _state_rows(spark, conf, meta, events)
-        if stored is not None:
-            work = work.unionByName(stored, allowMissingColumns=True)
-        else:
-            work = (work.withColumn("i_sub", F.lit(None).cast("string"))
-                    .withColumn("i_instance", F.lit(None).cast("string"))
-                    .withColumn("i_state", F.lit(None).cast("binary"))
-                    .withColumn("i_last_ts", F.lit(None).cast("bigint")))
-        if n_rows <= local_rows:
+        work = _work_rows(spark, conf, meta, events)
+        small: list[dict[str, Any]] | None = None
+        if local:
             # Few rows: one call of the same function on the driver is faster than a shuffle
             # into Python workers (docs/predict-jobs.md, "Where the events are run").
-            result = process_bucket(work.toArrow(), _spec(conf, attributes))
-            kinds = pa.array([OUT_MODEL, OUT_STATS], pa.int32())
-            small = result.filter(pc.is_in(result.column("out"), value_set=kinds)).to_pylist()
-            out = spark.createDataFrame(result, spark_schema(OUT_COLUMNS))
+            out, small = _run_on_driver(spark, conf, work, attributes)
         else:
-            # One shuffle by key (the window reuses it), then each task streams its keys in
-            # time order through chunks (jobs/state/predict_chunks.py).
-            parts = int(spark.conf.get("spark.sql.shuffle.partitions"))
-            out = (_with_bounds(work.repartition(parts, "key"))
-                   .sortWithinPartitions("key", F.desc("kind"), F.asc_nulls_last("e_ts"))
-                   .mapInArrow(make_partition_function(conf, attributes, self.chunk_rows),
-                               spark_schema(OUT_COLUMNS))
-                   .persist(StorageLevel.MEMORY_AND_DISK))
+            out = self._run_in_spark(spark, work, attributes)
         try:
-            try:
-                if n_rows > local_rows:
-                    small = [r.asDict() for r in out.where(F.col("out").isin(OUT_MODEL, OUT_STATS))
-                             .select("out", "sub", "model", *STAT_COLUMNS).collect()]
-            except Exception as exc:
-                raise self._worker_error(exc) from None
-            stats = {c: sum(int(r[c]) for r in small if r["out"] == OUT_STATS)
-                     for c in STAT_COLUMNS}
-            n_read, n_run, n_keys = stats["n_read"], stats["n_run"], stats["n_keys"]
-            instance_rows = stats["n_instances"]
-            late, incomplete = stats["n_late"], stats["n_incomplete"]
-            run.say(f"{conf.name}: {n_read:,} events read: {n_run:,} run in {n_keys:,} keys, "
-                    f"{late:,} late, {incomplete:,} incomplete; {instance_rows:,} instance rows "
-                    f"({run.elapsed():.1f}s)")
-
-            # Models: the persisted ones plus every bucket's counts (order does not matter).
-            from cep.predict import load_model
-
-            trained: dict[str, list] = {sub: [] for sub in compiled}
-            for r in small:
-                if r["out"] == OUT_MODEL:
-                    trained[r["sub"]].append(load_model(r["model"],
-                                                        subscription=compiled[r["sub"]].text))
-            for sub, parts in trained.items():
-                for part in parts:
-                    models[sub] = models[sub].merge(part)
-            new_states = [row for sub, c in compiled.items()
-                          for row in state_rows(sub, c, models[sub], known[sub])]
-
-            if meta is None:
-                run.merge("subscriptions", spark.createDataFrame(
-                    subscription_rows(conf), spark_schema(COLUMNS["subscriptions"])),
-                          MERGE_KEYS["subscriptions"])
-            if instance_rows:
-                names = [name for name, _ in COLUMNS["instances"]]
-                run.merge("instances", out.where(F.col("out") == OUT_INSTANCE).select(*names),
-                          MERGE_KEYS["instances"])
-            run.say(f"{conf.name}: instances merged ({run.elapsed():.1f}s)")
-            commit_point("instances")
-            if n_run:
-                model_rows = [(sub, m.to_bytes(), m.events,
-                               sum(leaf.counts.total for leaf in m.leaves), run.target)
-                              for sub, m in models.items()]
-                run.merge("models", spark.createDataFrame(model_rows,
-                                                          spark_schema(COLUMNS["models"])),
-                          MERGE_KEYS["models"])
-            commit_point("models")
-            if new_states:
-                run.merge("states", spark.createDataFrame(new_states,
-                                                          spark_schema(COLUMNS["states"])),
-                          MERGE_KEYS["states"], update=False)
-            commit_point("states")
-            if late + incomplete:
-                run.append("late", out.where(F.col("out") == OUT_LATE).select(
-                    F.lit(run.run_id).alias("run_id"), F.col("l_version").alias("source_version"),
-                    "key", F.col("l_ts").alias("ts"), F.col("l_id").alias("id"),
-                    F.col("l_reason").alias("reason"), F.col("l_last_ts").alias("last_ts")))
-            commit_point("late")
+            if small is None:  # collected inside the try: a failed stage still unpersists
+                small = self._collected(out)
+            counts = _counts(small)
+            run.say(f"{conf.name}: {counts['n_read']:,} events read: {counts['n_run']:,} run "
+                    f"in {counts['n_keys']:,} keys, {counts['n_late']:,} late, "
+                    f"{counts['n_incomplete']:,} incomplete; {counts['n_instances']:,} instance "
+                    f"rows ({run.elapsed():.1f}s)")
+            models = _merged_models(small, compiled, models)
+            new_states = [row for sub, comp in compiled.items()
+                          for row in state_rows(sub, comp, models[sub], known[sub])]
+            self._write(run, out, counts, models, new_states)
         finally:
             out.unpersist()
-        return Outcome(
-            meta={"prediction": conf.name, "source": conf.source.name, "key_col": conf.key_col,
-                  "ts_col": conf.ts_col, "id_col": conf.id_col, "type_col": conf.type_col,
-                  "events_total": (int(meta["events_total"]) if meta else 0) + n_run,
-                  "late_total": (int(meta["late_total"]) if meta else 0) + late + incomplete},
-            result={"read": read, "events_read": n_read, "events_run": n_run, "late": late,
-                    "incomplete": incomplete, "keys": n_keys, "instance_rows": instance_rows,
-                    "state_rows": len(new_states),
-                    "model_events": {sub: m.events for sub, m in models.items()}})
+        return _outcome(conf, meta, read, counts, models, new_states)
+
+    def _run_in_spark(self, spark: "SparkSession", work: "DataFrame",
+                      attributes: tuple[str, ...]) -> "DataFrame":
+        """A large run's output rows, computed in Spark and persisted (the caller unpersists).
+
+        One shuffle by key (the window of :func:`_with_bounds` reuses it), then each task
+        streams its keys in time order through chunks (jobs/state/predict_chunks.py).
+        """
+        from pyspark import StorageLevel
+        from pyspark.sql import functions as F
+
+        parts = int(spark.conf.get("spark.sql.shuffle.partitions"))
+        return (_with_bounds(work.repartition(parts, "key"))
+                .sortWithinPartitions("key", F.desc("kind"), F.asc_nulls_last("e_ts"))
+                .mapInArrow(make_partition_function(self.conf, attributes, self.chunk_rows),
+                            spark_schema(OUT_COLUMNS))
+                .persist(StorageLevel.MEMORY_AND_DISK))
+
+    def _collected(self, out: "DataFrame") -> list[dict[str, Any]]:
+        """The model and counts rows of a Spark run, on the driver; a worker's typed error is
+        raised as itself."""
+        from pyspark.sql import functions as F
+
+        try:
+            return [r.asDict() for r in out.where(F.col("out").isin(OUT_MODEL, OUT_STATS))
+                    .select("out", "sub", "model", *STAT_COLUMNS).collect()]
+        except Exception as exc:
+            raise self._worker_error(exc) from None
+
+    def _write(self, run: Run, out: "DataFrame", counts: dict[str, int],
+               models: dict[str, Any], new_states: list) -> None:
+        """Write the run's tables in the protocol's order, each followed by its commit point.
+
+        ``<name>_subscriptions`` (first run only), ``<name>_instances``, ``<name>_models``,
+        ``<name>_states``, ``<name>_late``; a table with nothing to write is not written, but
+        its commit point is passed all the same (the framework writes ``<name>_meta`` last).
+        """
+        from pyspark.sql import functions as F
+
+        conf, spark = self.conf, run.spark
+        if run.meta is None:
+            run.merge("subscriptions", spark.createDataFrame(
+                subscription_rows(conf), spark_schema(COLUMNS["subscriptions"])),
+                      MERGE_KEYS["subscriptions"])
+        if counts["n_instances"]:
+            names = [name for name, _ in COLUMNS["instances"]]
+            run.merge("instances", out.where(F.col("out") == OUT_INSTANCE).select(*names),
+                      MERGE_KEYS["instances"])
+        run.say(f"{conf.name}: instances merged ({run.elapsed():.1f}s)")
+        commit_point("instances")
+        if counts["n_run"]:
+            model_rows = [(sub, m.to_bytes(), m.events,
+                           sum(leaf.counts.total for leaf in m.leaves), run.target)
+                          for sub, m in models.items()]
+            run.merge("models", spark.createDataFrame(model_rows,
+                                                      spark_schema(COLUMNS["models"])),
+                      MERGE_KEYS["models"])
+        commit_point("models")
+        if new_states:
+            run.merge("states", spark.createDataFrame(new_states,
+                                                      spark_schema(COLUMNS["states"])),
+                      MERGE_KEYS["states"], update=False)
+        commit_point("states")
+        if counts["n_late"] + counts["n_incomplete"]:
+            run.append("late", out.where(F.col("out") == OUT_LATE).select(
+                F.lit(run.run_id).alias("run_id"), F.col("l_version").alias("source_version"),
+                "key", F.col("l_ts").alias("ts"), F.col("l_id").alias("id"),
+                F.col("l_reason").alias("reason"), F.col("l_last_ts").alias("last_ts")))
+        commit_point("late")
 
 
 def run_predict(spark: "SparkSession", settings: Settings, conf: PredictionConf | str, *,

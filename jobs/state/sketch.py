@@ -16,7 +16,7 @@ interrupted run, the meta table last); what is the sketch's own is :class:`Sketc
    ``(ts, id)``, late ones are split off, the rest are appended to the restored frontier tree
    (:meth:`cep.sketch.SketchTree.restore`), and the changed rows come out: new nodes, old nodes
    whose ``is_top``/``parent_id`` changed, the ``is_open`` row, the new open-leaf state and the
-   late events.
+   late events (:func:`jobs.state.sketch_bucket.process_bucket`).
 4. Write ``<name>_nodes`` (MERGE on ``(stream, node_id)``: update matched rows, insert the
    others), ``<name>_open`` (MERGE on ``stream``) and ``<name>_late`` (append); the framework
    then overwrites ``<name>_meta`` LAST.
@@ -55,22 +55,18 @@ from delta_tables.sketch_state import (
     LATE_COLUMNS,
     META_COLUMNS,
     NODES_COLUMNS,
-    OPEN_ARROW_SCHEMA,
     OPEN_COLUMNS,
     TS,
-    OpenState,
     SketchStateError,
-    append_columns,
     config_from_meta,
-    nodes_from_columns,
-    open_to_arrow,
-    restore_frontier,
     spark_schema,
 )
 from jobs.framework.errors import ErrorCodes, SettingsChangedError
 from jobs.framework.faults import commit_point
 from jobs.framework.incremental import IncrementalJob, Outcome, Run, RunResult
 from jobs.framework.txn import add_missing_columns
+from jobs.state.sketch_bucket import (EVENT, NODE, OPEN, OUT_COLUMNS, OUT_LATE, OUT_NODE,
+                                      OUT_OPEN, process_bucket)
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -82,10 +78,6 @@ CODES = ErrorCodes(job="CEP-SKETCH-041", not_append_only="CEP-SKETCH-042",
                    source_version="CEP-SKETCH-043", settings_changed="CEP-SKETCH-044",
                    crash="CEP-SKETCH-045")
 """The codes of the sketch job's errors (docs/sketch.md)."""
-
-# Kinds of the rows that go into and come out of the per-stream function.
-EVENT, NODE, OPEN = 0, 1, 2
-OUT_NODE, OUT_OPEN, OUT_LATE = 0, 1, 2
 
 
 @dataclass(frozen=True)
@@ -230,34 +222,12 @@ def _state(spark: "SparkSession", conf: SketchConf, meta: dict[str, Any] | None,
     return [nodes, opened]
 
 
-# ---- the per-stream function (runs in the Python workers) --------------------------------------
-
-OUT_COLUMNS: tuple[tuple[str, str], ...] = (
-    (("out", "INT"),) + NODES_COLUMNS
-    + tuple((f"o_{name}", kind) for name, kind in OPEN_COLUMNS if name != "stream")
-    + (("l_type", "STRING"), ("l_ts", "TIMESTAMP"), ("l_id", "BIGINT"),
-       ("l_version", "BIGINT"), ("l_reason", "STRING"), ("l_last_ts", "TIMESTAMP"),
-       ("l_last_id", "BIGINT"), ("n_accepted", "BIGINT")))
-"""Rows the per-stream function emits: ``out`` 0 = a nodes row, 1 = the stream's open row,
-2 = a late event; other columns are NULL where they do not apply."""
-
+# ---- the per-stream function's partitions (jobs/state/sketch_bucket.py) -----------------------
 
 def _out_schema() -> pa.Schema:
     from delta_tables.sketch_state import _arrow_schema
 
     return _arrow_schema(OUT_COLUMNS)
-
-
-def _padded(schema: pa.Schema, kind: int, n: int, columns: dict[str, Any]) -> pa.Table:
-    arrays = []
-    for fld in schema:
-        if fld.name == "out":
-            arrays.append(pa.array(np.full(n, kind, dtype=np.int32), pa.int32()))
-        elif fld.name in columns:
-            arrays.append(columns[fld.name])
-        else:
-            arrays.append(pa.nulls(n, fld.type))
-    return pa.Table.from_arrays(arrays, schema=schema)
 
 
 def _micros(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
@@ -282,202 +252,6 @@ def make_partition_function(config: SketchConfig, chunk_rows: int | None = None
         yield from streamed.run(batches)
 
     return per_partition
-
-
-def _filled(table: pa.Table, name: str, fill: Any = 0) -> np.ndarray:
-    column = table.column(name)
-    if pa.types.is_timestamp(column.type):
-        column = pc.cast(column, TS).cast(pa.int64())
-    return np.asarray(pc.fill_null(column, fill).to_numpy(zero_copy_only=False))
-
-
-def _late_bounds(accepted: np.ndarray, ts: np.ndarray, ids: np.ndarray,
-                 last_ts: int | None, last_id: int | None
-                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """For each late event: the last accepted ``(ts, id)`` before it, and whether there is one."""
-    late = ~accepted
-    idx = np.where(accepted, np.arange(len(ts)), -1)
-    before = np.concatenate(([-1], np.maximum.accumulate(idx)[:-1])) if len(ts) else idx
-    at = before[late]
-    has = at >= 0
-    bound_ts = np.where(has, ts[np.maximum(at, 0)], -1 if last_ts is None else last_ts)
-    bound_id = np.where(has, ids[np.maximum(at, 0)], -1 if last_id is None else last_id)
-    return bound_ts, bound_id, has | (last_ts is not None)
-
-
-def process_bucket(table: pa.Table, config: SketchConfig, schema: pa.Schema) -> pa.Table:
-    """Append each stream's new events to its restored frontier; all changed rows as ``schema``.
-
-    ``table`` holds the work rows of any number of streams: ``kind`` 0 events (``e_type``,
-    ``e_ts``, ``e_id``, ``e_version``), 1 top-level node rows (the nodes columns), 2 open rows
-    (``o_*``). Per stream: restore the frontier (:func:`restore_frontier`), order the complete
-    events by ``(ts, id)`` (then type and commit version: a total order, so a rerun keeps the
-    same duplicate), reject incomplete and late ones, append the rest, and emit the changed
-    node rows, the new open state (with ``n_accepted``) and the rejected events. Columns are
-    gathered per bucket and converted to Arrow once.
-    """
-    if not table.num_rows:
-        return schema.empty_table()
-    table = table.take(pc.sort_indices(table, sort_keys=[("stream", "ascending", "at_start"),
-                                                         ("kind", "ascending", "at_end")]))
-    stream = table.column("stream").to_numpy(zero_copy_only=False)
-    kind = np.asarray(table.column("kind").to_numpy(zero_copy_only=False))
-    n = len(stream)
-    change = np.ones(n, dtype=np.bool_)
-    change[1:] = stream[1:] != stream[:-1]
-    starts = np.flatnonzero(change)
-    ends = np.append(starts[1:], n)
-    valid_ts = np.asarray(pc.is_valid(table.column("e_ts")))
-    valid_id = np.asarray(pc.is_valid(table.column("e_id")))
-    complete = np.asarray(pc.is_valid(table.column("e_type"))) & valid_ts & valid_id
-    e_type = table.column("e_type").to_numpy(zero_copy_only=False)
-    e_ts, e_id, e_version = (_filled(table, name) for name in ("e_ts", "e_id", "e_version"))
-    node_rows = kind == NODE
-    nodes: dict[str, Any] = {}
-    if node_rows.any():
-        stored = table.filter(pa.array(node_rows))
-        _check_settings_columns(stored, config)
-        nodes = {name: _filled(table, name) for name in (
-            "node_id", "level", "idx", "pos_start", "pos_end", "ts_start", "ts_end", "n_events")}
-        nodes["is_top"] = _filled(table, "is_top", False).astype(np.bool_)
-        nodes["bits"] = table.column("bits")
-    open_rows = table.filter(pa.array(kind == OPEN))
-    states = {}
-    if open_rows.num_rows:
-        cols = {name: open_rows.column(f"o_{name}") if name != "stream"
-                else open_rows.column("stream") for name, _ in OPEN_COLUMNS}
-        for state in OpenState.from_arrow(pa.table(cols).cast(OPEN_ARROW_SCHEMA)):
-            if state.stream in states:
-                raise SketchStateError(f"stream {state.stream!r}: two open rows")
-            states[state.stream] = state
-
-    node_parts: list[dict[str, np.ndarray]] = []
-    node_streams: list[str] = []
-    new_states: list[OpenState] = []
-    n_accepted: list[int] = []
-    late: dict[str, list[Any]] = {name: [] for name in (
-        "stream", "type", "ts", "id", "version", "reason", "last_ts", "last_id", "valid_ts",
-        "valid_id", "valid_last")}
-
-    def reject(key: Any, rows: np.ndarray, reason: str, bound: tuple | None = None) -> None:
-        k = len(rows)
-        late["stream"] += [key] * k
-        late["type"].append(e_type[rows])
-        late["ts"].append(e_ts[rows])
-        late["id"].append(e_id[rows])
-        late["version"].append(e_version[rows])
-        late["reason"] += [reason] * k
-        if bound is None:
-            bound = (np.zeros(k, dtype=np.int64), np.zeros(k, dtype=np.int64),
-                     np.zeros(k, dtype=np.bool_))
-        late["last_ts"].append(bound[0])
-        late["last_id"].append(bound[1])
-        late["valid_last"].append(bound[2])
-        late["valid_ts"].append(valid_ts[rows])
-        late["valid_id"].append(valid_id[rows])
-
-    for lo, hi in zip(starts.tolist(), ends.tolist()):
-        key = stream[lo]
-        seg = np.arange(lo, hi)
-        events = seg[kind[lo:hi] == EVENT]
-        if key is None:
-            reject(None, events, "incomplete")
-            continue
-        bad = events[~complete[events]]
-        if len(bad):
-            reject(key, bad, "incomplete")
-        events = events[complete[events]]
-        state = states.get(key)
-        frontier_rows = seg[kind[lo:hi] == NODE]
-        if len(frontier_rows):
-            cols = {name: values[frontier_rows] for name, values in nodes.items()
-                    if name != "bits"}
-            cols["bits"] = nodes["bits"].take(pa.array(frontier_rows))
-        else:
-            cols = _EMPTY_NODES
-        front = restore_frontier(key, cols, state, config)
-        ts, ids = e_ts[events], e_id[events]
-        names, versions = e_type[events], e_version[events]
-        order = np.lexsort((versions, names.astype(str), ids, ts))
-        events, ts, ids, names = events[order], ts[order], ids[order], names[order]
-        last_ts = state.last_ts if state is not None else None
-        last_id = state.last_id if state is not None else None
-        is_late = np.zeros(len(ts), dtype=np.bool_)
-        if last_ts is not None:
-            is_late |= (ts < last_ts) | ((ts == last_ts) & (ids <= int(last_id)))
-        if len(ts) > 1:
-            is_late[1:] |= (ts[1:] == ts[:-1]) & (ids[1:] == ids[:-1])
-        accepted = ~is_late
-        if is_late.any():
-            bound_ts, bound_id, valid = _late_bounds(accepted, ts, ids, last_ts, last_id)
-            reject(key, events[is_late], "late", (bound_ts, bound_id, valid))
-        grown = front.append(names[accepted].tolist(), ts[accepted])
-        part = append_columns(front, grown)
-        node_parts.append(part)
-        node_streams += [key] * len(part["node_id"])
-        all_ids = (list(state.ids) if state is not None else []) + ids[accepted].tolist()
-        n_open = grown.open_leaf.n_events
-        if accepted.any():
-            new_last = (int(ts[accepted][-1]), int(ids[accepted][-1]))
-        else:
-            new_last = (last_ts, last_id)
-        new_states.append(OpenState(key, grown.n_full_leaves, tuple(grown.open_leaf.names or ()),
-                                    tuple(grown.open_ts.tolist()),
-                                    tuple(all_ids[len(all_ids) - n_open:]) if n_open else (),
-                                    *new_last))
-        n_accepted.append(int(accepted.sum()))
-
-    parts: list[pa.Table] = []
-    if node_parts:
-        rows = nodes_from_columns(node_streams, {
-            name: np.concatenate([p[name] for p in node_parts]) for name in node_parts[0]},
-            config)
-        parts.append(_padded(schema, OUT_NODE, rows.num_rows,
-                             {name: rows.column(name) for name, _ in NODES_COLUMNS}))
-    if new_states:
-        opened = open_to_arrow(new_states, config)
-        columns = {f"o_{name}": opened.column(name) for name, _ in OPEN_COLUMNS
-                   if name != "stream"}
-        columns["stream"] = opened.column("stream")
-        columns["n_accepted"] = pa.array(n_accepted, pa.int64())
-        parts.append(_padded(schema, OUT_OPEN, opened.num_rows, columns))
-    if late["stream"]:
-        def cat(name: str, dtype: Any) -> np.ndarray:
-            return np.concatenate(late[name]).astype(dtype)
-
-        ts_ok, last_ok = cat("valid_ts", np.bool_), cat("valid_last", np.bool_)
-        k = len(late["stream"])
-        parts.append(_padded(schema, OUT_LATE, k, {
-            "stream": pa.array(late["stream"], pa.string()),
-            "l_type": pa.array(np.concatenate(late["type"]).tolist(), pa.string()),
-            "l_ts": pa.array(cat("ts", np.int64), pa.int64(), mask=~ts_ok).cast(TS),
-            "l_id": pa.array(cat("id", np.int64), pa.int64(), mask=~cat("valid_id", np.bool_)),
-            "l_version": pa.array(cat("version", np.int64), pa.int64()),
-            "l_reason": pa.array(late["reason"], pa.string()),
-            "l_last_ts": pa.array(cat("last_ts", np.int64), pa.int64(),
-                                  mask=~last_ok).cast(TS),
-            "l_last_id": pa.array(cat("last_id", np.int64), pa.int64(), mask=~last_ok)}))
-    return pa.concat_tables(parts) if parts else schema.empty_table()
-
-
-_EMPTY_NODES: dict[str, Any] = {
-    **{name: np.zeros(0, dtype=np.int64) for name in (
-        "node_id", "level", "idx", "pos_start", "pos_end", "ts_start", "ts_end", "n_events")},
-    "is_top": np.zeros(0, dtype=np.bool_), "bits": []}
-
-
-def _check_settings_columns(nodes: pa.Table, config: SketchConfig) -> None:
-    """Every stored node row carries the sketch's ``m``, ``k``, ``seeds``, ``config_version``."""
-    for name, expected in (("m", config.m), ("k", config.k),
-                           ("config_version", config.config_version)):
-        values = nodes.column(name)
-        if values.null_count or pc.any(pc.not_equal(values, expected)).as_py():
-            raise SketchStateError(f"a node row has another {name} than the sketch "
-                                   f"({name}={expected})")
-    seeds = {tuple(x) if x is not None else None for x in nodes.column("seeds").to_pylist()}
-    if seeds != {tuple(config.seeds or ())}:
-        raise SketchStateError(f"a node row has other seeds than the sketch "
-                               f"({list(config.seeds or ())})")
 
 
 # ---- the job ----------------------------------------------------------------------------------

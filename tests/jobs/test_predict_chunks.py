@@ -18,8 +18,9 @@ import pyarrow.compute as pc
 import pytest
 
 from cep.predict import load_model
-from jobs.state.predict import (EVENT, OUT_INSTANCE, OUT_LATE, OUT_MODEL, OUT_STATS, STATE,
-                                make_partition_function, process_bucket)
+from jobs.state.predict import make_partition_function
+from jobs.state.predict_bucket import (EVENT, OUT_INSTANCE, OUT_LATE, OUT_MODEL, OUT_STATS, STATE,
+                                       process_bucket)
 from jobs.state.predict_chunks import STAT_COLUMNS
 
 SUBS = [

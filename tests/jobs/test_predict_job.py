@@ -26,7 +26,8 @@ from delta_tables.settings import TableConf
 from jobs.framework.errors import InjectedCrash
 from jobs.framework.errors import SettingsChangedError as PredictSettingsChangedError
 from jobs.framework.txn import log_version as _version
-from jobs.state.predict import process_bucket, read_meta, run_predict
+from jobs.state.predict import read_meta, run_predict
+from jobs.state.predict_bucket import process_bucket
 
 TS = pa.timestamp("us", tz="UTC")
 HOUR = 3_600_000_000
