@@ -12,7 +12,7 @@ Arrow batches on the executors.
 
 ``analyze`` (once per query) compiles the pattern with :func:`cep.sketch.compile_sketch_query`
 (a construct a sketch cannot answer is a ``CEP-SKETCH-020..029`` error with line, column and
-caret), checks ``policy``, ``mode``, ``level`` and ``resume`` (``CEP-SQL-020``) and the columns of the
+caret) once, and the plan carries the compiled query to the tasks; it checks ``policy``, ``mode``, ``level`` and ``resume`` (``CEP-SQL-020``) and the columns of the
 table (``CEP-SQL-021``), asks Spark for just the columns the evaluation reads and for the rows
 of each stream together (``STREAM_BUCKETS`` buckets of the stream's hash; the call carries no
 ``PARTITION BY``). Each task sorts its rows by stream and answers all its streams in one pass
@@ -36,8 +36,7 @@ Output (``docs/sql.md``); ``stream`` has the nodes table's own type:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from functools import lru_cache
+from dataclasses import dataclass, field, replace
 from typing import Any, Iterator
 
 from cep.errors import CepError
@@ -100,6 +99,8 @@ class SketchCallPlan:
         level: the accuracy level.
         stream: the name of the nodes table's stream column (the output column's name).
         resume: ``"every-start"`` or ``"after-match"`` (where the next match may start).
+        query: the pattern compiled once on the driver (a frozen :class:`cep.sketch.SketchQuery`
+            of a few hundred bytes), which the tasks evaluate without parsing the text again.
     """
 
     pattern: str
@@ -108,6 +109,7 @@ class SketchCallPlan:
     level: int
     stream: str = "stream"
     resume: str = DEFAULT_RESUME
+    query: Any = field(default=None, repr=False, compare=False)
 
 
 # ---- argument checks (driver) ------------------------------------------------------------------
@@ -151,8 +153,8 @@ def check_arguments(pattern: Any, policy: Any, mode: Any, level: Any,
         raise ApproxMatchSeqArgumentError(
             f"argument resume: expected one of {', '.join(map(repr, RESUMES))} or NULL, "
             f"found {resume!r}")
-    compiled_query(pattern, policy)  # raises the pattern's error with code and caret
-    return SketchCallPlan(pattern, policy, mode, level, resume=resume)
+    query = compile_sketch_query(pattern, policy)  # the pattern's error with code and caret
+    return SketchCallPlan(pattern, policy, mode, level, resume=resume, query=query)
 
 
 def _kind_ok(data_type: Any, kind: str) -> bool:
@@ -217,8 +219,7 @@ def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
     fields = table_fields(call.get("sketch"), "sketch", err)
     select = node_selection(fields)
     stream = fields["stream"]
-    plan = SketchCallPlan(plan.pattern, plan.policy, plan.mode, plan.level, stream.name,
-                          resume=plan.resume)
+    plan = replace(plan, stream=stream.name)
     return PlannedResult(schema=output_schema(plan.mode, stream), select=select, plan=plan,
                          partitionBy=stream_partitioning(fields))
 
@@ -236,13 +237,6 @@ def output_schema(mode: str, stream: Any) -> Any:
                        StructField("ts_start", TimestampType()), StructField("ts_end", TimestampType()),
                        StructField("node_ids", ArrayType(LongType())),
                        StructField("level", IntegerType())])
-
-
-@lru_cache(maxsize=64)
-def compiled_query(pattern: str, policy: str | None) -> Any:
-    """:func:`cep.sketch.compile_sketch_query`, once per Python worker and (pattern, policy)."""
-
-    return compile_sketch_query(pattern, policy)
 
 
 # ---- rows -> trees (executors) -----------------------------------------------------------------
@@ -383,7 +377,7 @@ def answer_table(plan: SketchCallPlan, table: Any) -> Any:
         CorruptSketchError: a damaged blob or rows that are not one tree (naming the stream).
     """
     cols = node_columns(table)
-    query = compiled_query(plan.pattern, plan.policy)
+    query = plan.query
     bounds = cols["bounds"]
     found = forest_answer(plan, query, cols, bounds)
     if found is None:

@@ -49,7 +49,7 @@ from functools import lru_cache
 from typing import Any, Iterator
 
 from cep.errors import CepError
-from cep.lang import parse_condition, parse_pattern
+from cep.lang import Query, parse_condition, parse_pattern
 from cep.lang.spark_sql import NotRenderable, class_test, render_condition
 from cep.lang.validate import checked_classes
 from cep.signature import SIGNATURES
@@ -97,9 +97,10 @@ class TrendCountOverflowError(CepError):
 
 @dataclass(frozen=True)
 class TrendCallPlan:
-    """What ``analyze`` decided, shipped to every task."""
+    """What ``analyze`` decided, shipped to every task; ``pattern`` is the pattern parsed once
+    on the driver (a frozen tree), which each worker compiles without parsing it again."""
 
-    pattern: str
+    pattern: Query
     output: str
     max_trends: int
     ts_kind: str  # "timestamp" or "number"
@@ -157,9 +158,7 @@ def check_arguments(output: Any, max_trends: Any) -> tuple[str, int]:
 
 def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
     """The analysis of one call (see the module docstring)."""
-    from pyspark.sql.types import (ArrayType, DateType, DecimalType, IntegerType, IntegralType,
-                                   LongType, NumericType, StringType, StructField, StructType,
-                                   TimestampNTZType, TimestampType)
+    from pyspark.sql.types import DecimalType, IntegralType, StringType
     from pyspark.sql.udtf import PartitioningColumn, SelectedColumn
 
     err = CetTrendsArgumentError
@@ -181,27 +180,9 @@ def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
         raise CetTrendsArgumentError(f"id_col {id_f.name!r} must be an integer column, found "
                                      f"{id_f.dataType.simpleString()}")
     columns = [f.name for f in events.dataType.fields]
-    query = compile_trend(text, columns=columns)
-    if isinstance(ts_f.dataType, (TimestampType, TimestampNTZType, DateType)):
-        # TIMESTAMP_NTZ and DATE as they are, their wall clock read as UTC in the task
-        # (udfs.shell.utc_micros): a CAST to TIMESTAMP would read them in the session time zone
-        # (a 23-hour day at a clock change, issue 47).
-        ts_sql = (f"unix_micros({_quote(ts_f.name)})" if isinstance(ts_f.dataType, TimestampType)
-                  else _quote(ts_f.name))
-        ts_kind, ts_type = "timestamp", TimestampType()
-        if query.unit == "UNITS":
-            raise CetTrendsArgumentError(f"WITHIN ... UNITS needs a numeric ts_col; "
-                                         f"{ts_f.name!r} is a {ts_f.dataType.simpleString().upper()} "
-                                         "(use a time unit)")
-    elif isinstance(ts_f.dataType, NumericType):
-        ts_kind, ts_sql, ts_type = "number", _quote(ts_f.name), ts_f.dataType
-        if query.unit == "TIME":
-            raise CetTrendsArgumentError(f"a WITHIN in time units needs a TIMESTAMP ts_col; "
-                                         f"{ts_f.name!r} is {ts_f.dataType.simpleString()} "
-                                         "(use UNITS)")
-    else:
-        raise CetTrendsArgumentError(f"ts_col {ts_f.name!r} must be a TIMESTAMP or a number, "
-                                     f"found {ts_f.dataType.simpleString()}")
+    parsed = parse_pattern(text)  # once: the plan carries the tree to the tasks
+    query = compile_trend(parsed, columns=columns)
+    ts_kind, ts_sql, ts_type = _timestamp(ts_f, query.unit)
     attributes = tuple(a for a in query.attributes if a.lower() != "ts")
     select = [SelectedColumn(_quote(id_f.name), alias="__id"),
               SelectedColumn(ts_sql, alias="__ts")]
@@ -216,7 +197,7 @@ def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
         select.append(SelectedColumn(_quote(type_f.name), alias="__type"))
         # The class must occur in the input (udfs.facts, issue 47): a misspelt class would
         # answer "no trend" without a word.
-        classes = () if allowed else tuple(checked_classes(parse_pattern(text)))
+        classes = () if allowed else tuple(checked_classes(parsed))
         if classes:
             type_sql = (_quote(type_f.name) if isinstance(type_f.dataType, StringType)
                         else f"CAST({_quote(type_f.name)} AS STRING)")
@@ -230,20 +211,81 @@ def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
     window_name = given["window_col"]
     window_f = field(fields, window_name, "window_col", err) if window_name else None
     if window_f is not None:
-        names = ({f.name.lower(): f for f in window_f.dataType.fields}
-                 if isinstance(window_f.dataType, StructType) else {})
-        if ts_kind != "timestamp" or not all(
-                isinstance(getattr(names.get(n), "dataType", None), (TimestampType,
-                                                                      TimestampNTZType))
-                for n in ("start", "end")):
-            raise CetTrendsArgumentError(
-                f"window_col {window_f.name!r} must be the STRUCT<start, end> of Spark's "
-                f"window(ts, ...) over a TIMESTAMP ts_col, found "
-                f"{window_f.dataType.simpleString()}")
-        for bound in ("start", "end"):
-            select.append(SelectedColumn(
-                f"unix_micros(CAST({_quote(window_f.name)}.{bound} AS TIMESTAMP))",
-                alias=f"__w{bound}"))
+        select += _window_columns(window_f, ts_kind)
+    out = _output_schema(key_f, ts_type, out_kind)
+    partition_by = ([PartitioningColumn(f"pmod(hash({_quote(key_f.name)}), {KEY_BUCKETS})")]
+                    if key_f is not None else [])
+    if window_f is not None:  # the windows of a key spread over tasks (the paper's distribution)
+        partition_by.append(PartitioningColumn(f"{_quote(window_f.name)}.start"))
+    plan = TrendCallPlan(parsed, out_kind, limit, ts_kind, attributes, type_f is not None,
+                         key_f.name if key_f is not None else None,
+                         query.within is not None or window_f is not None,
+                         keep is not None, window_f is not None, complete, classes)
+    if not partition_by:
+        return PlannedResult(schema=out, withSinglePartition=True, select=select, plan=plan)
+    return PlannedResult(schema=out, partitionBy=partition_by, select=select, plan=plan)
+
+
+def _timestamp(ts_f: Any, unit: str) -> tuple[str, str, Any]:
+    """``(ts_kind, the SQL that selects ts_col, the output's timestamp type)``.
+
+    Raises:
+        CetTrendsArgumentError: ts_col is neither a timestamp nor a number, or its type does
+            not suit the WITHIN's ``unit`` (time units or UNITS).
+    """
+    from pyspark.sql.types import DateType, NumericType, TimestampNTZType, TimestampType
+
+    if isinstance(ts_f.dataType, (TimestampType, TimestampNTZType, DateType)):
+        # TIMESTAMP_NTZ and DATE as they are, their wall clock read as UTC in the task
+        # (udfs.shell.utc_micros): a CAST to TIMESTAMP would read them in the session time zone
+        # (a 23-hour day at a clock change, issue 47).
+        ts_sql = (f"unix_micros({_quote(ts_f.name)})" if isinstance(ts_f.dataType, TimestampType)
+                  else _quote(ts_f.name))
+        ts_kind, ts_type = "timestamp", TimestampType()
+        if unit == "UNITS":
+            raise CetTrendsArgumentError(f"WITHIN ... UNITS needs a numeric ts_col; "
+                                         f"{ts_f.name!r} is a {ts_f.dataType.simpleString().upper()} "
+                                         "(use a time unit)")
+    elif isinstance(ts_f.dataType, NumericType):
+        ts_kind, ts_sql, ts_type = "number", _quote(ts_f.name), ts_f.dataType
+        if unit == "TIME":
+            raise CetTrendsArgumentError(f"a WITHIN in time units needs a TIMESTAMP ts_col; "
+                                         f"{ts_f.name!r} is {ts_f.dataType.simpleString()} "
+                                         "(use UNITS)")
+    else:
+        raise CetTrendsArgumentError(f"ts_col {ts_f.name!r} must be a TIMESTAMP or a number, "
+                                     f"found {ts_f.dataType.simpleString()}")
+    return ts_kind, ts_sql, ts_type
+
+
+def _window_columns(window_f: Any, ts_kind: str) -> list[Any]:
+    """The selected bounds of ``window_col`` (``__wstart``, ``__wend``), after their check."""
+    from pyspark.sql.types import StructType, TimestampNTZType, TimestampType
+    from pyspark.sql.udtf import SelectedColumn
+
+    select = []
+    names = ({f.name.lower(): f for f in window_f.dataType.fields}
+             if isinstance(window_f.dataType, StructType) else {})
+    if ts_kind != "timestamp" or not all(
+            isinstance(getattr(names.get(n), "dataType", None), (TimestampType,
+                                                                  TimestampNTZType))
+            for n in ("start", "end")):
+        raise CetTrendsArgumentError(
+            f"window_col {window_f.name!r} must be the STRUCT<start, end> of Spark's "
+            f"window(ts, ...) over a TIMESTAMP ts_col, found "
+            f"{window_f.dataType.simpleString()}")
+    for bound in ("start", "end"):
+        select.append(SelectedColumn(
+            f"unix_micros(CAST({_quote(window_f.name)}.{bound} AS TIMESTAMP))",
+            alias=f"__w{bound}"))
+    return select
+
+
+def _output_schema(key_f: Any, ts_type: Any, out_kind: str) -> Any:
+    """The output columns: the key under its own name, the window, the trends or their count."""
+    from pyspark.sql.types import (ArrayType, DecimalType, IntegerType, LongType, StructField,
+                                   StructType)
+
     out = [StructField(key_f.name, key_f.dataType)] if key_f is not None else []
     out += [StructField("window_start", ts_type), StructField("window_end", ts_type)]
     if out_kind == "trends":
@@ -252,19 +294,7 @@ def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
                 StructField("event_ids", ArrayType(LongType()))]
     else:
         out.append(StructField("n_trends", DecimalType(38, 0)))
-    partition_by = ([PartitioningColumn(f"pmod(hash({_quote(key_f.name)}), {KEY_BUCKETS})")]
-                    if key_f is not None else [])
-    if window_f is not None:  # the windows of a key spread over tasks (the paper's distribution)
-        partition_by.append(PartitioningColumn(f"{_quote(window_f.name)}.start"))
-    plan = TrendCallPlan(text, out_kind, limit, ts_kind, attributes, type_f is not None,
-                         key_f.name if key_f is not None else None,
-                         query.within is not None or window_f is not None,
-                         keep is not None, window_f is not None, complete, classes)
-    if not partition_by:
-        return PlannedResult(schema=StructType(out), withSinglePartition=True, select=select,
-                             plan=plan)
-    return PlannedResult(schema=StructType(out), partitionBy=partition_by, select=select,
-                         plan=plan)
+    return StructType(out)
 
 
 def _pushdown(query: Any, fields: dict[str, Any], type_f: Any, ts_f: Any) -> str | None:
@@ -293,7 +323,7 @@ def _pushdown(query: Any, fields: dict[str, Any], type_f: Any, ts_f: Any) -> str
 
 
 @lru_cache(maxsize=64)
-def _compiled_pushed(pattern: str) -> Any:
+def _compiled_pushed(pattern: Query) -> Any:
     """The query with its class test and filters removed: Spark evaluated them (``__keep``)."""
     from dataclasses import replace
 
@@ -303,7 +333,7 @@ def _compiled_pushed(pattern: str) -> Any:
 
 
 @lru_cache(maxsize=64)
-def _compiled(pattern: str, has_type: bool) -> Any:
+def _compiled(pattern: Query, has_type: bool) -> Any:
     """The compiled query; without ``type_col`` a class without DEFINE holds every row (its
     class test becomes TRUE, as if the pattern said ``DEFINE <class> AS TRUE``)."""
     from dataclasses import replace
@@ -374,7 +404,7 @@ def answer_table(plan: TrendCallPlan, table: Any) -> Any:
         raise CetTrendsArgumentError("an event has a NULL id or timestamp; filter such rows out "
                                      "of the TABLE argument")
     if plan.classes:
-        check_classes(parse_pattern(plan.pattern), plan.classes, read_facts(table),
+        check_classes(plan.pattern, plan.classes, read_facts(table),
                       table.column("__type").combine_chunks())
     ids = table.column("__id").to_numpy().astype(np.int64)
     ts_arrow = table.column("__ts").type

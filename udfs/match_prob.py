@@ -53,13 +53,13 @@ Example (no Spark needed: the argument checks are plain functions):
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from functools import lru_cache
 from typing import Any, Iterator
 
 from cep.errors import CepError
-from cep.lang import parse_pattern
+from cep.lang import Query, parse_pattern
 from cep.lang.spark_sql import sql_string
 from cep.lang.validate import checked_classes
 from cep.prob import (ProbStreamError, compile_prob, from_codes, from_long, from_wide,
@@ -100,6 +100,13 @@ class ProbCallPlan:
     key: str = "stream"  # the key column's name (the output column's name)
     transducer_mode: str = "window"  # "window" or "paper" (cep.prob.answer.MODES)
     classes: tuple[str, ...] = ()  # values that must occur in the input (udfs.facts)
+    # The pattern parsed once on the driver (a frozen tree): the tasks compile it without
+    # parsing the text again.
+    query: Query | None = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.query is None:  # a plan built by hand (tests): parse it here, once
+            object.__setattr__(self, "query", parse_pattern(self.pattern))
 
 
 def _number(value: Any) -> Any:
@@ -192,7 +199,8 @@ def check_arguments(pattern: Any, overlap: Any = None, threshold: Any = None,
         raise MatchProbArgumentError("argument pattern is required")
     if not isinstance(pattern, str):
         raise MatchProbArgumentError(f"argument pattern: expected a string, found {pattern!r}")
-    compiled = _compiled(pattern)
+    query = parse_pattern(pattern)  # once: the plan carries the tree to the tasks
+    compiled = _compiled(query)
     overlap = check_choice("overlap", "single" if overlap is None else overlap, OVERLAPS)
     output = check_choice("output", "groups" if output is None else output, OUTPUTS)
     threshold = _number(threshold)
@@ -201,7 +209,7 @@ def check_arguments(pattern: Any, overlap: Any = None, threshold: Any = None,
     mode = check_choice("transducer_mode", "window" if transducer_mode is None else transducer_mode,
                         MODES)
     return ProbCallPlan(pattern, overlap, threshold, window, output, "long",
-                        check_tolerance(tolerance), transducer_mode=mode)
+                        check_tolerance(tolerance), transducer_mode=mode, query=query)
 
 
 
@@ -226,7 +234,7 @@ def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
     allowed = given["allow_absent"]
     # Each class without DEFINE must be a value of some row (udfs.facts, issue 47): a
     # misspelt one would answer "no match" without a word.
-    classes = () if allowed else tuple(checked_classes(parse_pattern(plan.pattern)))
+    classes = () if allowed else tuple(checked_classes(plan.query))
     fields = {f.name.lower(): f for f in pstream.dataType.fields}
     stream_f = _field(fields, names, "key_col", "STRING (or any scalar type)")
     if isinstance(stream_f.dataType, (MapType, ArrayType, StructType)):
@@ -281,14 +289,15 @@ def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
 
 
 @lru_cache(maxsize=64)
-def _compiled(pattern: str) -> Any:
-    return compile_prob(pattern)
+def _compiled(query: Query) -> Any:
+    # Once per Python worker and parsed pattern (the plan carries the tree analyze parsed).
+    return compile_prob(query)
 
 
 def answer_rows(plan: ProbCallPlan, stream: Any) -> list[Any]:
     """:func:`cep.prob.match_prob` of one built stream under ``plan`` (GroupRow or MatchRow)."""
 
-    return match_prob(_compiled(plan.pattern), stream, overlap=plan.overlap,
+    return match_prob(_compiled(plan.query), stream, overlap=plan.overlap,
                       threshold=plan.threshold, window=plan.window, output=plan.output,
                       transducer_mode=plan.transducer_mode)
 
@@ -420,7 +429,7 @@ def answer_table(plan: ProbCallPlan, table: Any) -> Any:
             count = len(found)
         which.append(np.full(count, k, dtype=np.int64))
     if plan.classes:  # after the streams' own checks: a broken stream is the first error
-        check_classes(parse_pattern(plan.pattern), plan.classes, read_facts(table), values)
+        check_classes(plan.query, plan.classes, read_facts(table), values)
     keys_out = keys.take(pa.array(np.concatenate(which) if which else np.zeros(0, np.int64)))
     if plan.output == "groups":
         return _group_output(plan, keys_out, found_groups)
@@ -430,7 +439,7 @@ def answer_table(plan: ProbCallPlan, table: Any) -> Any:
 def answer_groups(plan: ProbCallPlan, stream: Any) -> dict[str, Any]:
     """The groups of one built stream under ``plan``, as columns (``group_columns``)."""
 
-    pattern = _compiled(plan.pattern)
+    pattern = _compiled(plan.query)
     return group_columns(pattern, stream, check_choice("overlap", plan.overlap, OVERLAPS),
                          plan.threshold, resolve_window(pattern, plan.window),
                          transducer_mode=check_choice("transducer_mode", plan.transducer_mode, MODES))

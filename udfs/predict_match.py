@@ -51,13 +51,13 @@ Example (no Spark needed: the output schema is a plain function):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from functools import lru_cache
 from typing import Any, Iterator
 
 from cep.errors import CepError
-from cep.lang import parse_pattern
+from cep.lang import Query, parse_pattern
 from cep.lang.ast import AttrRef
 from cep.lang.errors import E_UNKNOWN_ATTRIBUTE, PatternSemanticError
 from cep.lang.validate import checked_classes
@@ -97,6 +97,8 @@ class PredictCallPlan:
         definition: ``'first_passage'`` (ours) or ``'paper'`` (:data:`cep.predict.answer.DEFINITIONS`).
         classes: the classes read from the type column that must occur in the input
             (:mod:`udfs.facts`; none with a model or ``allow_absent => true``).
+        query: the subscription parsed once on the driver (a frozen tree), which the tasks
+            compile without parsing the text again.
     """
 
     subscription: str
@@ -114,6 +116,11 @@ class PredictCallPlan:
     model_blob: bytes | None = None
     definition: str = "first_passage"
     classes: tuple[str, ...] = ()
+    query: Query | None = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.query is None:  # a plan built by hand (tests): parse it here, once
+            object.__setattr__(self, "query", _parsed(self.subscription))
 
 
 def output_fields(output: str, key: str | None, id_type: str, ts_type: str) -> list[str]:
@@ -162,10 +169,16 @@ def _field(fields: dict[str, Any], name: str, role: str) -> Any:
 
 
 @lru_cache(maxsize=64)
-def _compiled(text: str) -> Any:
-    # Compiled once per Python worker (analyze and every task of the same query).
+def _parsed(text: str) -> Query:
+    """The subscription parsed once on the driver, however many checks read it; the plan
+    carries the tree to the tasks."""
+    return parse_pattern(text)
 
-    return compile_subscription(text)
+
+@lru_cache(maxsize=64)
+def _compiled(query: Query) -> Any:
+    # Compiled once per Python worker and parsed subscription (analyze and every task).
+    return compile_subscription(query)
 
 
 @lru_cache(maxsize=8)
@@ -181,8 +194,8 @@ def read_attributes(text: str, columns: list[str]) -> tuple[list[str], bool]:
     decision 9). An attribute the table does not have is ``CEP-PAT-203`` with its position.
     """
 
-    query = parse_pattern(text)
-    sub = _compiled(text)
+    query = _parsed(text)
+    sub = _compiled(query)
     wanted: dict[str, tuple[int, int] | None] = {}
     for cond in query.all_conditions():
         for ref in cond.refs:
@@ -220,7 +233,7 @@ def check_call(subscription: Any, lookahead: Any, threshold: Any, output: Any, c
     if not isinstance(subscription, str):
         raise PredictMatchArgumentError(f"argument subscription: expected a string, found "
                                         f"{subscription!r}")
-    _compiled(subscription)
+    _compiled(_parsed(subscription))
     checked = check_arguments(lookahead, _number(threshold), output, combine, _number(smoothing))
     return (subscription, *checked)
 
@@ -246,10 +259,8 @@ def check_composite(definition: str, smoothing: float) -> None:
 
 def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
     """The analysis of one call (see the module docstring)."""
-    from pyspark.sql.types import (BinaryType, BooleanType, DateType, DecimalType, DoubleType,
-                                   IntegerType, IntegralType, LongType, NullType, NumericType,
-                                   StringType, StructField, StructType, TimestampNTZType,
-                                   TimestampType)
+    from pyspark.sql.types import (BooleanType, DecimalType, DoubleType, IntegerType, LongType,
+                                   StringType, StructField, StructType)
     from pyspark.sql.udtf import SelectedColumn
 
     err = PredictMatchArgumentError
@@ -265,7 +276,7 @@ def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
 
     definition_checked = check_definition(given["definition"])
     allowed = given["allow_absent"]
-    if _compiled(text).composite:
+    if _compiled(_parsed(text)).composite:
         check_composite(definition_checked, smooth)
     fields = {f.name.lower(): f for f in events.dataType.fields}
     ts_f = _field(fields, _string(given["ts_col"], "ts_col") or "ts", "ts_col")
@@ -277,44 +288,15 @@ def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
     type_name = _string(given["type_col"], "type_col")
     type_f = _field(fields, type_name, "type_col") if type_name else fields.get("type")
     if needs_type and type_f is None:
-        classes = [p.cls for p in _compiled(text).primitives if p.condition is None]
+        classes = [p.cls for p in _compiled(_parsed(text)).primitives if p.condition is None]
         what = f"class {classes[0]!r} has no DEFINE" if classes else "a condition reads type"
         raise PredictMatchArgumentError(f"{what}, so the events need a type column: type_col "
                                         f"'type' is not a column of the events table; pass "
                                         f"type_col or DEFINE the class; columns found: "
                                         f"{_columns_found(fields)}")
 
-    if isinstance(ts_f.dataType, TimestampType):
-        ts_kind, ts_sql, ts_type = ("timestamp", f"unix_micros(CAST({_quote(ts_f.name)} AS TIMESTAMP))",
-                                    TimestampType())
-    elif isinstance(ts_f.dataType, (TimestampNTZType, DateType)):
-        # As they are: a CAST to TIMESTAMP would read them in the session time zone, not as UTC
-        # (docs/sql.md); the task takes their wall clock as UTC (utc_micros).
-        ts_kind, ts_sql, ts_type = "timestamp", _quote(ts_f.name), TimestampType()
-    elif isinstance(ts_f.dataType, IntegralType):
-        ts_kind, ts_sql, ts_type = "int", f"CAST({_quote(ts_f.name)} AS BIGINT)", LongType()
-    elif isinstance(ts_f.dataType, NumericType):
-        ts_kind, ts_sql, ts_type = "float", f"CAST({_quote(ts_f.name)} AS DOUBLE)", DoubleType()
-    else:
-        raise PredictMatchArgumentError(f"ts_col {ts_f.name!r} must be a TIMESTAMP, "
-                                        f"TIMESTAMP_NTZ, DATE or a number, found "
-                                        f"{ts_f.dataType.simpleString()}")
-
-    model_given, blob = False, None
-    if model is not None:
-        if model.isTable:
-            raise PredictMatchArgumentError("argument model: expected a BINARY value (a model "
-                                            "blob or a scalar subquery), found a table")
-        if not isinstance(model.dataType, (BinaryType, NullType)):
-            raise PredictMatchArgumentError(f"argument model: expected BINARY (a blob of "
-                                            f"Model.to_bytes()), found {model.dataType.simpleString()}")
-        if model.isConstantExpression:
-            if model.value is not None:
-                blob = bytes(model.value)
-                _model(blob, text)  # CEP-PRED-012 before any task runs
-                model_given = True
-        else:
-            model_given = True
+    ts_kind, ts_sql, ts_type = _timestamp(ts_f)
+    model_given, blob = _model_argument(model, text)
 
     select = [SelectedColumn(ts_sql, alias="__ts")]
     if id_f is not None:
@@ -325,7 +307,7 @@ def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
         # Trained on the input itself, a class no event carries (a misspelt name) would give
         # every stream probability 0 without a word (udfs.facts, issue 47). A given model may
         # know classes this input has not seen yet: no check then.
-        classes = () if allowed or model_given else tuple(checked_classes(parse_pattern(text)))
+        classes = () if allowed or model_given else tuple(checked_classes(_parsed(text)))
         if classes:
             type_sql = (_quote(type_f.name) if isinstance(type_f.dataType, StringType)
                         else f"CAST({_quote(type_f.name)} AS STRING)")
@@ -354,6 +336,60 @@ def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
                            needs_type, key, tuple(attributes), model_given, blob, definition_checked,
                            classes)
     return keyed(StructType(schema), select, plan, key, KEY_BUCKETS)
+
+
+def _timestamp(ts_f: Any) -> tuple[str, str, Any]:
+    """``(ts_kind, the SQL that selects ts_col, the output's timestamp type)``.
+
+    Raises:
+        PredictMatchArgumentError: ts_col is neither a timestamp, a date nor a number.
+    """
+    from pyspark.sql.types import (DateType, DoubleType, IntegralType, LongType, NumericType,
+                                   TimestampNTZType, TimestampType)
+
+    if isinstance(ts_f.dataType, TimestampType):
+        ts_kind, ts_sql, ts_type = ("timestamp", f"unix_micros(CAST({_quote(ts_f.name)} AS TIMESTAMP))",
+                                    TimestampType())
+    elif isinstance(ts_f.dataType, (TimestampNTZType, DateType)):
+        # As they are: a CAST to TIMESTAMP would read them in the session time zone, not as UTC
+        # (docs/sql.md); the task takes their wall clock as UTC (utc_micros).
+        ts_kind, ts_sql, ts_type = "timestamp", _quote(ts_f.name), TimestampType()
+    elif isinstance(ts_f.dataType, IntegralType):
+        ts_kind, ts_sql, ts_type = "int", f"CAST({_quote(ts_f.name)} AS BIGINT)", LongType()
+    elif isinstance(ts_f.dataType, NumericType):
+        ts_kind, ts_sql, ts_type = "float", f"CAST({_quote(ts_f.name)} AS DOUBLE)", DoubleType()
+    else:
+        raise PredictMatchArgumentError(f"ts_col {ts_f.name!r} must be a TIMESTAMP, "
+                                        f"TIMESTAMP_NTZ, DATE or a number, found "
+                                        f"{ts_f.dataType.simpleString()}")
+    return ts_kind, ts_sql, ts_type
+
+
+def _model_argument(model: Any, text: str) -> tuple[bool, bytes | None]:
+    """Whether a ``model`` was given, and its blob when it is a constant (checked against the
+    subscription ``text`` before any task runs: CEP-PRED-012).
+
+    Raises:
+        PredictMatchArgumentError: ``model`` is a table or not BINARY.
+    """
+    from pyspark.sql.types import BinaryType, NullType
+
+    model_given, blob = False, None
+    if model is not None:
+        if model.isTable:
+            raise PredictMatchArgumentError("argument model: expected a BINARY value (a model "
+                                            "blob or a scalar subquery), found a table")
+        if not isinstance(model.dataType, (BinaryType, NullType)):
+            raise PredictMatchArgumentError(f"argument model: expected BINARY (a blob of "
+                                            f"Model.to_bytes()), found {model.dataType.simpleString()}")
+        if model.isConstantExpression:
+            if model.value is not None:
+                blob = bytes(model.value)
+                _model(blob, text)  # CEP-PRED-012 before any task runs
+                model_given = True
+        else:
+            model_given = True
+    return model_given, blob
 
 
 class PredictMatch(TableFunction):
@@ -403,7 +439,7 @@ def answer_table(plan: PredictCallPlan, table: Any, blob: Any = None) -> Any:
         return array.dictionary_decode() if pa.types.is_dictionary(array.type) else array
 
     if plan.classes:
-        check_classes(parse_pattern(plan.subscription), plan.classes, read_facts(table),
+        check_classes(plan.query, plan.classes, read_facts(table),
                       column("__type"))
     ts_col = utc_micros(column("__ts"))
     ids = _values(column("__id")) if plan.has_id else None
@@ -446,7 +482,7 @@ def answer_partition(plan: PredictCallPlan, model: Any, ts: Any, ids: Any, types
     """
     import numpy as np
 
-    subscription = compile_subscription(plan.subscription)  # once, not once per key
+    subscription = _compiled(plan.query)  # once per worker, not once per key
     order = _order(ts, ids, codes)
     ts = ts[order]
     ids = None if ids is None else ids[order]

@@ -106,8 +106,9 @@ class ProbPattern:
         return self.nfa[state][symbol]
 
 
-def compile_prob(text: str) -> ProbPattern:
-    """Compile a contiguous pattern for ``match_prob`` (module docstring).
+def compile_prob(text: str | Query) -> ProbPattern:
+    """Compile a contiguous pattern for ``match_prob`` (module docstring); ``text`` may also be
+    the already parsed :class:`cep.lang.Query`.
 
     Raises:
         PatternError: a syntax error (``CEP-PAT-...``).
@@ -124,7 +125,7 @@ def compile_prob(text: str) -> ProbPattern:
             PATTERN a; b
                     ^~~~
     """
-    query = parse_pattern(text)
+    query = parse_pattern(text) if isinstance(text, str) else text
     return _Compiler(query).run()
 
 

@@ -178,3 +178,67 @@ def test_engine_rooms_import_one_way(engine: str) -> None:
                     violations.append(f"{path.relative_to(ROOT)}:{line} imports {module}")
     assert not violations, f"{engine}: rooms {rooms} import one way only; found {violations}"
 
+
+# The engines whose modules sit side by side, each module in one stage: ``compile`` (the
+# pattern text to a frozen program), ``plan`` (how to run it over given input), ``run`` (the
+# matching itself, with its mutable state passed in), or ``shared`` (errors, values and
+# stored state that every stage reads). Compile never imports plan or run; plan never imports
+# run (issue 50). A new module must be placed here: the test fails on an unplaced one.
+ENGINE_STAGES: dict[str, dict[str, tuple[str, ...]]] = {
+    "cep.sketch": {
+        "compile": ("query",),
+        "plan": ("units", "config", "solver", "thesis_solver"),
+        "run": ("evaluate", "search"),
+        "shared": ("errors", "names", "hashing", "bloom", "codec", "levels", "node_ids",
+                   "open_leaf", "restored", "tree", "stored", "forest"),
+    },
+    "cep.trends": {
+        "compile": ("query", "operands", "filters", "windows"),
+        "plan": (),
+        "run": ("graph", "dynamic", "edges", "links", "count", "extract", "maximal",
+                "prefilter", "anchors", "answer", "parallel", "stealing"),
+        "shared": ("errors",),
+    },
+    "cep.prob": {
+        "compile": ("pattern",),
+        "plan": ("transducer",),
+        "run": ("matches", "groups", "answer"),
+        "shared": ("errors", "stream"),
+    },
+    "cep.predict": {
+        "compile": ("subscription", "machine", "nested"),
+        "plan": (),
+        "run": ("run", "many", "convolve", "markov", "answer", "composite", "merge", "prediction",
+                "evaluate"),
+        "shared": ("errors", "events", "model", "history", "paper", "temperature"),
+    },
+    "cep.recognize": {
+        "compile": ("parser", "ast", "clause", "calls", "expressions", "scalar_tree",
+                    "aggregates", "rewrite", "fixed", "program"),
+        "plan": (),
+        "run": ("matcher", "condition", "functions", "summaries"),
+        "shared": ("errors",),
+    },
+}
+STAGE_ORDER = ("compile", "plan", "run")
+
+
+@pytest.mark.parametrize("engine", sorted(ENGINE_STAGES))
+def test_engine_stages_import_one_way(engine: str) -> None:
+    stages = ENGINE_STAGES[engine]
+    folder = ROOT / Path(*engine.split("."))
+    modules = {p.stem for p in folder.glob("*.py") if p.stem != "__init__"}
+    placed = [m for names in stages.values() for m in names]
+    assert sorted(placed) == sorted(modules), (
+        f"{engine}: every module in one stage; unplaced {sorted(modules - set(placed))}, "
+        f"placed twice or gone {sorted(m for m in placed if placed.count(m) > 1 or m not in modules)}")
+    violations = []
+    for k, stage in enumerate(STAGE_ORDER):
+        later = {f"{engine}.{m}" for s in STAGE_ORDER[k + 1:] for m in stages[s]}
+        for name in stages[stage]:
+            path = folder / f"{name}.py"
+            for module, line in imported_modules(path):
+                if any(inside(module, f) for f in later) or module == engine:
+                    violations.append(f"{path.relative_to(ROOT)}:{line} imports {module}")
+    assert not violations, f"{engine}: compile, plan, run import one way only; found {violations}"
+

@@ -80,7 +80,7 @@ def test_define_variables_spark_equals_engine_equals_oracle(spark, market_view, 
 def test_only_variable_free_conjuncts_become_spark_masks(spark, market_view) -> None:
     from pyspark.sql.udtf import AnalyzeArgument
 
-    from udfs.match_seq import analyze_call
+    from udfs.match_seq_plan import analyze_call
 
     table = spark.table("ms_market").schema
     pattern = AnalyzeArgument(dataType=None, value=PATTERNS[1], isTable=False,  # type: ignore[arg-type]
