@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test unit fuzz install jars data bench bench-summary clean flink-venv exec-venv wheel
+.PHONY: demo test unit fuzz install jars data bench bench-summary docs-tables clean flink-venv exec-venv wheel
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -53,6 +53,10 @@ fuzz: jars
 
 bench: jars
 	$(PY) -m benchmarks.run
+
+# docs/sql.md's argument tables, written from the declarations (cep/signature.py)
+docs-tables:
+	$(PY) -m cep.signature docs/sql.md
 
 # The headline table of BENCHMARKS.md from the runs recorded in benchmarks/results (a benchmark
 # records its run with --record; e.g. python -m benchmarks.bench_match_sql --record).

@@ -3,9 +3,11 @@
 Each function's arguments (name, SQL type, role in the call) live here and nowhere else:
 ``sql_ext.registry`` writes its signature text from them (what ``cep_functions()`` shows),
 every adapter in ``udfs/`` binds a call with :meth:`Signature.bind` (the unknown-argument
-error lists them, with a "did you mean"), and ``tests/sql_ext/test_signatures.py`` checks that
-the argument table of each function in docs/sql.md names exactly these. Adding an argument is
-one line here; the adapter then reads it from the bound call.
+error lists them, with a "did you mean"), and each function's argument table in docs/sql.md
+is written from them, their ``shown`` defaults and ``doc`` sentences (``make docs-tables``,
+which runs ``python -m cep.signature docs/sql.md``; ``tests/sql_ext/test_signatures.py``
+checks the file holds exactly that). Adding an argument is one declaration here; the adapter
+then reads it from the bound call.
 
 The module is pure (no pyspark): it sits below both ``sql_ext`` and ``udfs``, which may not
 import each other (DESIGN.md section 2). A bound value is whatever Spark passed (an
@@ -25,9 +27,13 @@ Example:
 from __future__ import annotations
 
 import difflib
+import re
+import sys
 from dataclasses import dataclass
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
+
 
 __all__ = ["Argument", "REQUIRED", "SIGNATURES", "Signature"]
 
@@ -36,6 +42,8 @@ LEADING, KEY, TABLE, NAMED = "leading", "key", "table", "named"
 
 REQUIRED = object()
 """The default of an argument the call must give."""
+SAME_ROW = "(the row above)"
+"""The ``doc`` of an argument described together with the one declared before it."""
 
 
 @dataclass(frozen=True)
@@ -54,6 +62,12 @@ class Argument:
     minimum: int | None = None
     typed: bool = True
     """False: the engine checks the value (with its own code); only constness is checked."""
+    shown: str = ""
+    """How docs/sql.md shows the default (Markdown), e.g. ``none: the whole table is one
+    stream``."""
+    doc: str = ""
+    """What the argument means (Markdown), the cell of its row in docs/sql.md; ``SAME_ROW``:
+    described in the row of the argument declared just before it."""
 
     def read(self, arg: Any, error: type[Exception]) -> Any:
         """The checked value of this argument as Spark passed it (an ``AnalyzeArgument``, or
@@ -122,6 +136,41 @@ class Signature:
     function: str
     arguments: tuple[Argument, ...]
     note: str = ""
+
+    def __post_init__(self) -> None:
+        documented = [a.doc != "" for a in self.arguments]
+        if any(documented) and not all(documented) or self.arguments[0].doc == SAME_ROW:
+            raise ValueError(f"{self.function}: describe every argument (doc=...) or none")
+
+    @property
+    def documented(self) -> bool:
+        """Whether docs/sql.md has an argument table of this function."""
+        return self.arguments[0].doc != ""
+
+    def rows(self) -> list[tuple[tuple[str, ...], str, str]]:
+        """The rows of the argument table: ``(names, default as shown, meaning)``."""
+        rows: list[tuple[tuple[str, ...], str, str]] = []
+        for a in self.arguments:
+            if a.doc == SAME_ROW:
+                names, shown, doc = rows[-1]
+                rows[-1] = ((*names, a.name), shown, doc)
+            else:
+                rows.append(((a.name,), a.shown, a.doc))
+        return rows
+
+    def argument_table(self) -> str:
+        """The argument table of docs/sql.md (Markdown, without a trailing newline).
+
+        Example:
+            >>> print(SIGNATURES["sketch_stats"].argument_table())
+            | argument | default | meaning |
+            |---|---|---|
+            | `sketch` | required | `TABLE(<name>_nodes)`, or any query over it (`TABLE(SELECT * FROM <name>_nodes VERSION AS OF 3)`) |
+        """
+        lines = ["| argument | default | meaning |", "|---|---|---|"]
+        for names, shown, doc in self.rows():
+            lines.append(f"| {', '.join(f'`{n}`' for n in names)} | {shown} | {doc} |")
+        return "\n".join(lines)
 
     def names(self) -> tuple[str, ...]:
         """Every argument name, in order."""
@@ -225,46 +274,258 @@ def _opt(name: str, sql_type: str, default: Any = None, **checks: Any) -> Argume
     return Argument(name, sql_type, NAMED, default, **checks)
 
 
-_KEY = Argument("key_col", "STRING", KEY)
-_ABSENT = _opt("allow_absent", "BOOLEAN", False)
+def _key(**docs: Any) -> Argument:
+    return Argument("key_col", "STRING", KEY, **docs)
 
 
-def _table(name: str) -> Argument:
-    return Argument(name, "TABLE", TABLE)
+def _absent(**docs: Any) -> Argument:
+    return _opt("allow_absent", "BOOLEAN", False, **docs)
+
+
+def _table(name: str, **docs: Any) -> Argument:
+    return Argument(name, "TABLE", TABLE, REQUIRED, **docs)
 
 
 SIGNATURES: dict[str, Signature] = {s.function: s for s in (
     Signature("match_seq", (
-        _lead("pattern"), _KEY, _table("events"), _opt("policy", "STRING"),
-        _opt("ts_col", "STRING", "ts"), _opt("type_col", "STRING", "type"),
-        _opt("id_col", "STRING", "id"), _opt("max_matches", "BIGINT", minimum=1),
-        _opt("chunk_rows", "BIGINT", minimum=0), _ABSENT)),
+        _lead("pattern", shown='required',
+            doc='a constant string: `PATTERN ... [DEFINE ...] [WHERE ...] [WITHIN ...]`'),
+        _key(shown='none: the whole table is one stream',
+            doc=('the key column (a user, a case, a machine): each key is matched on its own, '
+                 'and every output row carries the key')),
+        _table("events", shown='required',
+            doc=('`TABLE(t)` or `TABLE(SELECT ...)`, the last positional argument; no '
+                 '`PARTITION BY` (the function partitions the table itself)')),
+        _opt("policy", "STRING", shown="the pattern's, else `skip-till-next-match`",
+            doc=('`strict-contiguity`, `skip-till-next-match`, `skip-till-any-match`, '
+                 "`skip-till-any-match-grouped` (FAEM's grouped Kleene closures: one match per "
+                 'set of single events, each closure holding every event that fits; '
+                 '[semantics.md](semantics.md))')),
+        _opt("ts_col", "STRING", 'ts', shown='`ts`, `type`, `id`',
+            doc=('the timestamp (TIMESTAMP, TIMESTAMP_NTZ, DATE, or a number for `UNITS` '
+                 'windows), event type and event id (an integer) columns')),
+        _opt("type_col", "STRING", 'type', doc=SAME_ROW),
+        _opt("id_col", "STRING", 'id', doc=SAME_ROW),
+        _opt("max_matches", "BIGINT", minimum=1, shown='5,000,000',
+            doc=('per key; more raises `CEP-MATCH-001` naming the limit and this argument '
+                 '(`raise the limit with the argument max_matches => N`)')),
+        _opt("chunk_rows", "BIGINT", minimum=0, shown='1,048,576',
+            doc=('new rows a task takes before it matches them (below, "Big keys"); `0` '
+                 'collects each partition whole, the way before streaming')),
+        _absent(shown='`false`',
+            doc=('`true` answers a pattern one of whose classes no event of the input carries '
+                 '(below, "Facts about the whole input"); by default that is `CEP-PAT-219`')),
+    )),
     Signature("approx_match_seq", (
-        _lead("pattern", typed=False), _table("sketch"), _opt("policy", "STRING", typed=False),
-        _opt("mode", "STRING", typed=False), _opt("level", "INT", typed=False),
-        _opt("resume", "STRING", typed=False))),
-    Signature("sketch_stats", (_table("sketch"),)),
+        _lead("pattern", typed=False, shown='required',
+            doc=('a constant string: `PATTERN ...` with the constructs above; anything else '
+                 '(conditions, `DEFINE`, Kleene closures, `,`, `[attr]`, `$x`, `SLIDE`) is a '
+                 '`CEP-SKETCH-020..029` error pointing at the construct')),
+        _table("sketch", shown='required',
+            doc=('`TABLE(<name>_nodes)`, or any query over it, e.g. `TABLE(SELECT * FROM '
+                 '<name>_nodes VERSION AS OF 3)`; no `PARTITION BY` (the function brings each '
+                 "stream's rows together itself, in 16 buckets of the stream's hash)")),
+        _opt("policy", "STRING", typed=False, shown="the pattern's, else `skip-till-next-match`",
+            doc=('`strict-contiguity` (neighbouring units), `skip-till-next-match`, '
+                 '`skip-till-any-match`')),
+        _opt("mode", "STRING", typed=False, shown="`'exists'`",
+            doc=("`'exists'`: one row per stream, matched or not; `'intervals'`: one row per "
+                 'match')),
+        _opt("level", "INT", typed=False, shown='0',
+            doc=('the accuracy level: 0 walks down to the leaves; at level `L` nodes above `L` '
+                 'are replaced by their children, so a unit is a node of at most `L` levels '
+                 '(faster, coarser)')),
+        _opt("resume", "STRING", typed=False, shown="`'every-start'`",
+            doc=("where the next match of a stream may start. `'every-start'`: every unit that "
+                 "starts a match gives its matches, so matches may overlap (the thesis's "
+                 'section 2.3 example: `SEQ(A, B)` under skip-till-next gives both `(A2, B3)` '
+                 "and `(A3, B3)`). `'after-match'`: the thesis's search (Baltus 2021, sections "
+                 '4.3.1, 4.3.2): a match is saved and the search "continues starting from the '
+                 'leaf that contains the last event"; of the sorted matches of a stream the '
+                 'first is kept, and each next kept match is the first whose first unit is at '
+                 "or after the last unit of the match kept before it (and after that match's "
+                 "first unit). It only changes `mode => 'intervals'`: a stream with a match "
+                 'keeps its first one')),
+    )),
+    Signature("sketch_stats", (
+        _table("sketch", shown='required',
+            doc=('`TABLE(<name>_nodes)`, or any query over it (`TABLE(SELECT * FROM '
+                 '<name>_nodes VERSION AS OF 3)`)')),
+    )),
     Signature("cet_trends", (
-        _lead("pattern"), _KEY, _table("events"), _opt("output", "STRING", typed=False),
-        _opt("max_trends", "BIGINT", typed=False), _opt("ts_col", "STRING", "ts"),
-        _opt("id_col", "STRING", "id"), _opt("type_col", "STRING"),
-        _opt("window_col", "STRING"), _opt("completeness", "STRING", typed=False), _ABSENT)),
+        _lead("pattern", shown='required',
+            doc=('`PATTERN cls+ x[] WHERE ...` with single-event filters, `x[i].A op '
+                 'f(x[i-1].B)` (`=, <>, <, <=, >, >=`, `f` linear), `[attr]`, `WITHIN w [SLIDE '
+                 's]`; anything else is a `CEP-TREND-0NN` error with line, column and caret')),
+        _key(shown='none: the whole table is one stream',
+            doc='the key column; it comes back first in the output with its own name and type'),
+        _table("events", shown='required',
+            doc=('`TABLE(t)` or `TABLE(SELECT ...)`, the last positional argument; no '
+                 "`PARTITION BY` (the function brings each key's rows together itself, in 16 "
+                 "buckets of the key's hash)")),
+        _opt("output", "STRING", typed=False, shown="`'trends'`",
+            doc=("`'trends'`: one row per trend; `'count'`: one row per window with the number "
+                 'of trends')),
+        _opt("max_trends", "BIGINT", typed=False, shown='1,000,000',
+            doc=('the most trends one key may have; more is `CEP-TREND-020` before any trend is '
+                 "listed (ask for `'count'`)")),
+        _opt("ts_col", "STRING", 'ts', shown="`'ts'`, `'id'`",
+            doc=('timestamp (TIMESTAMP, TIMESTAMP_NTZ or DATE with time units, or a number with '
+                 '`UNITS`; TIMESTAMP_NTZ and DATE are read as UTC whatever the session time '
+                 'zone, so a day is always 24 hours and `window_start` is their wall clock as a '
+                 'UTC TIMESTAMP) and integer event id')),
+        _opt("id_col", "STRING", 'id', doc=SAME_ROW),
+        _opt("type_col", "STRING", shown='none',
+            doc=('without it every row is an event of the class and `x.type` is an ordinary '
+                 'column; with it rows whose type differs from the class are not events and '
+                 '`x.type` is that column')),
+        _opt("window_col", "STRING", shown='none',
+            doc=("a `STRUCT<start, end>` column made by Spark's `window(ts, w, s)` in the TABLE "
+                 'query: the windows are then spread over Spark partitions too, each (key, '
+                 "window) is one window, and the pattern's `WITHIN`/`SLIDE` are not used to cut "
+                 '(see the example below)')),
+        _opt("completeness", "STRING", typed=False, shown="`'ends'`",
+            doc=("which trends are complete: `'ends'`, extendable at neither "
+                 'end (Mei et al., section 3, Definition 1: the default); '
+                 "`'maximal'`, not a sub-sequence of any other trend (the "
+                 'paper\'s line 43; docs/trends.md, "Paper vs ours")')),
+        _absent(shown='`false`',
+            doc=('with `type_col` and a class without `DEFINE`, a class that no event of the '
+                 'input carries is `CEP-PAT-219` with "did you mean" (as `match_seq`, "Facts '
+                 'about the whole input"); `true` answers (no trend) instead')),
+    )),
     Signature("match_prob", (
-        _lead("pattern", typed=False), _KEY, _table("pstream"),
-        *(_opt(name, kind, typed=False) for name, kind in (
-            ("overlap", "STRING"), ("threshold", "DOUBLE"), ("window", "INT"),
-            ("output", "STRING"), ("t_col", "STRING"), ("value_col", "STRING"),
-            ("p_col", "STRING"), ("probs_col", "STRING"), ("tolerance", "DOUBLE"),
-            ("transducer_mode", "STRING"))), _ABSENT)),
+        _lead("pattern", typed=False, shown='required',
+            doc=('a constant string: classes linked by `,` with quantifiers `+ * ? {n} {n,} '
+                 '{n,m}`, optional `DEFINE x AS value IN (...)`, optional `WITHIN n EVENTS`')),
+        _key(shown="`'stream'`",
+            doc='the stream key column (any scalar type): one probabilistic stream per value'),
+        _table("pstream", shown='required',
+            doc=('`TABLE(t)` holding one or more streams, the last positional argument; write '
+                 "no `PARTITION BY`: the function brings each stream's rows together itself (16 "
+                 "buckets of the key's hash; Spark rejects an explicit `PARTITION BY` or `WITH "
+                 'SINGLE PARTITION`)')),
+        _opt("overlap", "STRING", typed=False, shown="`'single'`",
+            doc=("how matches form groups: `'single'` (chains of overlapping matches) or "
+                 "`'complete'` (matches that all overlap each other)")),
+        _opt("threshold", "DOUBLE", typed=False, shown='`0.0`',
+            doc=('matches below it are not reported and form no group, but their worlds still '
+                 "count in a group's probability")),
+        _opt("window", "INT", typed=False, shown="the pattern's `WITHIN n EVENTS`",
+            doc=('the longest match in time points; one of the two is required, and two '
+                 'different values are an error')),
+        _opt("output", "STRING", typed=False, shown="`'groups'`",
+            doc="`'groups'` or `'matches'`"),
+        _opt("t_col", "STRING", typed=False, shown="`'t'`",
+            doc='the time point (an integer type; consecutive, no gaps)'),
+        _opt("value_col", "STRING", typed=False, shown="`'value'`, `'p'`",
+            doc=('long layout: the value (STRING) and its probability (DOUBLE, or any number: '
+                 'DECIMAL and FLOAT are read as DOUBLE)')),
+        _opt("p_col", "STRING", typed=False, doc=SAME_ROW),
+        _opt("probs_col", "STRING", typed=False, shown="`'probs'`",
+            doc=('wide layout: the `MAP<STRING, DOUBLE>` (or FLOAT / DECIMAL values) of value '
+                 'to probability')),
+        _opt("tolerance", "DOUBLE", typed=False, shown='`1e-6`',
+            doc="how far a time point's probabilities may sum from 1"),
+        _opt("transducer_mode", "STRING", typed=False, shown="`'window'`",
+            doc=("`'window'`: our window-aware transducer, which counts only matches of at most "
+                 "`window` time points; `'paper'`: Sugiura et al.'s transducer exactly (`|p| + "
+                 '1` states, no window; docs/prob.md, "Paper vs ours")')),
+        _absent(shown='`false`',
+            doc=('a class without `DEFINE` that is no value of any row (long layout) or key of '
+                 'any map (wide layout) is `CEP-PAT-219` with "did you mean" (as `match_seq`, '
+                 '"Facts about the whole input"); `true` answers instead')),
+    )),
     Signature("predict_match", (
-        _lead("subscription", typed=False), _KEY, _table("events"),
-        *(_opt(name, kind, typed=False) for name, kind in (
-            ("lookahead", "INT"), ("threshold", "DOUBLE"), ("model", "BINARY"),
-            ("output", "STRING"), ("combine", "STRING"), ("smoothing", "DOUBLE"),
-            ("ts_col", "STRING"), ("id_col", "STRING"), ("type_col", "STRING"),
-            ("definition", "STRING"))), _ABSENT)),
-    Signature("cep_match_recognize", (_lead("plan"), _table("events")),
-              note="written by the MATCH_RECOGNIZE rewriter, not by hand"),
+        _lead("subscription", typed=False, shown='required',
+            doc=('a constant string: classes linked by `,` (the very next event) and `;` (a '
+                 'later event), time conditions `@(t(X) - t(Y) < span)`, Boolean `&` / `\\|` '
+                 'over sequences, `DEFINE`, join variables `attr = $x` or `WHERE [attr]` '
+                 '(predict.md section 1)')),
+        _key(shown='none: the whole table is one stream',
+            doc=('the key column: the function partitions the table itself (into 64 buckets of '
+                 "the key's hash; each key is still answered, and without a model trained, on "
+                 'its own) and every output row carries the key with its own name and type')),
+        _table("events", shown='required',
+            doc=('`TABLE(t)` or `TABLE(SELECT ...)`, the last positional argument; no '
+                 '`PARTITION BY`')),
+        _opt("lookahead", "INT", typed=False, shown='required',
+            doc='`n`: how many future events the prediction looks at, an integer in [1, 100000]'),
+        _opt("threshold", "DOUBLE", typed=False, shown='`0.0`',
+            doc='only rows whose probability is at least this are returned'),
+        _opt("model", "BINARY", typed=False, shown='none',
+            doc=('a BINARY blob of `cep.predict.Model.to_bytes()`, usually a scalar subquery '
+                 'over a Delta table of models: `model => (SELECT model FROM models VERSION AS '
+                 "OF 3 WHERE name = 'heat')`. Without it each stream's chain is trained on that "
+                 "stream's own events")),
+        _opt("output", "STRING", typed=False, shown="`'keys'`",
+            doc=("`'keys'`: one row per key and instance, its state after its last event; "
+                 "`'events'`: one row per event, the state after it")),
+        _opt("combine", "STRING", typed=False, shown="`'independent'`",
+            doc=("how `&` / `\\|` combine their parts' probabilities: `'independent'` (`1 - (1 - "
+                 "p)(1 - q)` for `\\|`) or `'sum'` (the paper's `min(1, p + q)`); `&` is the "
+                 'product either way (predict.md section 5)')),
+        _opt("smoothing", "DOUBLE", typed=False, shown='`0.0`',
+            doc=("pseudo-count weight that mixes the training events' symbol frequencies into "
+                 'every row of the chain')),
+        _opt("ts_col", "STRING", typed=False, shown="`'ts'`",
+            doc=('TIMESTAMP (TIMESTAMP_NTZ and DATE are read as UTC), or a number: time '
+                 'conditions are then in its raw units (`@(t(F3) - t(F1) < 300)`)')),
+        _opt("id_col", "STRING", typed=False, shown="`'id'` when the table has it",
+            doc=("the event id, any type: it orders ties in `ts` and comes back in `'events'` "
+                 'output; without an id column ties keep the order Spark delivers them in')),
+        _opt("type_col", "STRING", typed=False, shown="`'type'` when the table has it",
+            doc=('the class of an event for classes without `DEFINE` (and what `type` in a '
+                 'condition reads); not read otherwise')),
+        _opt("definition", "STRING", typed=False, shown="`'first_passage'`",
+            doc=("`'first_passage'`: the probability that the subscription first matches within "
+                 "`lookahead` events (ours, exact); `'paper'`: P-ToPSS's α(n)/β(n) (n-step "
+                 'occupancy and its sum, training normalised by arrivals; docs/predict.md, '
+                 '"Paper vs ours")')),
+        _absent(shown='`false`',
+            doc=('without `model`, a class without `DEFINE` that no event of the input carries '
+                 'is `CEP-PAT-219` with "did you mean" (as `match_seq`, "Facts about the whole '
+                 'input": trained on this input, every probability would be 0 without a word); '
+                 '`true` answers instead. With a `model` nothing is checked: the model may know '
+                 'classes this input has not seen yet')),
+    )),
+    Signature("cep_match_recognize", (
+        _lead("plan"),
+        _table("events"),
+    ), note="written by the MATCH_RECOGNIZE rewriter, not by hand"),
 )}
 """Every table function's arguments, by SQL name (``cep_functions()`` takes none). An
 argument with ``typed=False`` is checked by its engine (with the engine's error code)."""
+
+_TABLE = re.compile(r"^\| argument \| default \| meaning \|\n\|---\|---\|---\|\n(?:\|.*\n?)*",
+                    re.M)
+
+
+def write_tables(markdown: str) -> str:
+    r"""``markdown`` (docs/sql.md) with each documented function's argument table written
+    from its declaration: the first table after the function's ``## `name``` heading.
+
+    Example:
+        >>> doc = "## `sketch_stats`: x\n\n| argument | default | meaning |\n|---|---|---|\n| old |\n"
+        >>> write_tables(doc).splitlines()[-1].startswith("| `sketch` | required |")
+        True
+    """
+    for name, sig in SIGNATURES.items():
+        if not sig.documented:
+            continue
+        heading = re.search(rf"^## `{re.escape(name)}`.*$", markdown, re.M)
+        if heading is None:
+            continue
+        table = _TABLE.search(markdown, heading.end())
+        if table is None:
+            raise ValueError(f"section ## `{name}` has no argument table")
+        ending = "\n" if table.group(0).endswith("\n") else ""
+        markdown = (markdown[:table.start()] + sig.argument_table() + ending
+                    + markdown[table.end():])
+    return markdown
+
+
+if __name__ == "__main__":  # python -m cep.signature docs/sql.md (make docs-tables)
+    for target in map(Path, sys.argv[1:]):
+        target.write_text(write_tables(target.read_text()))
+

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from cep.signature import SIGNATURES
+from cep.signature import SIGNATURES, write_tables
 from sql_ext.registry import FUNCTIONS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -46,6 +46,12 @@ def test_docs_signature_block_is_the_declared_one(function: str) -> None:
     block = re.search(rf"^```\n({function}\(.*?)^```", text, re.M | re.S)
     assert block, f"docs/sql.md has no signature block for {function}"
     assert " ".join(block.group(1).split()) == SIGNATURES[function].usage()
+
+
+def test_docs_argument_tables_are_written_from_the_declarations() -> None:
+    text = (ROOT / "docs" / "sql.md").read_text()
+    assert write_tables(text) == text, ("docs/sql.md's argument tables differ from the rows "
+                                        "declared in cep/argument_docs.py: run make docs-tables")
 
 
 def test_registry_signatures_are_written_from_the_declarations() -> None:
