@@ -37,7 +37,7 @@ from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, DataType, Dou
 from pyspark.sql.udtf import AnalyzeArgument
 
 from cep.errors import CepError
-from cep.predict.model import load_model, load_state
+from cep.predict.model import InstanceState, Model
 from cep.sketch import encode_bits
 from cep.sketch.codec import decode_bits
 from cep.sketch.stored import decode_bits_matrix
@@ -281,7 +281,7 @@ def test_predict_blobs(kind: str, data: st.DataObject) -> None:
         if source == "mutated":
             blob = _mutate(blob, data)
     try:
-        (load_model if kind == "model" else load_state)(blob)
+        (Model if kind == "model" else InstanceState).from_bytes(blob)
     except CepError as err:
         assert CODE.match(str(err)), str(err)
 
@@ -289,10 +289,8 @@ def test_predict_blobs(kind: str, data: st.DataObject) -> None:
 def test_the_fuzz_reaches_past_the_checks() -> None:
     # A fuzz that only ever hit the first check would prove little: the strategies above make
     # valid inputs too (the oracle here is that they load).
-    from cep.predict.model import InstanceState
-
     state = InstanceState((1, 2), (None, ((0, (5,)),)), (0,), 3, 9, 17)
-    assert load_state(_signed(b"CEPPRS", json.dumps(json.loads(
+    assert InstanceState.from_bytes(_signed(b"CEPPRS", json.dumps(json.loads(
         state.to_bytes()[40:])).encode())) == state
     with pytest.raises(CepError):
-        load_state(_signed(b"CEPPRS", b"[" * 100_000 + b"]" * 100_000))
+        InstanceState.from_bytes(_signed(b"CEPPRS", b"[" * 100_000 + b"]" * 100_000))

@@ -29,8 +29,7 @@ from cep.recognize.condition import Conditions
 from cep.recognize.errors import (E_TOO_MUCH_OUTPUT, E_UNSUPPORTED, RowPatternLimitError,
                                   RowPatternSemanticError)
 from cep.recognize.matcher import MAX_MATCHES, Reads, Skip, Within, match_masks, row_masks
-from cep.recognize.parser import parse_row_pattern
-from cep.recognize.program import compile_pattern
+from cep.recognize.program import compile_row_pattern
 from cep.signature import SIGNATURES
 from udfs.shell import PlannedResult, TableFunction, table_fields, table_function
 
@@ -178,7 +177,7 @@ def _per_partition(program: Any, masks: list[int], firsts: Any, skip: Any, text:
 
 @lru_cache(maxsize=64)
 def _compiled(statement: str, start: int, end: int) -> Any:
-    return compile_pattern(parse_row_pattern(statement, start, end), statement)
+    return compile_row_pattern(statement, start, end)
 
 
 class MatchRecognize(TableFunction):

@@ -61,7 +61,7 @@ from cep.lang import Query, parse_pattern
 from cep.lang.ast import AttrRef
 from cep.lang.errors import E_UNKNOWN_ATTRIBUTE, PatternSemanticError
 from cep.lang.validate import checked_classes
-from cep.predict import Events, check_arguments, compile_subscription, load_model, predict
+from cep.predict import Events, Model, check_arguments, compile_subscription, predict
 from cep.predict.answer import check_definition
 from cep.predict.errors import PredictArgumentError, PredictEventsError
 from cep.signature import SIGNATURES
@@ -183,7 +183,7 @@ def _compiled(query: Query) -> Any:
 
 @lru_cache(maxsize=8)
 def _model(blob: bytes, subscription: str) -> Any:
-    return load_model(blob, subscription)
+    return Model.from_bytes(blob, subscription)
 
 
 def read_attributes(text: str, columns: list[str]) -> tuple[list[str], bool]:

@@ -41,3 +41,9 @@ __all__ = [
     "find_matches",
     "order_matches",
 ]
+
+# One vocabulary for every engine (docs/architecture.md, "One vocabulary"): ``compile`` turns
+# pattern text into the engine's frozen program, ``run`` evaluates a program over its input.
+# Not in __all__: a star import would shadow the builtin ``compile``.
+compile = compile_query
+run = find_matches

@@ -24,7 +24,7 @@ from cep.predict.errors import (ModelFormatError, PredictArgumentError, PredictE
 from cep.predict.events import Events, instances, signatures
 from cep.predict.machine import SequenceMachine, TransitionTable
 from cep.predict.markov import Chain, build_chain
-from cep.predict.model import InstanceState, LeafModel, Model, load_model, load_state
+from cep.predict.model import InstanceState, LeafModel, Model
 from cep.predict.run import LeafResult, TransitionCounts, run_leaf
 from cep.predict.subscription import (Boolean, CrossTime, Primitive, Sequence, Subscription,
                                       TimeCondition, compile_subscription)
@@ -56,9 +56,13 @@ __all__ = [
     "check_arguments",
     "compile_subscription",
     "instances",
-    "load_model",
-    "load_state",
     "predict",
     "run_leaf",
     "signatures",
 ]
+
+# One vocabulary for every engine (docs/architecture.md, "One vocabulary"): ``compile`` turns
+# pattern text into the engine's frozen program, ``run`` evaluates a program over its input.
+# Not in __all__: a star import would shadow the builtin ``compile``.
+compile = compile_subscription
+run = predict

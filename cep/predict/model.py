@@ -10,8 +10,9 @@ conditions, its live configurations) and, per ``&`` node, which parts have match
 node last matched.
 
 Both serialise to ``MAGIC | version (u16) | sha256(payload) | payload`` where the payload is
-UTF-8 JSON of integers and strings only. :func:`load_model` / :func:`load_state` check the
-magic, the version, the checksum and the shapes and raise :class:`ModelFormatError`
+UTF-8 JSON of integers and strings only. :meth:`Model.from_bytes` and
+:meth:`InstanceState.from_bytes` check the magic, the version, the checksum and the shapes and
+raise :class:`ModelFormatError`
 (``CEP-PRED-012``) for anything else; a model of another subscription is refused too.
 
 Example:
@@ -19,9 +20,9 @@ Example:
     >>> from cep.predict.run import TransitionCounts
     >>> leaf = LeafModel(TransitionCounts.from_triples([1], [2], [3]), np.array([2]), np.array([1]))
     >>> m = Model("PATTERN A, B", (leaf,))
-    >>> load_model(m.to_bytes()) == m
+    >>> Model.from_bytes(m.to_bytes()) == m
     True
-    >>> load_model(b"junk")
+    >>> Model.from_bytes(b"junk")
     Traceback (most recent call last):
     ...
     cep.predict.errors.ModelFormatError: CEP-PRED-012: not a predict_match model (bad magic)
@@ -106,31 +107,34 @@ class Model:
                               for leaf in self.leaves]}
         return _pack(MODEL_MAGIC, payload)
 
+    @classmethod
+    def from_bytes(cls, blob: bytes | bytearray | memoryview,
+                   subscription: str | None = None) -> "Model":
+        """A model from its blob (:meth:`to_bytes`); with ``subscription``, also check that it
+        was trained for that text.
 
-def load_model(blob: bytes | bytearray | memoryview, subscription: str | None = None) -> Model:
-    """Read a model blob; with ``subscription``, also check it was trained for that text.
-
-    Raises:
-        ModelFormatError: bad magic, version, checksum or shape, or another subscription.
-    """
-    data = _unpack(MODEL_MAGIC, blob, "model")
-    try:
-        text = data["subscription"]
-        leaves = []
-        for leaf in data["leaves"]:
-            cols = [np.array(leaf[k], dtype=np.int64) for k in ("from", "sig", "to", "count")]
-            fs = np.array(leaf["freq_sig"], dtype=np.int64)
-            fc = np.array(leaf["freq_count"], dtype=np.int64)
-            if len({len(c) for c in cols}) != 1 or len(fs) != len(fc) or (cols[3] < 0).any() or (fc < 0).any():
-                raise ValueError("column lengths differ or counts are negative")
-            leaves.append(LeafModel(TransitionCounts(*cols), fs, fc))
-        if not isinstance(text, str):
-            raise ValueError("subscription is not a string")
-    except (KeyError, TypeError, ValueError, OverflowError) as err:
-        raise ModelFormatError(f"model payload is malformed: {err}") from None
-    if subscription is not None and text != subscription:
-        raise ModelFormatError(f"the model was trained for {text!r}, not for {subscription!r}")
-    return Model(text, tuple(leaves))
+        Raises:
+            ModelFormatError: bad magic, version, checksum or shape, or another subscription.
+        """
+        data = _unpack(MODEL_MAGIC, blob, "model")
+        try:
+            text = data["subscription"]
+            leaves = []
+            for leaf in data["leaves"]:
+                cols = [np.array(leaf[k], dtype=np.int64) for k in ("from", "sig", "to", "count")]
+                fs = np.array(leaf["freq_sig"], dtype=np.int64)
+                fc = np.array(leaf["freq_count"], dtype=np.int64)
+                if (len({len(c) for c in cols}) != 1 or len(fs) != len(fc)
+                        or (cols[3] < 0).any() or (fc < 0).any()):
+                    raise ValueError("column lengths differ or counts are negative")
+                leaves.append(LeafModel(TransitionCounts(*cols), fs, fc))
+            if not isinstance(text, str):
+                raise ValueError("subscription is not a string")
+        except (KeyError, TypeError, ValueError, OverflowError) as err:
+            raise ModelFormatError(f"model payload is malformed: {err}") from None
+        if subscription is not None and text != subscription:
+            raise ModelFormatError(f"the model was trained for {text!r}, not for {subscription!r}")
+        return cls(text, tuple(leaves))
 
 
 @dataclass(frozen=True)
@@ -162,25 +166,26 @@ class InstanceState:
                    "last_ts": self.last_ts}
         return _pack(STATE_MAGIC, payload)
 
+    @classmethod
+    def from_bytes(cls, blob: bytes | bytearray | memoryview) -> "InstanceState":
+        """An instance state from its blob (:meth:`to_bytes`).
 
-def load_state(blob: bytes | bytearray | memoryview) -> InstanceState:
-    """Read an instance-state blob.
-
-    Raises:
-        ModelFormatError: bad magic, version, checksum or shape.
-    """
-    data = _unpack(STATE_MAGIC, blob, "instance state")
-    try:
-        masks = tuple(int(m) for m in data["masks"])
-        configs = tuple(None if c is None else tuple((int(j), tuple(None if x is None else x for x in t))
-                                                     for j, t in c) for c in data["configs"])
-        flags = tuple(int(f) for f in data["flags"])
-        if len(configs) != len(masks):
-            raise ValueError("masks and configs differ in length")
-        return InstanceState(masks, configs, flags, int(data["matches"]), int(data["events"]),
-                             data["last_ts"])
-    except (KeyError, TypeError, ValueError) as err:
-        raise ModelFormatError(f"instance state payload is malformed: {err}") from None
+        Raises:
+            ModelFormatError: bad magic, version, checksum or shape.
+        """
+        data = _unpack(STATE_MAGIC, blob, "instance state")
+        try:
+            masks = tuple(int(m) for m in data["masks"])
+            configs = tuple(None if c is None else tuple(
+                (int(j), tuple(None if x is None else x for x in t)) for j, t in c)
+                for c in data["configs"])
+            flags = tuple(int(f) for f in data["flags"])
+            if len(configs) != len(masks):
+                raise ValueError("masks and configs differ in length")
+            return cls(masks, configs, flags, int(data["matches"]), int(data["events"]),
+                       data["last_ts"])
+        except (KeyError, TypeError, ValueError) as err:
+            raise ModelFormatError(f"instance state payload is malformed: {err}") from None
 
 
 def _pack(magic: bytes, payload: dict[str, Any]) -> bytes:

@@ -32,3 +32,9 @@ __all__ = [
     "compile_prob", "complete_groups", "find_matches", "from_codes", "from_long", "from_wide",
     "group_columns", "group_probabilities", "match_prob", "resolve_window", "single_groups", "state_vectors",
 ]
+
+# One vocabulary for every engine (docs/architecture.md, "One vocabulary"): ``compile`` turns
+# pattern text into the engine's frozen program, ``run`` evaluates a program over its input.
+# Not in __all__: a star import would shadow the builtin ``compile``.
+compile = compile_prob
+run = match_prob

@@ -18,9 +18,16 @@ from cep.recognize.errors import (RowPatternError, RowPatternLimitError, RowPatt
                                   RowPatternSyntaxError)
 from cep.recognize.matcher import Match, Skip, find_matches
 from cep.recognize.parser import parse_row_pattern
-from cep.recognize.program import Program, compile_pattern
+from cep.recognize.program import Program, compile_pattern, compile_row_pattern
 from cep.recognize.rewrite import contains_clause, rewrite_statement
 
 __all__ = ["Match", "Program", "RowPatternError", "RowPatternLimitError",
            "RowPatternSemanticError", "RowPatternSyntaxError", "Skip", "compile_pattern",
-           "contains_clause", "find_matches", "parse_row_pattern", "rewrite_statement"]
+           "compile_row_pattern", "contains_clause", "find_matches", "parse_row_pattern",
+           "rewrite_statement"]
+
+# One vocabulary for every engine (docs/architecture.md, "One vocabulary"): ``compile`` turns
+# pattern text into the engine's frozen program, ``run`` evaluates a program over its input.
+# Not in __all__: a star import would shadow the builtin ``compile``.
+compile = compile_row_pattern
+run = find_matches

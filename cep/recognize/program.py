@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from cep.recognize.ast import (Alternation, Anchor, Concatenation, Empty, Exclusion, Node,
                                Permute, Quantified, Variable, variables)
 from cep.recognize.errors import E_PROGRAM_TOO_LARGE, RowPatternLimitError
+from cep.recognize.parser import parse_row_pattern
 
 __all__ = ["ANCHOR_END", "ANCHOR_START", "CHECK", "CONSUME", "JMP", "MARK", "MATCH",
            "MAX_INSTRUCTIONS", "Program", "SPLIT", "compile_pattern"]
@@ -241,3 +242,13 @@ def _check_size(node: Node, text: str) -> None:
         E_PROGRAM_TOO_LARGE, f"this term would compile to more than {MAX_INSTRUCTIONS:,} "
         "automaton instructions; use smaller bounds or fewer PERMUTE items", text,
         culprit.span[0], culprit.span[1])
+
+
+def compile_row_pattern(text: str, start: int = 0, end: int | None = None) -> Program:
+    """The program of the row pattern in ``text[start:end]`` (errors point into ``text``).
+
+    Example:
+        >>> compile_row_pattern("A B+").variables
+        ('A', 'B')
+    """
+    return compile_pattern(parse_row_pattern(text, start, end), text)

@@ -79,3 +79,9 @@ __all__ = [
     "memory_table",
     "solve",
 ]
+
+# One vocabulary for every engine (docs/architecture.md, "One vocabulary"): ``compile`` turns
+# pattern text into the engine's frozen program, ``run`` evaluates a program over its input.
+# Not in __all__: a star import would shadow the builtin ``compile``.
+compile = compile_sketch_query
+run = evaluate_sketch

@@ -77,3 +77,9 @@ __all__ = [
     "window_graph",
     "window_trends",
 ]
+
+# One vocabulary for every engine (docs/architecture.md, "One vocabulary"): ``compile`` turns
+# pattern text into the engine's frozen program, ``run`` evaluates a program over its input.
+# Not in __all__: a star import would shadow the builtin ``compile``.
+compile = compile_trend
+run = window_trends

@@ -297,7 +297,7 @@ def make_partition_function(conf: PredictionConf, attributes: tuple[str, ...],
 def _stored_models(spark: "SparkSession", conf: PredictionConf, meta: dict[str, Any] | None,
                    compiled: dict[str, Any]) -> dict[str, Any]:
     """The persisted model of every subscription (as of the meta's version), checked."""
-    from cep.predict import ModelFormatError, load_model
+    from cep.predict import Model, ModelFormatError
 
     out = {sub: empty_model(c) for sub, c in compiled.items()}
     if meta is None or meta["models_version"] is None:
@@ -308,7 +308,7 @@ def _stored_models(spark: "SparkSession", conf: PredictionConf, meta: dict[str, 
             raise PredictStateError(f"{table.name} has a model of {row['sub']!r}, which is not "
                                     "registered")
         try:
-            out[row["sub"]] = load_model(row["model"], subscription=compiled[row["sub"]].text)
+            out[row["sub"]] = Model.from_bytes(row["model"], subscription=compiled[row["sub"]].text)
         except ModelFormatError as err:
             raise ModelFormatError(f"{table.name} version {meta['models_version']}, subscription "
                                    f"{row['sub']}: {err.message}") from None
@@ -366,12 +366,12 @@ def _merged_models(small: list[dict[str, Any]], compiled: dict[str, Any],
                    models: dict[str, Any]) -> dict[str, Any]:
     """The persisted model of every subscription plus every bucket's counts (in any order:
     counts add up)."""
-    from cep.predict import load_model
+    from cep.predict import Model
 
     trained: dict[str, list] = {sub: [] for sub in compiled}
     for r in small:
         if r["out"] == OUT_MODEL:
-            trained[r["sub"]].append(load_model(r["model"], subscription=compiled[r["sub"]].text))
+            trained[r["sub"]].append(Model.from_bytes(r["model"], subscription=compiled[r["sub"]].text))
     merged = dict(models)
     for sub, parts in trained.items():
         for part in parts:

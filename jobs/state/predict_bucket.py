@@ -178,14 +178,14 @@ def _stored_states(stored: pa.Table, name: str) -> tuple[dict[str, dict[tuple, A
         ``{sub: {(key, instance values): InstanceState}}`` (``start`` of
         :func:`cep.predict.predict`) and ``{key: newest timestamp of its states}``.
     """
-    from cep.predict import ModelFormatError, load_state
+    from cep.predict import InstanceState, ModelFormatError
 
     starts: dict[str, dict[tuple, Any]] = {}
     known: dict[str, int] = {}
     for sub, key, inst, blob in zip(*(stored.column(c).to_pylist()
                                       for c in ("i_sub", "key", "i_instance", "i_state"))):
         try:
-            state = load_state(blob)
+            state = InstanceState.from_bytes(blob)
         except ModelFormatError as err:
             raise ModelFormatError(f"prediction set {name}, subscription {sub}, key "
                                    f"{key!r}, instance {inst}: {err.message}") from None

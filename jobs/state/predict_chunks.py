@@ -7,7 +7,7 @@ lateness bound (``e_bound``, computed by Spark per key and commit), so whether a
 does not depend on which other rows are in the chunk.
 
 The rows are gathered until ``chunk_rows`` have arrived; every key that has ended in the buffer
-is run by :func:`jobs.state.predict.process_bucket` exactly as before. Of the key still
+is run by :func:`jobs.state.predict_bucket.process_bucket` exactly as before. Of the key still
 arriving, the rows before its last timestamp are run too, starting from its instance states;
 the states after them are carried into the next buffer as ordinary ``kind = state`` work rows,
 and the rows of the last timestamp wait for the next buffer (so the rows of one timestamp are
@@ -70,7 +70,7 @@ class StreamedPredict(ChunkedStream):
     """One task's sorted work rows run chunk by chunk (the module docstring).
 
     Args:
-        process: ``table -> output table``: :func:`jobs.state.predict.process_bucket` bound to
+        process: ``table -> output table``: :func:`jobs.state.predict_bucket.process_bucket` bound to
             the set's spec.
         stats_row: ``counts -> output table``: one ``out = stats`` row.
         kinds: the work rows' ``kind`` values ``(event, state)``.

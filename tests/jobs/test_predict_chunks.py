@@ -1,7 +1,7 @@
 """The prediction job's chunked stream (jobs/state/predict_chunks.py) without Spark.
 
-The oracle is the driver's path: one :func:`~jobs.state.predict.process_bucket` call over the
-whole batch, which finds late rows itself (:func:`~jobs.state.predict._late_mask`). The stream
+The oracle is the driver's path: one :func:`~jobs.state.predict_bucket.process_bucket` call over the
+whole batch, which finds late rows itself (:func:`~jobs.state.predict_bucket._late_mask`). The stream
 gets the same rows sorted as Spark sorts them (key, kind descending, time), each event marked
 with its lateness bound by a brute-force loop over the documented rule, and cuts them into
 chunks of 1 to 7 rows and batches of 1 to 5: the instance rows, the summed models, the late rows
@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from cep.predict import load_model
+from cep.predict import Model
 from jobs.state.predict import make_partition_function
 from jobs.state.predict_bucket import (EVENT, OUT_INSTANCE, OUT_LATE, OUT_MODEL, OUT_STATS, STATE,
                                        process_bucket)
@@ -112,7 +112,7 @@ def summary(out: pa.Table) -> dict[str, Any]:
         ["sub", "key", "instance", "state", "label", "progress", "last_ts", "events", "matches"])
     models: dict[str, Any] = {}
     for row in out.filter(pa.array(kind == OUT_MODEL)).to_pylist():
-        model = load_model(row["model"])
+        model = Model.from_bytes(row["model"])
         models[row["sub"]] = model if row["sub"] not in models else models[row["sub"]].merge(model)
     late = out.filter(pa.array(kind == OUT_LATE)).select(
         ["key", "l_ts", "l_id", "l_version", "l_reason", "l_last_ts"]).to_pylist()

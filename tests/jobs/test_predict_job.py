@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from cep.predict import Events, ModelFormatError, load_model, load_state, predict
+from cep.predict import Events, InstanceState, Model, ModelFormatError, predict
 from delta_tables.catalog import read_table
 from delta_tables.predict_state import PredictionConf, instance_text
 from delta_tables.settings import TableConf
@@ -223,10 +223,10 @@ def test_incremental_with_crashes_equals_one_pass(spark, settings, source, built
     assert table_rows(spark, inc, "late") == table_rows(spark, one, "late")
     # Models and instance states load back equal, byte for byte.
     for a, b in zip(table_rows(spark, inc, "models"), table_rows(spark, one, "models")):
-        assert load_model(a["model"]) == load_model(b["model"])
-        assert load_model(a["model"]).to_bytes() == bytes(b["model"])
+        assert Model.from_bytes(a["model"]) == Model.from_bytes(b["model"])
+        assert Model.from_bytes(a["model"]).to_bytes() == bytes(b["model"])
     for a, b in zip(table_rows(spark, inc, "instances"), table_rows(spark, one, "instances")):
-        assert load_state(a["state"]).to_bytes() == bytes(b["state"])
+        assert InstanceState.from_bytes(a["state"]).to_bytes() == bytes(b["state"])
     meta_inc, meta_one = read_meta(spark, inc), read_meta(spark, one)
     for meta in (meta_inc, meta_one):
         meta.pop("run_id")
@@ -253,7 +253,7 @@ def test_models_as_of_earlier_versions_are_the_core_models_of_then(spark, settin
         for sub in SUBS:
             blob = spark.sql(f"SELECT model FROM p_inc_models VERSION AS OF {models_version} "
                              f"WHERE sub = '{sub}'").first()["model"]
-            assert load_model(blob, subscription=SUBS[sub]) == expected["models"][sub]
+            assert Model.from_bytes(blob, subscription=SUBS[sub]) == expected["models"][sub]
 
 
 def test_changed_registration_is_refused(spark, settings, source, built) -> None:
@@ -289,7 +289,7 @@ def test_corrupt_model_blob_is_cep_pred_012(spark, settings, source, built) -> N
     assert versions(inc) == before
     stored = spark.sql("SELECT model FROM p_inc_models WHERE sub = 'login'").first()["model"]
     with pytest.raises(ModelFormatError, match="CEP-PRED-012"):
-        load_model(stored)
+        Model.from_bytes(stored)
 
 
 # ---- the per-bucket function without Spark -------------------------------------------------------

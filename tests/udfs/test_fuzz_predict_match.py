@@ -45,7 +45,7 @@ from cep.lang.ast import FOLLOWED
 from cep.lang.validate import checked_classes
 from cep.oracles.predict_oracle import (boolean_fired, composite_match_ends, hit_probability,
                                         live_masks, match_ends)
-from cep.predict import Events, compile_subscription, load_model, predict
+from cep.predict import Events, Model, compile_subscription, predict
 from cep.predict.subscription import Sequence, Subscription
 from sql_ext.quoting import sql_string
 from tests.sql_fuzz import (SQL_FUZZ, UNIT, Batch, Event, batches, by_key, case_table,
@@ -391,7 +391,7 @@ def oracle(events: list[Event], call: dict[str, Any], unit: str,
     sub = compiled(call["pattern"], unit)
     if sub.composite:
         rows = composite_rows(events, call, sub, unit,
-                              None if blob is None else load_model(blob, sub.text))
+                              None if blob is None else Model.from_bytes(blob, sub.text))
     else:
         training = None
         if blob is not None:

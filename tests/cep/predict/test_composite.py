@@ -360,11 +360,11 @@ def test_composites_refuse_what_they_cannot_do_yet() -> None:
     with pytest.raises(PredictArgumentError, match="start"):
         predict(FIG5, ev, lookahead=2, start=plain.states)
     # a model trained on these events (also through its blob) gives the same answer as training anew
-    from cep.predict import load_model
+    from cep.predict import Model
     from cep.predict.many import compile_many
 
     first = predict(FIG5, ev, lookahead=4)
-    again = predict(FIG5, ev, lookahead=4, model=load_model(first.trained.to_bytes(), FIG5))
+    again = predict(FIG5, ev, lookahead=4, model=Model.from_bytes(first.trained.to_bytes(), FIG5))
     assert again.rows == first.rows and len(first.trained.leaves) == 6     # s1, X, Y, s6, s7, s8
     with pytest.raises(PredictArgumentError, match="run_many runs sequences"):
         compile_many([FIG5])

@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cep.oracles.predict_oracle import hit_probability
-from cep.predict import (Chain, Events, ModelFormatError, SequenceMachine, TransitionCounts, build_chain,
-                         compile_subscription, load_model, load_state, predict)
+from cep.predict import (Chain, Events, InstanceState, Model, ModelFormatError, SequenceMachine,
+                         TransitionCounts, build_chain, compile_subscription, predict)
 
 
 @st.composite
@@ -98,22 +98,22 @@ def test_model_and_state_blobs_round_trip_and_refuse_corruption() -> None:
                              attrs={})
     r = predict("PATTERN A, B", ev, lookahead=2)
     blob = r.trained.to_bytes()
-    assert load_model(blob) == r.trained
-    assert load_model(blob, "PATTERN A, B") == r.trained
+    assert Model.from_bytes(blob) == r.trained
+    assert Model.from_bytes(blob, "PATTERN A, B") == r.trained
     with pytest.raises(ModelFormatError, match="trained for"):
-        load_model(blob, "PATTERN A ; B")
+        Model.from_bytes(blob, "PATTERN A ; B")
     flipped = bytearray(blob)
     flipped[-3] ^= 0x01
     with pytest.raises(ModelFormatError, match="checksum"):
-        load_model(bytes(flipped))
+        Model.from_bytes(bytes(flipped))
     versioned = bytearray(blob)
     versioned[7] = 9
     with pytest.raises(ModelFormatError, match="version"):
-        load_model(bytes(versioned))
+        Model.from_bytes(bytes(versioned))
     for state in r.states.values():
-        assert load_state(state.to_bytes()) == state
+        assert InstanceState.from_bytes(state.to_bytes()) == state
     with pytest.raises(ModelFormatError, match="bad magic"):
-        load_state(blob)
+        InstanceState.from_bytes(blob)
     with pytest.raises(ModelFormatError, match="trained for"):
         predict("PATTERN A ; B", ev, lookahead=2, model=r.trained)
 
