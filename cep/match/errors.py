@@ -50,3 +50,11 @@ class StreamError(CepError):
     """Event columns given to an engine have the wrong shape, type or order."""
 
     code = "CEP-MATCH-004"
+
+
+class StandingPatternError(UnsupportedPatternError):
+    """A pattern that cannot stand (docs/standing.md): no ``WITHIN`` (every key would be held
+    forever) or positional ``WINDOW`` bounds (they number events from the start of a key's
+    whole history, which a standing pattern never holds)."""
+
+    code = "CEP-MATCH-005"
