@@ -30,21 +30,17 @@ Example:
 
 from __future__ import annotations
 
-import hashlib
-import json
-import struct
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
+from cep.blob import pack, unpack
 from cep.predict.errors import ModelFormatError
 from cep.predict.run import TransitionCounts
 
 MODEL_MAGIC = b"CEPPRM"
 STATE_MAGIC = b"CEPPRS"
 FORMAT_VERSION = 1
-_HEADER = struct.Struct(">6sH32s")
 
 
 @dataclass(frozen=True, eq=False)
@@ -105,7 +101,7 @@ class Model:
                                "to": leaf.counts.to_mask.tolist(), "count": leaf.counts.count.tolist(),
                                "freq_sig": leaf.freq_sig.tolist(), "freq_count": leaf.freq_count.tolist()}
                               for leaf in self.leaves]}
-        return _pack(MODEL_MAGIC, payload)
+        return pack(MODEL_MAGIC, FORMAT_VERSION, payload)
 
     @classmethod
     def from_bytes(cls, blob: bytes | bytearray | memoryview,
@@ -116,7 +112,8 @@ class Model:
         Raises:
             ModelFormatError: bad magic, version, checksum or shape, or another subscription.
         """
-        data = _unpack(MODEL_MAGIC, blob, "model")
+        data = unpack(MODEL_MAGIC, FORMAT_VERSION, blob, "model", ModelFormatError,
+                      "predict_match")
         try:
             text = data["subscription"]
             leaves = []
@@ -164,7 +161,7 @@ class InstanceState:
                    "configs": [None if c is None else [[j, list(t)] for j, t in c] for c in self.configs],
                    "flags": list(self.flags), "matches": self.matches, "events": self.events,
                    "last_ts": self.last_ts}
-        return _pack(STATE_MAGIC, payload)
+        return pack(STATE_MAGIC, FORMAT_VERSION, payload)
 
     @classmethod
     def from_bytes(cls, blob: bytes | bytearray | memoryview) -> "InstanceState":
@@ -173,7 +170,8 @@ class InstanceState:
         Raises:
             ModelFormatError: bad magic, version, checksum or shape.
         """
-        data = _unpack(STATE_MAGIC, blob, "instance state")
+        data = unpack(STATE_MAGIC, FORMAT_VERSION, blob, "instance state", ModelFormatError,
+                      "predict_match")
         try:
             masks = tuple(int(m) for m in data["masks"])
             configs = tuple(None if c is None else tuple(
@@ -186,31 +184,3 @@ class InstanceState:
                        data["last_ts"])
         except (KeyError, TypeError, ValueError) as err:
             raise ModelFormatError(f"instance state payload is malformed: {err}") from None
-
-
-def _pack(magic: bytes, payload: dict[str, Any]) -> bytes:
-    body = json.dumps(payload, separators=(",", ":"), sort_keys=True).encode("utf-8")
-    return _HEADER.pack(magic, FORMAT_VERSION, hashlib.sha256(body).digest()) + body
-
-
-def _unpack(magic: bytes, blob: bytes | bytearray | memoryview, what: str) -> dict[str, Any]:
-    raw = bytes(blob)
-    if len(raw) < _HEADER.size or raw[:6] != magic:
-        raise ModelFormatError(f"not a predict_match {what} (bad magic)")
-    _, version, digest = _HEADER.unpack_from(raw)
-    if version != FORMAT_VERSION:
-        raise ModelFormatError(f"{what} format version {version}, this code reads {FORMAT_VERSION}")
-    body = raw[_HEADER.size:]
-    if hashlib.sha256(body).digest() != digest:
-        raise ModelFormatError(f"{what} checksum mismatch: the blob is corrupt")
-    try:
-        data = json.loads(body.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        # The checksum only says the bytes are the ones written; a blob written by other code
-        # can still carry a body that is not JSON.
-        raise ModelFormatError(f"{what} payload is not JSON: {err}") from None
-    except RecursionError:  # found by tests/test_fuzz.py: "[[[[...]]]]" a few thousand deep
-        raise ModelFormatError(f"{what} payload nests deeper than JSON decoding allows") from None
-    if not isinstance(data, dict):
-        raise ModelFormatError(f"{what} payload is not an object")
-    return data

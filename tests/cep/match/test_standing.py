@@ -12,6 +12,7 @@ import pytest
 from cep.match import EventStream, find_matches
 from cep.match.compile.standing import compile_standing
 from cep.match.errors import StandingPatternError, UnsupportedPatternError
+from cep.match.run.carried import Carried, CarriedStateError
 from cep.match.run.standing import advance
 from cep.oracles.match_oracle import oracle_matches
 
@@ -147,3 +148,36 @@ def test_a_match_waits_for_every_earlier_start_so_its_id_never_changes() -> None
     step = advance(program, s, open_from=0, emitted=0, watermark=16)
     assert [m.positions for m in step.matches.to_matches()] == [(0, 2), (1, 2)]
     assert step.match_ids.tolist() == [1, 2]
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_the_carried_state_through_its_bytes_gives_the_same_steps(policy: str) -> None:
+    # The job's path: each step starts from the state read back from its blob, and the new
+    # events are merged into the carried ones by (ts, id).
+    pattern = "PATTERN A a; B+ b[]; C c WHERE c.v > a.v WITHIN 8 UNITS"
+    program = compile_standing(pattern, policy=policy)
+    rng = random.Random(7)
+    for trial in range(25):
+        whole = _stream(rng, rng.randint(0, 16))
+        cuts = sorted(rng.sample(range(len(whole) + 1), rng.randint(0, min(4, len(whole) + 1))))
+        state, got, lo = Carried.empty(("v",)), [], 0
+        for k, hi in enumerate([*cuts, len(whole), len(whole)]):
+            final = k == len(cuts) + 1
+            stream, open_from = Carried.from_bytes(state.to_bytes()).stream_with(
+                _slice(whole, lo, hi))
+            watermark = 10 ** 9 if final else (int(whole.ts[hi - 1]) if hi else None)
+            step = advance(program, stream, open_from=open_from, emitted=state.emitted,
+                           watermark=watermark)
+            got += [(mid, tuple(int(stream.ids[p]) for p in m.positions), m.variables)
+                    for m, mid in zip(step.matches.to_matches(), step.match_ids.tolist())]
+            state, lo = state.after(stream, step), hi
+        assert got == _whole(program, whole), (trial, cuts)
+
+
+def test_a_damaged_carried_state_is_a_typed_error() -> None:
+    blob = bytearray(Carried.empty(("v",)).to_bytes())
+    blob[-2] ^= 1
+    with pytest.raises(CarriedStateError, match="CEP-MATCH-004: carried state checksum mismatch"):
+        Carried.from_bytes(bytes(blob))
+    with pytest.raises(CarriedStateError, match="not a standing pattern's carried state"):
+        Carried.from_bytes(b"CEPPRM" + bytes(40))
