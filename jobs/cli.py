@@ -12,7 +12,8 @@ sdist once and extract the logs; the skfolio wheel once and take the stock price
 ``load-temperatures`` (daily city temperatures into Delta, for heat-wave prediction),
 ``generate`` (synthetic stream into Delta), ``generate-checks`` (checks with kiting rings into
 Delta), ``sketch`` (bring a registered sketch's Delta state up to date), ``graph`` (the same
-for a trend graph), ``predict`` (the same for a prediction set), ``run-all`` (every job of
+for a trend graph), ``predict`` (the same for a prediction set), ``match`` (the same for a
+standing pattern: its matches and timeouts), ``run-all`` (every job of
 ``conf/jobs.toml``, each recorded in the run manifest), ``runs`` (the manifest's runs of a
 job), ``maintain`` (OPTIMIZE and VACUUM of the registered state tables), ``demo``
 (the README demo), ``sql`` (run one SQL statement and show it), ``connect-server`` (a Spark
@@ -130,6 +131,9 @@ def _add_state_commands(sub: argparse._SubParsersAction) -> None:
     _add_state_job(sub, "predict", "update a registered prediction set (conf/predictions.toml): "
                    "run its subscriptions over the source's new events, merge the Markov counts "
                    "and instance states", "the set's name in conf/predictions.toml")
+    _add_state_job(sub, "match", "update a registered standing pattern (conf/matches.toml): "
+                   "append the matches and timeouts whose windows the source's new events "
+                   "closed", "the standing pattern's name in conf/matches.toml")
     run_all = sub.add_parser("run-all", help="run the state jobs of conf/jobs.toml [run_all] in "
                              "order, each recorded in the run manifest; exit 1 if any failed")
     run_all.add_argument("--job", action="append", metavar="KIND/NAME",
@@ -374,7 +378,7 @@ def _generate_checks(args: argparse.Namespace, settings: "Settings", spark: Any)
 
 
 def _state_job(args: argparse.Namespace, settings: "Settings", spark: Any) -> None:
-    """``sketch``, ``graph`` or ``predict``: one run of a registered state job."""
+    """``sketch``, ``graph``, ``predict`` or ``match``: one run of a registered state job."""
     from jobs.framework.runner import run_job
 
     summary = run_job(spark, settings, f"{args.command}/{args.name}",
@@ -491,6 +495,11 @@ def _result_line(kind: str, r: Any) -> str:
         return (f"{_name(r)}: source versions {r.source_from}..{r.source_version}: "
                 f"{r.events_read:,} events read, {r.late:,} late, {r.incomplete:,} incomplete; "
                 f"{r.windows:,} window(s) rebuilt; {versions}; {r.seconds:.1f}s")
+    if kind == "match":
+        return (f"{_name(r)}: source versions {r.source_from}..{r.source_version}: "
+                f"{r.events_read:,} events read, {r.late:,} late, {r.incomplete:,} incomplete; "
+                f"{r.matches:,} matches, {r.timeouts:,} timeouts over {r.keys:,} keys "
+                f"(watermark {r.watermark}); {versions}; {r.seconds:.1f}s")
     if kind == "sketch":
         return (f"{_name(r)}: source versions {r.source_from}.."
                 f"{r.source_version}: {r.events_read:,} events read, "
@@ -508,7 +517,7 @@ def _result_line(kind: str, r: Any) -> str:
 
 
 def _name(result: object) -> str:
-    for field in ("sketch", "graph", "prediction"):
+    for field in ("sketch", "graph", "prediction", "name"):
         if hasattr(result, field):
             return str(getattr(result, field))
     return "?"
@@ -532,6 +541,7 @@ COMMANDS: dict[str, Command] = {
     "sketch": Command(_state_job),
     "graph": Command(_state_job),
     "predict": Command(_state_job),
+    "match": Command(_state_job),
     "run-all": Command(_run_all),
     "runs": Command(_runs),
     "maintain": Command(_maintain),

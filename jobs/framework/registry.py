@@ -1,7 +1,9 @@
-"""The registry of state jobs: every sketch, graph and prediction set the ``conf/`` files name.
+"""The registry of state jobs: every sketch, graph, prediction set and standing pattern the
+``conf/`` files name.
 
 A state job is a ``(kind, name)`` pair: ``kind`` is ``sketch`` (``conf/sketches.toml``),
-``graph`` (``conf/graphs.toml``) or ``predict`` (``conf/predictions.toml``). The registry is
+``graph`` (``conf/graphs.toml``), ``predict`` (``conf/predictions.toml``) or ``match``
+(``conf/matches.toml``, standing patterns: docs/standing.md). The registry is
 the one place that knows, for each kind, how to load a job's settings, which Delta tables hold
 its state (by suffix, the meta table among them), which source table it reads and which
 function runs it. :mod:`jobs.framework.runner` runs jobs through it and the maintenance job reads the
@@ -33,14 +35,14 @@ if TYPE_CHECKING:
 __all__ = ["KINDS", "StateJob", "job_from_mapping", "load_job", "registered_jobs", "state_tables",
            "parse_key"]
 
-KINDS = ("sketch", "graph", "predict")
+KINDS = ("sketch", "graph", "predict", "match")
 """The kinds of state job, in the order ``run-all`` runs them by default."""
 
 STATE_PACKAGE = "jobs.state"
 """The package that holds one module per kind, ``run_<kind>`` and ``read_meta`` in each."""
 
 _FILES = {"sketch": ("sketches.toml", "sketches"), "graph": ("graphs.toml", "graphs"),
-          "predict": ("predictions.toml", "predictions")}
+          "predict": ("predictions.toml", "predictions"), "match": ("matches.toml", "matches")}
 
 
 @dataclass(frozen=True)
@@ -48,7 +50,7 @@ class StateJob:
     """One registered state job.
 
     Attributes:
-        kind: ``sketch``, ``graph`` or ``predict``.
+        kind: ``sketch``, ``graph``, ``predict`` or ``match``.
         name: Its name in the kind's conf file.
         conf: The kind's own settings object (SketchConf, GraphConf or PredictionConf).
         source: The source Delta table it reads.
@@ -83,7 +85,8 @@ class StateJob:
 
 
 def _module(kind: str) -> Any:
-    """The job's module (``jobs.state.sketch``, ``jobs.state.graph``, ``jobs.state.predict``).
+    """The job's module (``jobs.state.sketch``, ``jobs.state.graph``, ``jobs.state.predict``,
+    ``jobs.state.match``).
 
     Named here by its path and imported on use: the registry costs nothing to import, and the
     framework holds no import of the state jobs (tests/cep/test_layering.py), only this lookup
@@ -111,6 +114,9 @@ def load_job(settings: Settings, kind: str, name: str) -> StateJob:
     if kind == "graph":
         from delta_tables.graph_state import load_graph
         conf = load_graph(settings, name)
+    elif kind == "match":
+        from delta_tables.match_state import load_match
+        conf = load_match(settings, name)
     else:
         from delta_tables.predict_state import load_prediction
         conf = load_prediction(settings, name)
@@ -138,6 +144,9 @@ def job_from_mapping(settings: Settings, kind: str, name: str, entry: dict[str, 
     if kind == "graph":
         from delta_tables.graph_state import GraphConf
         conf = GraphConf.from_mapping(settings, name, entry)
+    elif kind == "match":
+        from delta_tables.match_state import MatchConf
+        conf = MatchConf.from_mapping(settings, name, entry)
     else:
         from delta_tables.predict_state import PredictionConf
         conf = PredictionConf.from_mapping(settings, name, entry)

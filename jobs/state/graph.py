@@ -67,6 +67,7 @@ from delta_tables.graph_state import (COLUMNS, KIND, MERGE_KEYS, OUT_DDL, OUT_SC
 from delta_tables.settings import Settings
 from jobs.framework.errors import ErrorCodes, JobError
 from jobs.framework.faults import commit_point
+from jobs.framework.watermarks import Commit, commit_bounds
 from jobs.framework.incremental import IncrementalJob, Outcome, Run, RunResult, create_tables
 from jobs.framework.txn import add_missing_columns
 from jobs.session import session_confs
@@ -196,17 +197,7 @@ def _source_rows(spark: "SparkSession", conf: GraphConf, version: int,
                    F.lit(version))[0]
 
 
-@dataclass(frozen=True)
-class _Commit:
-    """What one source commit of a run brings: rows, incomplete rows, newest complete ts."""
-
-    version: int
-    rows: int
-    incomplete: int
-    newest: int | None
-
-
-def _new_rows(run: Run, conf: GraphConf) -> tuple["DataFrame", list[_Commit], bool]:
+def _new_rows(run: Run, conf: GraphConf) -> tuple["DataFrame", list[Commit], bool]:
     """The new source rows ``key, ts_us, id, commit`` (persisted: every later step reads them),
     what each commit brings, and whether ``ts_col`` is a TIMESTAMP (:func:`_select`).
 
@@ -259,29 +250,10 @@ def _new_rows(run: Run, conf: GraphConf) -> tuple["DataFrame", list[_Commit], bo
         new, is_timestamp = narrow(read_table(run.spark, conf.source, version=run.target),
                                    F.lit(run.target), F.lit("insert"))
         stats = per_commit(new)
-    commits = sorted((_Commit(int(r[0]), int(r[2]), int(r[3]),
+    commits = sorted((Commit(int(r[0]), int(r[2]), int(r[3]),
                               None if r[4] is None else int(r[4])) for r in stats or ()),
                      key=lambda c: c.version)
     return new, commits, is_timestamp
-
-
-def _bounds(commits: list[_Commit], max_ts: int | None,
-            lateness: int | None) -> tuple[dict[int, int], int | None]:
-    """The watermark of each commit (none for a commit without an earlier complete row, and
-    none at all without a lateness) and the newest complete timestamp after all of them.
-
-    The watermark of a commit is the newest complete timestamp of all earlier commits (this
-    run's and, through ``max_ts``, the earlier runs') minus ``lateness``. A late row is below
-    the newest timestamp before it, so counting late rows in that maximum changes nothing.
-    """
-    bounds: dict[int, int] = {}
-    running = max_ts
-    for commit in commits:
-        if running is not None and lateness is not None:
-            bounds[commit.version] = running - lateness
-        if commit.newest is not None:
-            running = commit.newest if running is None else max(running, commit.newest)
-    return bounds, running
 
 
 def _classify(spark: "SparkSession", new: "DataFrame", bounds: dict[int, int]) -> "DataFrame":
@@ -403,7 +375,7 @@ class GraphJob(IncrementalJob):
             # Checked before the first write: a lateness that does not fit ts_col is a config
             # error.
             lateness = conf.lateness_amount(not is_timestamp)
-            bounds, newest = _bounds(commits, max_ts, lateness)
+            bounds, newest = commit_bounds(commits, max_ts, lateness)
             tagged = _classify(spark, new, bounds)
             read = sum(c.rows for c in commits)
             incomplete = sum(c.incomplete for c in commits)
