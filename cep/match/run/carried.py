@@ -81,8 +81,7 @@ class Carried:
         ts = np.concatenate([self.ts, new.ts]).astype(np.int64)
         order = np.lexsort((ids, ts))
         types = np.concatenate([self.types, new.types.astype(object)])[order]
-        attrs = {name: np.concatenate([values.astype(object),
-                                       np.asarray(new.attrs[name]).astype(object)])[order]
+        attrs = {name: _joined(values, np.asarray(new.attrs[name]))[order]
                  for name, values in self.attrs.items()}
         stream = EventStream(ids[order], ts[order], types, attrs, {})
         if self.frontier is None:
@@ -125,7 +124,7 @@ class Carried:
             ids = np.array(data["ids"], dtype=np.int64)
             ts = np.array(data["ts"], dtype=np.int64)
             types = np.array(data["types"], dtype=object)
-            attrs = {str(k): np.array(v, dtype=object) for k, v in data["attrs"].items()}
+            attrs = {str(k): _column(v) for k, v in data["attrs"].items()}
             if len({len(ids), len(ts), len(types), *map(len, attrs.values())}) > 1:
                 raise ValueError("the event columns differ in length")
             frontier: Any = data["frontier"]
@@ -137,3 +136,20 @@ class Carried:
         except (KeyError, TypeError, ValueError, IndexError, OverflowError) as err:
             raise CarriedStateError(f"carried state payload is malformed: {err}") from None
         return cls(ids, ts, types, attrs, frontier, emitted)
+
+
+def _column(values: list[Any]) -> np.ndarray:
+    """Stored attribute values as the engine reads them (as ``match_seq`` hands them over):
+    numbers as numbers, strings (and anything mixed) as objects."""
+    array = np.array(values) if values else np.zeros(0, dtype=object)
+    return array.astype(object) if array.dtype.kind in "USO" else array
+
+
+def _joined(old: np.ndarray, new: np.ndarray) -> np.ndarray:
+    """Carried and new values of one attribute in one array, keeping a numeric type when both
+    are numeric (an empty side takes the other's type)."""
+    parts = [part for part in (old, new) if len(part)]
+    if not parts:
+        return np.zeros(0, dtype=object)
+    joined = np.concatenate(parts)
+    return joined.astype(object) if joined.dtype.kind in "US" else joined
