@@ -13,6 +13,15 @@ Example:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, SparkSession
+
+    from jobs.framework.incremental import Outcome, Run
+
+LATE, INCOMPLETE = "late", "incomplete"
+"""The ``reason`` of a row of a job's ``<name>_late`` table."""
 
 
 @dataclass(frozen=True)
@@ -42,3 +51,35 @@ def commit_bounds(commits: list[Commit], max_ts: int | None,
         if commit.newest is not None:
             running = commit.newest if running is None else max(running, commit.newest)
     return bounds, running
+
+
+def classify_late(spark: "SparkSession", new: "DataFrame", bounds: dict[int, int],
+                  complete: "Column", ts: str) -> "DataFrame":
+    """``new`` with ``bound`` (its commit's watermark, NULL for none) and ``reason``: NULL
+    (applied), ``late`` (``ts`` below ``bound``) or ``incomplete`` (not ``complete``)."""
+    from pyspark.sql import functions as F
+
+    if bounds:
+        table = spark.createDataFrame(sorted(bounds.items()), "commit BIGINT, bound BIGINT")
+        frame = new.join(F.broadcast(table), "commit", "left")
+    else:
+        frame = new.withColumn("bound", F.lit(None).cast("bigint"))
+    reason = (F.when(~complete, F.lit(INCOMPLETE))
+              .when(F.col(ts) < F.col("bound"), F.lit(LATE)))
+    return frame.withColumn("reason", reason)
+
+
+class WatermarkedJob:
+    """What a job with a watermark reports the same way (mixed into an
+    :class:`~jobs.framework.incremental.IncrementalJob` before it)."""
+
+    name: str
+
+    def idle_fields(self, meta: dict[str, Any] | None) -> dict[str, Any]:
+        """A run with nothing new still reports the watermark."""
+        return {"watermark": meta.get("watermark") if meta else None}
+
+    def done_line(self, run: "Run", outcome: "Outcome", seconds: float) -> str:
+        """``state complete up to ...`` with the job's own summary."""
+        return (f"{self.name}: state complete up to source version {run.target} "
+                f"({outcome.summary}) in {seconds:.1f} s; ")

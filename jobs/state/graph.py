@@ -67,7 +67,8 @@ from delta_tables.graph_state import (COLUMNS, KIND, MERGE_KEYS, OUT_DDL, OUT_SC
 from delta_tables.settings import Settings
 from jobs.framework.errors import ErrorCodes, JobError
 from jobs.framework.faults import commit_point
-from jobs.framework.watermarks import Commit, commit_bounds
+from jobs.framework.watermarks import (INCOMPLETE, LATE, Commit, WatermarkedJob,
+                                       classify_late, commit_bounds)
 from jobs.framework.incremental import IncrementalJob, Outcome, Run, RunResult, create_tables
 from jobs.framework.txn import add_missing_columns
 from jobs.session import session_confs
@@ -84,8 +85,6 @@ CODES = ErrorCodes(job="CEP-TREND-040", not_append_only="CEP-TREND-040",
                    source_version="CEP-TREND-040", settings_changed="CEP-TREND-040",
                    crash="CEP-TREND-040")
 """The graph job's errors all carry CEP-TREND-040 (docs/trends.md)."""
-LATE, INCOMPLETE = "late", "incomplete"
-"""The ``reason`` of a row of ``<name>_late``."""
 NO_WINDOW = 0
 """``window_start`` of the one window of a query without ``WITHIN``."""
 CACHE_BATCH_ROWS = 32
@@ -256,22 +255,6 @@ def _new_rows(run: Run, conf: GraphConf) -> tuple["DataFrame", list[Commit], boo
     return new, commits, is_timestamp
 
 
-def _classify(spark: "SparkSession", new: "DataFrame", bounds: dict[int, int]) -> "DataFrame":
-    """``key, ts_us, id, commit, bound, reason`` of the new rows: ``reason`` NULL (applied),
-    ``late`` (below ``bound``, its commit's watermark) or ``incomplete``."""
-    from pyspark.sql import functions as F
-
-    frame = new.drop("change")
-    if bounds:
-        table = spark.createDataFrame(sorted(bounds.items()), "commit BIGINT, bound BIGINT")
-        frame = frame.join(F.broadcast(table), "commit", "left")
-    else:
-        frame = frame.withColumn("bound", F.lit(None).cast("bigint"))
-    reason = (F.when(~_complete(), F.lit(INCOMPLETE))
-              .when(F.col("ts_us") < F.col("bound"), F.lit(LATE)))
-    return frame.withColumn("reason", reason)
-
-
 def _with_windows(frame: "DataFrame", query: Any) -> "DataFrame":
     """Each row once per window it belongs to: ``window_start``/``window_end`` (Spark's
     ``window()`` on the same epoch-aligned boundaries as :func:`cep.trends.assign_windows`)."""
@@ -332,7 +315,7 @@ def _values(column: Any) -> np.ndarray:
 
 # ---- the job ----------------------------------------------------------------------------------
 
-class GraphJob(IncrementalJob):
+class GraphJob(WatermarkedJob, IncrementalJob):
     """The graph's own part of the protocol: its tables, its step (classify, rebuild, write).
 
     Args:
@@ -348,15 +331,6 @@ class GraphJob(IncrementalJob):
     result_type = GraphRunResult
 
     conf: GraphConf
-
-    def idle_fields(self, meta: dict[str, Any] | None) -> dict[str, Any]:
-        """A run with nothing new still reports the watermark."""
-        return {"watermark": meta.get("watermark") if meta else None}
-
-    def done_line(self, run: Run, outcome: Outcome, seconds: float) -> str:
-        """``state complete up to ...`` with the graph's totals."""
-        return (f"{self.name}: state complete up to source version {run.target} "
-                f"({outcome.summary}) in {seconds:.1f} s; ")
 
     def process(self, run: Run) -> Outcome:
         """Classify the new rows, rebuild the affected windows, write the vertex and edge
@@ -376,7 +350,7 @@ class GraphJob(IncrementalJob):
             # error.
             lateness = conf.lateness_amount(not is_timestamp)
             bounds, newest = commit_bounds(commits, max_ts, lateness)
-            tagged = _classify(spark, new, bounds)
+            tagged = classify_late(spark, new.drop("change"), bounds, _complete(), "ts_us")
             read = sum(c.rows for c in commits)
             incomplete = sum(c.incomplete for c in commits)
             late = tagged.where(F.col("reason") == LATE).count() if bounds else 0

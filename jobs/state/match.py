@@ -40,7 +40,8 @@ from jobs.framework.errors import ErrorCodes, JobError
 from jobs.framework.faults import commit_point
 from jobs.framework.incremental import IncrementalJob, Outcome, Run, RunResult
 from jobs.framework.txn import log_version
-from jobs.framework.watermarks import Commit, commit_bounds
+from jobs.framework.watermarks import (LATE, Commit, WatermarkedJob, classify_late,
+                                       commit_bounds)
 from jobs.state.match_keys import EVENT, KIND, STATE, make_key_function, out_fields
 
 if TYPE_CHECKING:
@@ -52,7 +53,6 @@ CODES = ErrorCodes(job="CEP-MATCH-040", not_append_only="CEP-MATCH-040",
                    source_version="CEP-MATCH-040", settings_changed="CEP-MATCH-040",
                    crash="CEP-MATCH-040")
 """The standing-pattern job's errors all carry CEP-MATCH-040 (docs/standing.md)."""
-LATE, INCOMPLETE = "late", "incomplete"
 _SQL_TYPES = {"timestamp": "TIMESTAMP", "bigint": "BIGINT", "int": "INT", "smallint": "SMALLINT",
               "tinyint": "TINYINT"}
 """The ``ts_col`` types a standing pattern reads, as Spark names them, and as SQL writes them."""
@@ -98,7 +98,7 @@ def read_meta(spark: "SparkSession", conf: MatchConf) -> dict[str, Any] | None:
     return MatchJob(conf).read_meta(spark)
 
 
-class MatchJob(IncrementalJob):
+class MatchJob(WatermarkedJob, IncrementalJob):
     """The standing pattern's own part of the protocol: its tables and its step.
 
     Args:
@@ -141,14 +141,6 @@ class MatchJob(IncrementalJob):
             "open": (("key", src.key_type), ("state", "BINARY")),
         }[suffix]
 
-    def idle_fields(self, meta: dict[str, Any] | None) -> dict[str, Any]:
-        """A run with nothing new still reports the watermark."""
-        return {"watermark": meta.get("watermark") if meta else None}
-
-    def done_line(self, run: Run, outcome: Outcome, seconds: float) -> str:
-        return (f"{self.name}: state complete up to source version {run.target} "
-                f"({outcome.summary}) in {seconds:.1f} s; ")
-
     def process(self, run: Run) -> Outcome:
         """Set aside, step every key, write the matches, timeouts, key states and late rows."""
         from pyspark.sql import functions as F
@@ -162,7 +154,7 @@ class MatchJob(IncrementalJob):
             before = _baseline(meta)
             bounds, newest = commit_bounds(commits, before["max_ts"], lateness)
             watermark = None if newest is None else newest - lateness
-            tagged = _classify(run.spark, feed, bounds)
+            tagged = classify_late(run.spark, feed, bounds, _complete(), "ts")
             read = sum(c.rows for c in commits)
             incomplete = sum(c.incomplete for c in commits)
             late = tagged.where(F.col("reason") == LATE).count() if bounds else 0
@@ -367,21 +359,6 @@ def _complete() -> "Column":
 
     return (F.col("key").isNotNull() & F.col("ts").isNotNull() & F.col("id").isNotNull()
             & F.col("type").isNotNull())
-
-
-def _classify(spark: "SparkSession", new: "DataFrame", bounds: dict[int, int]) -> "DataFrame":
-    """The new rows with ``bound`` (their commit's watermark) and ``reason``: NULL (applied),
-    ``late`` (below ``bound``) or ``incomplete``."""
-    from pyspark.sql import functions as F
-
-    if bounds:
-        table = spark.createDataFrame(sorted(bounds.items()), "commit BIGINT, bound BIGINT")
-        frame = new.join(F.broadcast(table), "commit", "left")
-    else:
-        frame = new.withColumn("bound", F.lit(None).cast("bigint"))
-    reason = (F.when(~_complete(), F.lit(INCOMPLETE))
-              .when(F.col("ts") < F.col("bound"), F.lit(LATE)))
-    return frame.withColumn("reason", reason)
 
 
 def _baseline(meta: dict[str, Any] | None) -> dict[str, Any]:
