@@ -12,6 +12,7 @@ it works under any backend (Agg included). Bad input raises a typed ``CEP-VIZ-0N
 | :func:`plot_sketch_levels` | nodes and filter fill per level of sketch trees | ``<name>_nodes`` or ``sketch_stats`` |
 | :func:`plot_trend_graph` | one window's event DAG | the graph job's ``<name>_event_vertices``, ``_from_edges``, ``_to_edges`` |
 | :func:`plot_probability` | predicted probability over time per key | ``predict_match(..., output => 'events')`` |
+| :func:`plot_standing` | a standing pattern's matches and timeouts per time bin | the match job's ``<name>_matches``, ``<name>_timeouts`` |
 | :func:`spark_progress` | live stage progress of a block's Spark jobs | a SparkSession |
 """
 
@@ -21,6 +22,7 @@ from viz.errors import VizArgumentError, VizColumnsError, VizError, VizTooManyRo
 from viz.probability import plot_probability
 from viz.progress import SparkProgress, StageProgress, spark_progress
 from viz.sketch_levels import node_fill, plot_sketch_levels
+from viz.standing import plot_standing
 from viz.timeline import plot_match_timeline
 from viz.trend_graph import TrendWindow, plot_trend_graph, trend_edges
 
@@ -36,6 +38,7 @@ __all__ = [
     "plot_match_timeline",
     "plot_probability",
     "plot_sketch_levels",
+    "plot_standing",
     "plot_trend_graph",
     "spark_progress",
     "trend_edges",

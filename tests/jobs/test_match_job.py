@@ -200,3 +200,16 @@ def test_a_pattern_that_cannot_stand_is_a_config_error(settings) -> None:
     with pytest.raises(ConfigError, match="policy 'any'"):
         MatchConf.from_mapping(settings, "bad", {**entry, "pattern": "PATTERN A WITHIN 1 HOUR",
                                                  "policy": "any"})
+
+
+def test_the_picture_reads_the_jobs_tables(spark, built) -> None:
+    from tests.viz.render import png
+    from viz import plot_standing
+
+    t = built["one"].tables()
+    matches, timeouts = read_table(spark, t["matches"]), read_table(spark, t["timeouts"])
+    fig = plot_standing(matches, timeouts, bins=5)
+    png(fig)
+    bars = fig.axes[0].containers
+    assert sum(b.get_height() for b in bars[0]) == matches.count()
+    assert sum(b.get_height() for b in bars[1]) == timeouts.count()
