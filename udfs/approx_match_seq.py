@@ -37,18 +37,25 @@ Output (``docs/sql.md``); ``stream`` has the nodes table's own type:
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 from cep.errors import CepError
 from cep.signature import SIGNATURES
-from cep.sketch import CorruptSketchError, compile_sketch_query, evaluate_sketch
+from cep.sketch import (CorruptSketchError, SketchQuery, SketchTree, compile_sketch_query,
+                        evaluate_sketch)
 from cep.sketch.codec import stream_bytes
 from cep.sketch.evaluate import SketchMatches, StreamMatches, evaluate_streams
-from cep.sketch.forest import cut_forest, restore_forest
+from cep.sketch.forest import Forest, cut_forest, restore_forest
 from cep.sketch.stored import (binding_fields, config_of_rows, decode_bits_matrix, stored_tree,
                                stream_bounds)
 from udfs.shell import (PlannedResult, TableFunction, planned, quote,
                         table_fields, table_function)
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pyarrow as pa
+    from pyspark.sql.types import DataType, StructField, StructType
+    from pyspark.sql.udtf import PartitioningColumn, SelectedColumn, UserDefinedTableFunction
 
 MODES = ("exists", "intervals")
 DEFAULT_MODE = "exists"
@@ -109,7 +116,7 @@ class SketchCallPlan:
     level: int
     stream: str = "stream"
     resume: str = DEFAULT_RESUME
-    query: Any = field(default=None, repr=False, compare=False)
+    query: SketchQuery | None = field(default=None, repr=False, compare=False)
 
 
 # ---- argument checks (driver) ------------------------------------------------------------------
@@ -157,7 +164,7 @@ def check_arguments(pattern: Any, policy: Any, mode: Any, level: Any,
     return SketchCallPlan(pattern, policy, mode, level, resume=resume, query=query)
 
 
-def _kind_ok(data_type: Any, kind: str) -> bool:
+def _kind_ok(data_type: DataType, kind: str) -> bool:
     from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, IntegralType,
                                    TimestampNTZType, TimestampType)
 
@@ -174,7 +181,8 @@ def _kind_ok(data_type: Any, kind: str) -> bool:
     return isinstance(data_type, ArrayType) and isinstance(data_type.elementType, IntegralType)
 
 
-def node_selection(fields: dict[str, Any], function: str = "approx_match_seq") -> list[Any]:
+def node_selection(fields: dict[str, StructField], function: str = "approx_match_seq"
+                   ) -> list[SelectedColumn]:
     """The ``SelectedColumn`` list for :data:`NODE_COLUMNS` (``__<name>``), after checking them.
 
     Raises:
@@ -202,7 +210,7 @@ def node_selection(fields: dict[str, Any], function: str = "approx_match_seq") -
     return select
 
 
-def stream_partitioning(fields: dict[str, Any]) -> list[Any]:
+def stream_partitioning(fields: dict[str, StructField]) -> list[PartitioningColumn]:
     """Every row of a stream in one partition: ``STREAM_BUCKETS`` buckets of its hash."""
     from pyspark.sql.udtf import PartitioningColumn
 
@@ -224,7 +232,7 @@ def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
                          partitionBy=stream_partitioning(fields))
 
 
-def output_schema(mode: str, stream: Any) -> Any:
+def output_schema(mode: str, stream: StructField) -> StructType:
     """The output ``StructType`` of ``mode``; ``stream`` is the nodes table's stream field."""
     from pyspark.sql.types import (ArrayType, BooleanType, IntegerType, LongType, StructField,
                                    StructType, TimestampType)
@@ -241,7 +249,7 @@ def output_schema(mode: str, stream: Any) -> Any:
 
 # ---- rows -> trees (executors) -----------------------------------------------------------------
 
-def node_columns(table: Any) -> dict[str, Any]:
+def node_columns(table: pa.Table) -> dict[str, Any]:
     """The selected ``__<name>`` columns as numpy, sorted by stream, NULLs refused where a tree
     needs a value; ``stream`` stays an Arrow column (the output keeps its type), ``keys`` are
     its values and ``bounds`` their runs (:func:`cep.sketch.stored.stream_bounds`), ``binding``,
@@ -296,7 +304,7 @@ def node_columns(table: Any) -> dict[str, Any]:
     return out
 
 
-def selected_columns(nodes: Any) -> Any:
+def selected_columns(nodes: pa.Table) -> pa.Table:
     """The rows of a ``<name>_nodes`` Arrow table as :func:`node_selection` hands them to a task
     (``__<name>`` columns, integers as BIGINT, timestamps as microseconds), one chunk per
     column: what :func:`answer_table` reads, for tests and benchmarks without Spark."""
@@ -318,7 +326,7 @@ _PER_ROW = ("node_id", "level", "idx", "pos_start", "pos_end", "ts_start", "ts_e
             "is_top", "is_open")
 
 
-def stream_trees(cols: dict[str, Any]) -> Iterator[tuple[int, int, Any, Any]]:
+def stream_trees(cols: dict[str, Any]) -> Iterator[tuple[int, int, Any, SketchTree]]:
     """``(lo, hi, key, query tree)`` of every stream of :func:`node_columns` (its rows are
     ``lo:hi``)."""
     import numpy as np
@@ -361,11 +369,11 @@ class ApproxMatchSeq(TableFunction):
 
     analyze = staticmethod(planned(analyze_call))
 
-    def answer(self, plan: SketchCallPlan, table: Any) -> Iterator[Any]:
+    def answer(self, plan: SketchCallPlan, table: pa.Table) -> Iterator[pa.Table]:
         yield answer_table(plan, table)
 
 
-def answer_table(plan: SketchCallPlan, table: Any) -> Any:
+def answer_table(plan: SketchCallPlan, table: pa.Table) -> pa.Table:
     """The output table of one partition's selected node columns.
 
     Every stream of the partition is answered in one pass (:mod:`cep.sketch.forest`) when
@@ -385,7 +393,8 @@ def answer_table(plan: SketchCallPlan, table: Any) -> Any:
     return output_table(plan, cols, bounds, found)
 
 
-def forest_answer(plan: SketchCallPlan, query: Any, cols: dict[str, Any], bounds: Any) -> Any:
+def forest_answer(plan: SketchCallPlan, query: SketchQuery, cols: dict[str, Any],
+                  bounds: np.ndarray) -> np.ndarray | StreamMatches | None:
     """The answer of every stream at once, or None when the rows need the per-stream path.
 
     Returns:
@@ -400,7 +409,7 @@ def forest_answer(plan: SketchCallPlan, query: Any, cols: dict[str, Any], bounds
     return evaluate_streams(query, units, unit_bounds, mode=plan.mode, resume=plan.resume)
 
 
-def partition_forest(cols: dict[str, Any], bounds: Any) -> Any:
+def partition_forest(cols: dict[str, Any], bounds: np.ndarray) -> Forest | None:
     """The :class:`cep.sketch.forest.Forest` of a task's :func:`node_columns` (streams at
     ``bounds``), or None when the rows need the per-stream path (mixed settings, a damaged
     blob or row: that path's error names the stream and node)."""
@@ -421,7 +430,8 @@ def partition_forest(cols: dict[str, Any], bounds: Any) -> Any:
     return restore_forest(rows, bits, bounds)
 
 
-def stream_answers(plan: SketchCallPlan, query: Any, cols: dict[str, Any]) -> Any:
+def stream_answers(plan: SketchCallPlan, query: SketchQuery, cols: dict[str, Any]
+                   ) -> np.ndarray | StreamMatches:
     """:func:`forest_answer`'s result, one stream at a time (any rows; errors name the stream)."""
     import numpy as np
 
@@ -433,7 +443,7 @@ def stream_answers(plan: SketchCallPlan, query: Any, cols: dict[str, Any]) -> An
         return np.array(answers, dtype=bool)
     stream = np.repeat(np.arange(len(answers), dtype=np.int64), [len(a) for a in answers])
 
-    def cat(name: str) -> Any:
+    def cat(name: str) -> np.ndarray:
         return np.concatenate([getattr(a, name) for a in answers]).astype(np.int64) if answers \
             else np.zeros(0, dtype=np.int64)
 
@@ -443,7 +453,8 @@ def stream_answers(plan: SketchCallPlan, query: Any, cols: dict[str, Any]) -> An
                                                cat("ts_end"), ids.astype(np.int64)))
 
 
-def output_table(plan: SketchCallPlan, cols: dict[str, Any], bounds: Any, found: Any) -> Any:
+def output_table(plan: SketchCallPlan, cols: dict[str, Any], bounds: np.ndarray,
+                 found: np.ndarray | StreamMatches) -> pa.Table:
     """The Arrow output of the answers ``found`` (stream ``s`` is the key of row ``bounds[s]``)."""
     import numpy as np
     import pyarrow as pa
@@ -471,6 +482,6 @@ def output_table(plan: SketchCallPlan, cols: dict[str, Any], bounds: Any, found:
         "level": pa.array(np.full(n, plan.level, dtype=np.int32))})
 
 
-def approx_match_seq_udtf() -> Any:
+def approx_match_seq_udtf() -> UserDefinedTableFunction:
     """The Spark UDTF object of ``approx_match_seq``."""
     return table_function(ApproxMatchSeq)

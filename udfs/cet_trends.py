@@ -46,18 +46,24 @@ import math
 from dataclasses import dataclass
 from decimal import Decimal
 from functools import lru_cache
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 from cep.errors import CepError
 from cep.lang import Query, parse_condition, parse_pattern
 from cep.lang.spark_sql import NotRenderable, class_test, render_condition
 from cep.lang.validate import checked_classes
 from cep.signature import SIGNATURES
-from cep.trends import (COMPLETENESS, DEFAULT_COMPLETENESS, DEFAULT_MAX_TRENDS, compile_trend,
-                        window_counts, window_trends)
+from cep.trends import (COMPLETENESS, DEFAULT_COMPLETENESS, DEFAULT_MAX_TRENDS, TrendQuery,
+                        compile_trend, window_counts, window_trends)
 from udfs.facts import FACTS, check_classes, class_questions, facts_sql, read_facts
 from udfs.shell import (PlannedResult, TableFunction, field, grouping_key, planned,
                         quote as _quote, table_fields, table_function, utc_micros)
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pyarrow as pa
+    from pyspark.sql.types import DataType, StructField, StructType
+    from pyspark.sql.udtf import SelectedColumn, UserDefinedTableFunction
 
 OUTPUTS = ("trends", "count")
 MAX_DECIMAL = 10 ** 38 - 1
@@ -226,7 +232,7 @@ def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
     return PlannedResult(schema=out, partitionBy=partition_by, select=select, plan=plan)
 
 
-def _timestamp(ts_f: Any, unit: str) -> tuple[str, str, Any]:
+def _timestamp(ts_f: StructField, unit: str) -> tuple[str, str, DataType]:
     """``(ts_kind, the SQL that selects ts_col, the output's timestamp type)``.
 
     Raises:
@@ -258,7 +264,7 @@ def _timestamp(ts_f: Any, unit: str) -> tuple[str, str, Any]:
     return ts_kind, ts_sql, ts_type
 
 
-def _window_columns(window_f: Any, ts_kind: str) -> list[Any]:
+def _window_columns(window_f: StructField, ts_kind: str) -> list[SelectedColumn]:
     """The selected bounds of ``window_col`` (``__wstart``, ``__wend``), after their check."""
     from pyspark.sql.types import StructType, TimestampNTZType, TimestampType
     from pyspark.sql.udtf import SelectedColumn
@@ -281,7 +287,7 @@ def _window_columns(window_f: Any, ts_kind: str) -> list[Any]:
     return select
 
 
-def _output_schema(key_f: Any, ts_type: Any, out_kind: str) -> Any:
+def _output_schema(key_f: StructField | None, ts_type: DataType, out_kind: str) -> StructType:
     """The output columns: the key under its own name, the window, the trends or their count."""
     from pyspark.sql.types import (ArrayType, DecimalType, IntegerType, LongType, StructField,
                                    StructType)
@@ -297,7 +303,8 @@ def _output_schema(key_f: Any, ts_type: Any, out_kind: str) -> Any:
     return StructType(out)
 
 
-def _pushdown(query: Any, fields: dict[str, Any], type_f: Any, ts_f: Any) -> str | None:
+def _pushdown(query: TrendQuery, fields: dict[str, StructField], type_f: StructField | None,
+              ts_f: StructField) -> str | None:
     """Spark SQL for "the row is an event of the class and passes every filter" (DESIGN.md
     section 3: single-event conditions are boolean columns computed before any Python runs),
     or None when a part cannot be rendered with the engine's semantics (a timestamp, ``c.type``
@@ -323,7 +330,7 @@ def _pushdown(query: Any, fields: dict[str, Any], type_f: Any, ts_f: Any) -> str
 
 
 @lru_cache(maxsize=64)
-def _compiled_pushed(pattern: Query) -> Any:
+def _compiled_pushed(pattern: Query) -> TrendQuery:
     """The query with its class test and filters removed: Spark evaluated them (``__keep``)."""
     from dataclasses import replace
 
@@ -333,7 +340,7 @@ def _compiled_pushed(pattern: Query) -> Any:
 
 
 @lru_cache(maxsize=64)
-def _compiled(pattern: Query, has_type: bool) -> Any:
+def _compiled(pattern: Query, has_type: bool) -> TrendQuery:
     """The compiled query; without ``type_col`` a class without DEFINE holds every row (its
     class test becomes TRUE, as if the pattern said ``DEFINE <class> AS TRUE``)."""
     from dataclasses import replace
@@ -345,7 +352,7 @@ def _compiled(pattern: Query, has_type: bool) -> Any:
     return query
 
 
-def _values(array: Any) -> Any:
+def _values(array: pa.Array) -> np.ndarray:
     """An Arrow column as numpy: numbers as numbers, strings and columns with NULLs as objects."""
     import numpy as np
     import pyarrow as pa
@@ -358,7 +365,8 @@ def _values(array: Any) -> Any:
     return array.to_numpy(zero_copy_only=False)
 
 
-def _groups(table: Any, plan: TrendCallPlan) -> tuple[Any, list[tuple[Any, Any, Any]]]:
+def _groups(table: pa.Table, plan: TrendCallPlan
+            ) -> tuple[pa.Array | None, list[tuple[int, tuple[int, int] | None, np.ndarray]]]:
     """The keys (an Arrow column, or None) and, per (key, window) in key order, ``(key index,
     window bounds or None, sorted row positions)`` of the rows the class and filters keep."""
     import numpy as np
@@ -394,7 +402,7 @@ def _groups(table: Any, plan: TrendCallPlan) -> tuple[Any, list[tuple[Any, Any, 
     return keys, out
 
 
-def answer_table(plan: TrendCallPlan, table: Any) -> Any:
+def answer_table(plan: TrendCallPlan, table: pa.Table) -> pa.Table:
     """The output table of one partition's selected columns."""
     import numpy as np
 
@@ -432,7 +440,8 @@ def answer_table(plan: TrendCallPlan, table: Any) -> Any:
         k_attrs = {a: v[sel] for a, v in attrs.items()}
         k_types = None if types is None else types[sel]
 
-        def bounds(start: Any, given: Any = given) -> tuple[Any, Any]:
+        def bounds(start: int | float, given: tuple[int, int] | None = given
+                   ) -> tuple[int | float | None, int | float | None]:
             if given is not None:
                 return given
             if not plan.windowed:
@@ -474,15 +483,16 @@ def answer_table(plan: TrendCallPlan, table: Any) -> Any:
     return _output(plan, keys, ts_arrow, out)
 
 
-def _output(plan: TrendCallPlan, keys: Any, ts_arrow: Any, out: dict[str, list[Any]]) -> Any:
+def _output(plan: TrendCallPlan, keys: pa.Array | None, ts_arrow: pa.DataType,
+            out: dict[str, list[Any]]) -> pa.Table:
     import pyarrow as pa
 
-    def stamps(values: list[Any]) -> Any:
+    def stamps(values: list[int | float | None]) -> pa.Array:
         if plan.ts_kind == "timestamp":
             return pa.array(values, pa.int64()).cast(pa.timestamp("us", tz="UTC"))
         return pa.array(values, ts_arrow)
 
-    cols: dict[str, Any] = {}
+    cols: dict[str, pa.Array] = {}
     if plan.key is not None:
         cols[plan.key] = keys.take(pa.array(out["key"], pa.int64()))
     cols["window_start"] = stamps(out["window_start"])
@@ -502,10 +512,10 @@ class CetTrends(TableFunction):
 
     analyze = staticmethod(planned(analyze_call))
 
-    def answer(self, plan: TrendCallPlan, table: Any) -> Iterator[Any]:
+    def answer(self, plan: TrendCallPlan, table: pa.Table) -> Iterator[pa.Table]:
         yield answer_table(plan, table)
 
 
-def cet_trends_udtf() -> Any:
+def cet_trends_udtf() -> UserDefinedTableFunction:
     """The Spark UDTF object of ``cet_trends``."""
     return table_function(CetTrends)

@@ -40,9 +40,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 CHUNK_ROWS = 1 << 20
 """New rows a buffer takes before it is matched: ~100 MB of columns for a typical call, a few
@@ -104,18 +107,18 @@ class ChunkBuffer:
 
     def __init__(self, rows: int = CHUNK_ROWS) -> None:
         self.rows = rows
-        self.tail: Any = None
-        self.batches: list[Any] = []
+        self.tail: pa.Table | None = None
+        self.batches: list[pa.RecordBatch] = []
         self.new_rows = 0
 
-    def add(self, batch: Any) -> bool:
+    def add(self, batch: pa.RecordBatch) -> bool:
         """Keep ``batch``; True when enough new rows arrived to match a chunk."""
         if batch.num_rows:
             self.batches.append(batch)
             self.new_rows += batch.num_rows
         return self.new_rows >= self.rows
 
-    def take(self) -> Any:
+    def take(self) -> pa.Table | None:
         """Everything held, as one ``pyarrow.Table`` (None when empty); the buffer empties."""
         import pyarrow as pa
 
@@ -127,7 +130,7 @@ class ChunkBuffer:
             return None
         return parts[0] if len(parts) == 1 else pa.concat_tables(parts)
 
-    def carry(self, table: Any, start: int) -> None:
+    def carry(self, table: pa.Table, start: int) -> None:
         """Hold the rows of ``table`` from ``start`` on for the next chunk."""
         import pyarrow as pa
 
@@ -136,7 +139,7 @@ class ChunkBuffer:
             self.tail = table.take(pa.array(np.arange(start, table.num_rows, dtype=np.int64)))
 
 
-def last_start(streams: Any) -> int:
+def last_start(streams: pa.Array | pa.ChunkedArray) -> int:
     """The first row of the last run of equal values of a sorted column (0 when one run).
 
     Where a sorted buffer's ended keys stop and its open key begins (NULLs are equal here).
@@ -202,11 +205,11 @@ class ChunkedStream:
 
     def __init__(self, chunk_rows: int = CHUNK_ROWS) -> None:
         self.chunk_rows = chunk_rows
-        self.batches: list[Any] = []
+        self.batches: list[pa.RecordBatch | pa.Table] = []  # a subclass may hold tables
         self.rows = 0
-        self.schema: Any = None
+        self.schema: pa.Schema | None = None
 
-    def add(self, batch: Any) -> Iterator[Any]:
+    def add(self, batch: pa.RecordBatch) -> Iterator[pa.Table]:
         """Take one sorted batch; the output of every chunk it completes."""
         if self.schema is None:
             self.schema = batch.schema
@@ -217,14 +220,14 @@ class ChunkedStream:
             if self.rows >= self.chunk_rows:
                 yield from self._flush(final=False)
 
-    def finish(self) -> Iterator[Any]:
+    def finish(self) -> Iterator[pa.Table]:
         """The output of what is left at the end of the partition."""
         yield from self._flush(final=True)
 
-    def _flush(self, final: bool) -> Iterator[Any]:
+    def _flush(self, final: bool) -> Iterator[pa.Table]:
         raise NotImplementedError
 
-    def run(self, batches: Iterable[Any]) -> Iterator[Any]:
+    def run(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         """The record batches ``mapInArrow`` returns for a partition's sorted batches."""
         for batch in batches:
             for out in self.add(batch):

@@ -26,11 +26,14 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cep.lang.query import Query
 from cep.lang.validate import absent_class
 from cep.lang.spark_sql import sql_string
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 FACTS = "__cep_facts"
 """The selected column the JVM shim's rule answers (``FactsRule.FIELD``)."""
@@ -53,7 +56,7 @@ def class_questions(classes: Sequence[str], type_sql: str) -> dict[str, str]:
             for i, cls in enumerate(classes)}
 
 
-def read_facts(table: Any) -> dict[str, Any] | None:
+def read_facts(table: pa.Table | pa.RecordBatch) -> dict[str, Any] | None:
     """The answered facts of a task's rows (a ``pyarrow.Table`` with :data:`FACTS`), or None
     when the rule did not run (or the task has no rows)."""
     if FACTS not in table.column_names or table.num_rows == 0:
@@ -62,7 +65,7 @@ def read_facts(table: Any) -> dict[str, Any] | None:
     return value if value and value.get("done") else None
 
 
-def newest_of(table: Any) -> Any:
+def newest_of(table: pa.Table | pa.RecordBatch) -> pa.Array | None:
     """The ``newest`` field of the task's rows as a one-element Arrow array (None: no facts)."""
     if read_facts(table) is None:
         return None
@@ -73,7 +76,7 @@ def newest_of(table: Any) -> Any:
 
 
 def check_classes(query: Query, classes: Sequence[str], facts: Mapping[str, Any] | None,
-                  types: Any = None) -> None:
+                  types: pa.Array | pa.ChunkedArray | None = None) -> None:
     """Raise CEP-PAT-219 for the first class of ``classes`` that no event of the input carries.
 
     Args:
@@ -104,7 +107,7 @@ def check_classes(query: Query, classes: Sequence[str], facts: Mapping[str, Any]
             raise absent_class(query, cls, near(cls, types))
 
 
-def near(cls: str, types: Any) -> str | None:
+def near(cls: str, types: pa.Array | pa.ChunkedArray | None) -> str | None:
     """A type value to offer for ``cls``: one that starts with it, else the closest.
 
     Example:

@@ -56,20 +56,26 @@ import math
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from functools import lru_cache
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 from cep.errors import CepError
 from cep.lang import Query, parse_pattern
 from cep.lang.spark_sql import sql_string
 from cep.lang.validate import checked_classes
-from cep.prob import (ProbStreamError, compile_prob, from_codes, from_long, from_wide,
-                      group_columns, match_prob, resolve_window)
+from cep.prob import (GroupRow, MatchRow, ProbPattern, ProbStream, ProbStreamError, compile_prob,
+                      from_codes, from_long, from_wide, group_columns, match_prob, resolve_window)
 from cep.prob.answer import MODES, OUTPUTS, OVERLAPS, check_choice
 from cep.prob.matches import check_threshold
 from cep.signature import SIGNATURES
 from udfs.facts import FACTS, check_classes, class_questions, facts_sql, read_facts
 from udfs.shell import (PlannedResult, TableFunction, grouping_key, keyed, planned,
                         quote as _quote, table_function)
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pyarrow as pa
+    from pyspark.sql.types import DataType, StructField
+    from pyspark.sql.udtf import UserDefinedTableFunction
 
 DEFAULT_TOLERANCE = 1e-6
 COLUMN_DEFAULTS = {"key_col": "stream", "t_col": "t", "value_col": "value", "p_col": "p",
@@ -145,7 +151,7 @@ def column_names(**given: Any) -> dict[str, str]:
     return names
 
 
-def _columns_found(fields: dict[str, Any]) -> str:
+def _columns_found(fields: dict[str, StructField]) -> str:
     return ", ".join(f"{f.name} {f.dataType.simpleString()}" for f in fields.values())
 
 
@@ -156,7 +162,8 @@ def _layout_hint(names: dict[str, str]) -> str:
             "MAP<STRING, DOUBLE>)")
 
 
-def _field(fields: dict[str, Any], names: dict[str, str], arg: str, expected: str) -> Any:
+def _field(fields: dict[str, StructField], names: dict[str, str], arg: str,
+           expected: str) -> StructField:
     found = fields.get(names[arg].lower())
     if found is None:
         raise MatchProbArgumentError(
@@ -165,13 +172,14 @@ def _field(fields: dict[str, Any], names: dict[str, str], arg: str, expected: st
     return found
 
 
-def _wrong_type(field: Any, arg: str, expected: str, fields: dict[str, Any]) -> MatchProbArgumentError:
+def _wrong_type(field: StructField, arg: str, expected: str,
+                fields: dict[str, StructField]) -> MatchProbArgumentError:
     return MatchProbArgumentError(
         f"{arg} {field.name!r} must be {expected}, found {field.dataType.simpleString()}; "
         f"columns found: {_columns_found(fields)}")
 
 
-def _is_prob_map(data_type: Any) -> bool:
+def _is_prob_map(data_type: DataType) -> bool:
     from pyspark.sql.types import DecimalType, DoubleType, FloatType, MapType, StringType
 
     return (isinstance(data_type, MapType) and isinstance(data_type.keyType, StringType)
@@ -289,12 +297,12 @@ def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
 
 
 @lru_cache(maxsize=64)
-def _compiled(query: Query) -> Any:
+def _compiled(query: Query) -> ProbPattern:
     # Once per Python worker and parsed pattern (the plan carries the tree analyze parsed).
     return compile_prob(query)
 
 
-def answer_rows(plan: ProbCallPlan, stream: Any) -> list[Any]:
+def answer_rows(plan: ProbCallPlan, stream: ProbStream) -> list[GroupRow] | list[MatchRow]:
     """:func:`cep.prob.match_prob` of one built stream under ``plan`` (GroupRow or MatchRow)."""
 
     return match_prob(_compiled(plan.query), stream, overlap=plan.overlap,
@@ -307,11 +315,11 @@ class MatchProb(TableFunction):
 
     analyze = staticmethod(planned(analyze_call))
 
-    def answer(self, plan: ProbCallPlan, table: Any) -> Iterator[Any]:
+    def answer(self, plan: ProbCallPlan, table: pa.Table) -> Iterator[pa.Table]:
         yield answer_table(plan, table)
 
 
-def _numbers(array: Any, to: Any) -> Any:
+def _numbers(array: pa.Array, to: pa.DataType) -> np.ndarray:
     """An Arrow column as a numpy array of ``to`` (object with None where it has NULLs, so that
     the stream builder reports them)."""
     import numpy as np
@@ -322,7 +330,7 @@ def _numbers(array: Any, to: Any) -> Any:
     return pc.cast(array, to).to_numpy(zero_copy_only=False)
 
 
-def _strings(array: Any) -> Any:
+def _strings(array: pa.Array) -> np.ndarray:
     """A STRING column as a numpy array: unicode (the stream builder's fast path) without NULLs,
     else objects with None where the NULLs are (so they are reported)."""
     import numpy as np
@@ -334,7 +342,7 @@ def _strings(array: Any) -> Any:
     return np.array(names, dtype=kind)[encoded.indices.to_numpy(zero_copy_only=False)]
 
 
-def _coded(array: Any) -> tuple[Any, Any]:
+def _coded(array: pa.Array) -> tuple[np.ndarray, list[str] | None]:
     """A STRING column as dictionary codes and the dictionary's names (numpy, list), or as
     :func:`_strings` gives it and None when it has NULLs (the stream builder reports them)."""
     import numpy as np
@@ -347,7 +355,7 @@ def _coded(array: Any) -> tuple[Any, Any]:
             encoded.dictionary.to_pylist())
 
 
-def _groups(codes: Any, n_keys: int) -> tuple[Any, Any]:
+def _groups(codes: np.ndarray, n_keys: int) -> tuple[np.ndarray, np.ndarray]:
     """Row order grouping equal codes (stable) and the ``n_keys + 1`` group bounds in it."""
     import numpy as np
 
@@ -359,7 +367,7 @@ def _groups(codes: Any, n_keys: int) -> tuple[Any, Any]:
     return order, bounds
 
 
-def answer_table(plan: ProbCallPlan, table: Any) -> Any:
+def answer_table(plan: ProbCallPlan, table: pa.Table) -> pa.Table:
     """The output table of one partition's selected columns (``__stream``, ``__t`` and
     ``__value``/``__p`` or ``__probs``).
 
@@ -370,7 +378,7 @@ def answer_table(plan: ProbCallPlan, table: Any) -> Any:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    def column(name: str) -> Any:
+    def column(name: str) -> pa.Array:
         array = table.column(name).combine_chunks()
         return array.dictionary_decode() if pa.types.is_dictionary(array.type) else array
 
@@ -399,9 +407,9 @@ def answer_table(plan: ProbCallPlan, table: Any) -> Any:
         codes, t = row_codes[entry_row], t_rows[entry_row]
         row_order, row_bounds = _groups(row_codes, len(keys))
     order, bounds = _groups(codes, len(keys))
-    which: list[Any] = []
+    which: list[np.ndarray] = []
     found_rows: list[Any] = []
-    found_groups: list[dict[str, Any]] = []
+    found_groups: list[dict[str, np.ndarray]] = []
     for k, key in enumerate(keys.to_pylist()):
         name = "NULL" if key is None else str(key)
         mine = order[bounds[k]:bounds[k + 1]]
@@ -436,7 +444,7 @@ def answer_table(plan: ProbCallPlan, table: Any) -> Any:
     return _output(plan, keys_out, found_rows)
 
 
-def answer_groups(plan: ProbCallPlan, stream: Any) -> dict[str, Any]:
+def answer_groups(plan: ProbCallPlan, stream: ProbStream) -> dict[str, np.ndarray]:
     """The groups of one built stream under ``plan``, as columns (``group_columns``)."""
 
     pattern = _compiled(plan.query)
@@ -445,11 +453,12 @@ def answer_groups(plan: ProbCallPlan, stream: Any) -> dict[str, Any]:
                          transducer_mode=check_choice("transducer_mode", plan.transducer_mode, MODES))
 
 
-def _group_output(plan: ProbCallPlan, keys: Any, parts: list[dict[str, Any]]) -> Any:
+def _group_output(plan: ProbCallPlan, keys: pa.Array, parts: list[dict[str, np.ndarray]]
+                  ) -> pa.Table:
     import numpy as np
     import pyarrow as pa
 
-    def col(name: str, arrow_type: Any) -> Any:
+    def col(name: str, arrow_type: pa.DataType) -> pa.Array:
         values = np.concatenate([part[name] for part in parts]) if parts else []
         if name.startswith("core_") and plan.overlap.lower() != "complete":
             return pa.nulls(len(values), arrow_type)
@@ -463,10 +472,10 @@ def _group_output(plan: ProbCallPlan, keys: Any, parts: list[dict[str, Any]]) ->
                      "core_end": col("core_end", pa.int64())})
 
 
-def _output(plan: ProbCallPlan, keys: Any, rows: list[Any]) -> Any:
+def _output(plan: ProbCallPlan, keys: pa.Array, rows: list[MatchRow]) -> pa.Table:
     import pyarrow as pa
 
-    def col(name: str, arrow_type: Any) -> Any:
+    def col(name: str, arrow_type: pa.DataType) -> pa.Array:
         return pa.array([getattr(r, name) for r in rows], arrow_type)
 
     return pa.table({plan.key: keys, "match_id": col("match_id", pa.int64()),
@@ -475,6 +484,6 @@ def _output(plan: ProbCallPlan, keys: Any, rows: list[Any]) -> Any:
                      "values": pa.array([list(r.values) for r in rows], pa.list_(pa.string()))})
 
 
-def match_prob_udtf() -> Any:
+def match_prob_udtf() -> UserDefinedTableFunction:
     """The Spark UDTF object of ``match_prob``."""
     return table_function(MatchProb)

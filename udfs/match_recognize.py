@@ -21,17 +21,24 @@ labelled, for Spark to compute the MEASURES from:
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from functools import lru_cache
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 from cep.errors import CepError
 from cep.recognize.condition import Conditions
 from cep.recognize.errors import (E_TOO_MUCH_OUTPUT, E_UNSUPPORTED, RowPatternLimitError,
                                   RowPatternSemanticError)
-from cep.recognize.matcher import MAX_MATCHES, Reads, Skip, Within, match_masks, row_masks
-from cep.recognize.program import compile_row_pattern
+from cep.recognize.matcher import (MAX_MATCHES, Match, Reads, Skip, Within, match_masks,
+                                   row_masks)
+from cep.recognize.program import Program, compile_row_pattern
 from cep.signature import SIGNATURES
 from udfs.shell import PlannedResult, TableFunction, table_fields, table_function
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pyarrow as pa
+    from pyspark.sql.udtf import UserDefinedTableFunction
 
 INTERNAL = ("__mr_tie", "__mr_rn", "__mr_pk", "__mr_ts", "__mr_keep")
 ANNOTATIONS = ("__mr_match", "__mr_seq", "__mr_label", "__mr_kind", "__mr_excluded")
@@ -87,7 +94,8 @@ def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
     return PlannedResult(schema=StructType(out), plan=text)
 
 
-def _flatten(matches: list[Any], offset: Any) -> tuple[Any, ...]:
+def _flatten(matches: list[Match], offset: Callable[[np.ndarray], np.ndarray]
+             ) -> tuple[np.ndarray, ...]:
     """``(starts, lengths, labels, excluded, empty)`` arrays of ``matches`` (starts mapped
     by ``offset``, a function of the matcher's positions)."""
     import numpy as np
@@ -101,7 +109,7 @@ def _flatten(matches: list[Any], offset: Any) -> tuple[Any, ...]:
     return starts, lengths, labels, excluded, lengths == 0
 
 
-def _times(plan: dict[str, Any], table: Any, text: str, shift: int) -> list[int | None]:
+def _times(plan: dict[str, Any], table: pa.Table, text: str, shift: int) -> list[int | None]:
     """The first ORDER BY item per row as WITHIN measures it: microseconds for TIMESTAMP and
     DATE (``time`` spans), the value itself for integers (``UNITS``); None for NULL."""
     import pyarrow as pa
@@ -125,8 +133,9 @@ def _times(plan: dict[str, Any], table: Any, text: str, shift: int) -> list[int 
                                   "numbers)", text, *span)
 
 
-def _one_pass(program: Any, masks: list[int], breaks: Any, skip: Any, text: str,
-              times: list[int | None] | None = None, within: Any = None) -> tuple[Any, ...]:
+def _one_pass(program: Program, masks: list[int], breaks: np.ndarray, skip: Skip, text: str,
+              times: list[int | None] | None = None, within: list[Any] | None = None
+              ) -> tuple[np.ndarray, ...]:
     """Every partition of the task in one matcher call: a row that accepts nothing is put
     before each partition start and gap, so no match crosses one (used when the pattern has
     no anchor and cannot match empty, so such a row never starts or ends a match)."""
@@ -149,10 +158,10 @@ def _one_pass(program: Any, masks: list[int], breaks: Any, skip: Any, text: str,
     return _flatten(matches, lambda ext: np.searchsorted(position, ext))
 
 
-def _per_partition(program: Any, masks: list[int], firsts: Any, skip: Any, text: str,
-                   times: list[int | None] | None = None, within: Any = None,
-                   conditions: Any = None, values: dict[str, list[Any]] | None = None
-                   ) -> tuple[Any, ...]:
+def _per_partition(program: Program, masks: list[int], firsts: np.ndarray, skip: Skip, text: str,
+                   times: list[int | None] | None = None, within: list[Any] | None = None,
+                   conditions: Conditions | None = None,
+                   values: dict[str, list[Any]] | None = None) -> tuple[np.ndarray, ...]:
     """One matcher call per partition (anchors, empty matches and conditions that read the
     match need the real bounds)."""
     import numpy as np
@@ -176,7 +185,7 @@ def _per_partition(program: Any, masks: list[int], firsts: Any, skip: Any, text:
 
 
 @lru_cache(maxsize=64)
-def _compiled(statement: str, start: int, end: int) -> Any:
+def _compiled(statement: str, start: int, end: int) -> Program:
     return compile_row_pattern(statement, start, end)
 
 
@@ -185,11 +194,11 @@ class MatchRecognize(TableFunction):
 
     analyze = staticmethod(analyze_call)
 
-    def answer(self, plan: Any, table: Any) -> Iterator[Any]:
+    def answer(self, plan: str, table: pa.Table) -> Iterator[pa.Table]:
         yield answer_table(json.loads(plan), table)
 
 
-def answer_table(plan: dict[str, Any], table: Any) -> Any:
+def answer_table(plan: dict[str, Any], table: pa.Table) -> pa.Table:
     """The labelled rows of every match in ``table`` (whole partitions, sorted)."""
     import numpy as np
 
@@ -206,7 +215,7 @@ def answer_table(plan: dict[str, Any], table: Any) -> Any:
     return _result(plan, table, take, kind, seq, match_no, names[label_index], flags)
 
 
-def _bounds(table: Any) -> tuple[Any, Any]:
+def _bounds(table: pa.Table) -> tuple[np.ndarray, np.ndarray]:
     """Per row: whether a partition starts there, and whether rows Spark dropped (no variable
     accepts them) leave a gap before it, which no match may cross."""
     import numpy as np
@@ -225,8 +234,8 @@ def _bounds(table: Any) -> tuple[Any, Any]:
     return new_partition, gap
 
 
-def _matches(plan: dict[str, Any], table: Any, program: Any, statement: str, shift: int,
-             new_partition: Any, gap: Any) -> tuple[Any, ...]:
+def _matches(plan: dict[str, Any], table: pa.Table, program: Program, statement: str, shift: int,
+             new_partition: np.ndarray, gap: np.ndarray) -> tuple[np.ndarray, ...]:
     """``(starts, lengths, labels, excluded, empty)`` of every match of the task's rows."""
     import numpy as np
 
@@ -254,8 +263,8 @@ def _matches(plan: dict[str, Any], table: Any, program: Any, statement: str, shi
                      plan["within"])
 
 
-def _labelled(plan: dict[str, Any], found: tuple[Any, ...], partition: Any, statement: str,
-              n_variables: int) -> tuple[Any, ...]:
+def _labelled(plan: dict[str, Any], found: tuple[np.ndarray, ...], partition: np.ndarray,
+              statement: str, n_variables: int) -> tuple[np.ndarray, ...]:
     """Per output row: the input row it shows, its kind (0 matched, 1 empty match, 2
     unmatched), position in the match, match number, label index and exclusion flag."""
     import numpy as np
@@ -295,8 +304,9 @@ def _labelled(plan: dict[str, Any], found: tuple[Any, ...], partition: Any, stat
     return take, kind, seq, match_no, label_index, flags
 
 
-def _result(plan: dict[str, Any], table: Any, take: Any, kind: Any, seq: Any, match_no: Any,
-            labels: Any, flags: Any) -> Any:
+def _result(plan: dict[str, Any], table: pa.Table, take: np.ndarray, kind: np.ndarray,
+            seq: np.ndarray, match_no: np.ndarray, labels: np.ndarray, flags: np.ndarray
+            ) -> pa.Table:
     """The output batch: the shown rows' input columns, the annotations, ``__mr_rest``."""
     import pyarrow as pa
 
@@ -320,7 +330,7 @@ def _result(plan: dict[str, Any], table: Any, take: Any, kind: Any, seq: Any, ma
     return result.cast(pa.schema([_nullable(f) for f in result.schema]))
 
 
-def _nullable(field: Any) -> Any:
+def _nullable(field: pa.Field) -> pa.Field:
     import pyarrow as pa
 
     kind = field.type
@@ -329,6 +339,6 @@ def _nullable(field: Any) -> Any:
     return pa.field(field.name, kind, nullable=True)
 
 
-def match_recognize_udtf() -> Any:
+def match_recognize_udtf() -> UserDefinedTableFunction:
     """The Spark UDTF object behind MATCH_RECOGNIZE."""
     return table_function(MatchRecognize)

@@ -27,21 +27,27 @@ counted per key across its runs (:func:`key_match_ids`).
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Iterator
 
 from cep.lang import Query
-from cep.match import MatchLimits, compile_query
+from cep.match import CompiledQuery, MatchLimits, compile_query
 from cep.match.columnar.arrays import MatchArrays
 from cep.match.columnar.stream import EventStream
 from cep.match.errors import MatchLimitError
 from cep.match.limits import check_matches
 from cep.match.run.closing import closed_only, open_windows
-from cep.match.run.segments import iter_segment_matches
+from cep.match.run.segments import SegmentMatches, iter_segment_matches
 from udfs.chunks import ChunkBuffer, committed
 from udfs.facts import check_classes, newest_of, read_facts
 from udfs.match_seq_plan import (KEEP, MICROS_PER_DAY, POS, CallPlan, MatchSeqArgumentError,
                                  analyze_call)
-from udfs.shell import TableFunction, grouping_key, key_runs, planned, table_function
+from udfs.shell import (PlannedResult, TableFunction, grouping_key, key_runs, planned,
+                        table_function)
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pyarrow as pa
+    from pyspark.sql.udtf import UserDefinedTableFunction
 
 
 class MatchSeq(TableFunction):
@@ -51,7 +57,7 @@ class MatchSeq(TableFunction):
     analyze = staticmethod(planned(analyze_call))
     _last_task: int | None = None
 
-    def __init__(self, analyze_result: Any) -> None:
+    def __init__(self, analyze_result: PlannedResult) -> None:
         super().__init__(analyze_result)
         self.second = False
         if self.plan.positioned and self.plan.key is not None:
@@ -69,7 +75,7 @@ class MatchSeq(TableFunction):
         """Chunk by chunk when Spark sorts the partition (``plan.horizon``), else whole."""
         return None if self.plan.horizon is None else StreamedPartition(self.plan)
 
-    def answer(self, plan: CallPlan, table: Any) -> Iterator[Any]:
+    def answer(self, plan: CallPlan, table: pa.Table) -> Iterator[pa.Table]:
         if self.second:
             raise MatchSeqArgumentError("write no PARTITION BY in the call: match_seq brings the "
                                         "rows of each key_col value together itself")
@@ -90,7 +96,7 @@ class StreamedPartition:
         self.newest: int | None = None  # from the first rows (input_facts)
         self.checked = False
 
-    def add(self, batch: Any) -> Iterator[Any]:
+    def add(self, batch: pa.RecordBatch) -> Iterator[pa.Table]:
         """Take one record batch; the output tables of each chunk it completes."""
         if not self.checked and batch.num_rows:
             self.newest, self.checked = input_facts(self.plan, batch), True
@@ -101,11 +107,11 @@ class StreamedPartition:
             if self.buffer.add(batch.slice(at, size)):
                 yield from self._flush(final=False)
 
-    def finish(self) -> Iterator[Any]:
+    def finish(self) -> Iterator[pa.Table]:
         """The output tables of what is left at the end of the partition."""
         return self._flush(final=True)
 
-    def _flush(self, final: bool) -> Iterator[Any]:
+    def _flush(self, final: bool) -> Iterator[pa.Table]:
         import numpy as np
 
         continues = self.buffer.tail is not None
@@ -128,7 +134,7 @@ class StreamedPartition:
             self.buffer.carry(table, cut)
 
 
-def input_facts(plan: CallPlan, table: Any) -> int | None:
+def input_facts(plan: CallPlan, table: pa.Table | pa.RecordBatch) -> int | None:
     """Check the facts of the whole input on a task's first rows; the newest event time in
     the stream's unit when a trailing NOT needs it (else None).
 
@@ -151,7 +157,8 @@ def input_facts(plan: CallPlan, table: Any) -> int | None:
     return int(micros(newest_of(table), plan.ts_kind)[0])
 
 
-def closed(compiled: Any, chunk: Any, stream: Any, newest: int | None) -> Any:
+def closed(compiled: CompiledQuery, chunk: SegmentMatches, stream: EventStream,
+           newest: int | None) -> SegmentMatches:
     """``chunk`` without the matches whose trailing NOT's window is still open."""
     from dataclasses import replace
 
@@ -162,7 +169,7 @@ def closed(compiled: Any, chunk: Any, stream: Any, newest: int | None) -> Any:
                    segments=chunk.segments[~still])
 
 
-def answer_table(plan: CallPlan, table: Any) -> Iterator[Any]:
+def answer_table(plan: CallPlan, table: pa.Table) -> Iterator[pa.Table]:
     """The output tables of one partition's selected columns (one per chunk of segments)."""
 
     newest = input_facts(plan, table) if table.num_rows else None
@@ -182,8 +189,9 @@ def answer_table(plan: CallPlan, table: Any) -> Iterator[Any]:
         raise MatchLimitError(sql_advice(err.message)) from None
 
 
-def answer_stream(plan: CallPlan, stream: Any, keys: Any, *, cut: int, offset: int,
-                  newest: int | None = None) -> Iterator[tuple[Any, Any, Any]]:
+def answer_stream(plan: CallPlan, stream: EventStream, keys: pa.Array | None, *, cut: int,
+                  offset: int, newest: int | None = None
+                  ) -> Iterator[tuple[np.ndarray, np.ndarray, pa.Table]]:
     """The matches of a streamed chunk whose first event lies before ``cut``.
 
     Args:
@@ -221,7 +229,7 @@ def answer_stream(plan: CallPlan, stream: Any, keys: Any, *, cut: int, offset: i
         raise MatchLimitError(sql_advice(err.message)) from None
 
 
-def _head(chunk: Any, k: int) -> Any:
+def _head(chunk: SegmentMatches, k: int) -> SegmentMatches:
     """The first ``k`` matches of a ``SegmentMatches``."""
     from dataclasses import replace
 
@@ -254,7 +262,7 @@ def sql_advice(message: str) -> str:
     return message
 
 
-def micros(column: Any, ts_kind: str) -> Any:
+def micros(column: pa.Array | pa.ChunkedArray, ts_kind: str) -> np.ndarray:
     """A timestamp column as int64 microseconds (raw values for numbers), numpy."""
     import numpy as np
     import pyarrow as pa
@@ -268,7 +276,7 @@ def micros(column: Any, ts_kind: str) -> Any:
     return pc.cast(column, pa.int64()).to_numpy(zero_copy_only=False).astype(np.int64)
 
 
-def from_micros(values: Any, ts_kind: str) -> Any:
+def from_micros(values: np.ndarray, ts_kind: str) -> pa.Array:
     """int64 microseconds (numpy) back to an Arrow column of the plan's timestamp type."""
     import numpy as np
     import pyarrow as pa
@@ -282,8 +290,8 @@ def from_micros(values: Any, ts_kind: str) -> Any:
     return pa.array(values, pa.int64())
 
 
-def event_stream(plan: CallPlan, table: Any, *, presorted: bool = False
-                 ) -> tuple[Any, Any, Any]:
+def event_stream(plan: CallPlan, table: pa.Table, *, presorted: bool = False
+                 ) -> tuple[EventStream, pa.Array | None, np.ndarray | None]:
     """One partition as a (segmented, with a key) EventStream, each segment's key, and when
     a segment is a run of a key (``plan.positioned``) the key's index for each segment.
 
@@ -347,7 +355,8 @@ def event_stream(plan: CallPlan, table: Any, *, presorted: bool = False
     return stream, keys, groups
 
 
-def key_match_ids(groups: Any, carry: tuple[int, int]) -> tuple[Any, tuple[int, int]]:
+def key_match_ids(groups: np.ndarray, carry: tuple[int, int]
+                  ) -> tuple[np.ndarray, tuple[int, int]]:
     """``match_id`` of each match when a key's runs are separate segments: 1, 2, ... per key.
 
     Args:
@@ -373,7 +382,8 @@ def key_match_ids(groups: Any, carry: tuple[int, int]) -> tuple[Any, tuple[int, 
     return ids, ((int(groups[-1]), int(ids[-1])) if len(groups) else carry)
 
 
-def _output(plan: CallPlan, stream: Any, keys: Any, chunk: Any, ids: Any) -> Any:
+def _output(plan: CallPlan, stream: EventStream, keys: pa.Array | None, chunk: SegmentMatches,
+            ids: np.ndarray) -> pa.Table:
     """One chunk's matches as an Arrow table of the output schema."""
     import numpy as np
     import pyarrow as pa
@@ -396,7 +406,7 @@ def _output(plan: CallPlan, stream: Any, keys: Any, chunk: Any, ids: Any) -> Any
 
 
 @lru_cache(maxsize=64)
-def _compiled(query: Query, policy: str | None, max_matches: int | None) -> Any:
+def _compiled(query: Query, policy: str | None, max_matches: int | None) -> CompiledQuery:
     # Compiled once per Python worker from the tree analyze parsed (validated against the
     # columns there already): compiling a parsed pattern took 0.7 ms against 1.8 ms from its
     # text (a pattern with WHERE across three components), more than matching a small
@@ -406,6 +416,6 @@ def _compiled(query: Query, policy: str | None, max_matches: int | None) -> Any:
     return compile_query(query, policy=policy, limits=limits)
 
 
-def match_seq_udtf() -> Any:
+def match_seq_udtf() -> UserDefinedTableFunction:
     """The Spark UDTF object of ``match_seq``."""
     return table_function(MatchSeq)

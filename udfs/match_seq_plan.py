@@ -17,7 +17,7 @@ Example (the planning helpers that need no Spark):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cep.errors import CepError
 from cep.lang import Query, parse_pattern
@@ -30,6 +30,10 @@ from cep.signature import SIGNATURES
 from udfs.chunks import Horizon
 from udfs.facts import FACTS, class_questions, facts_sql
 from udfs.shell import PlannedResult, field, keyed, quote, table_fields
+
+if TYPE_CHECKING:
+    from pyspark.sql.types import DataType, StructField, StructType
+    from pyspark.sql.udtf import AnalyzeArgument, SelectedColumn
 
 KEEP = "__cep_keep"
 """The selected column the JVM shim's rule filters on (sql_ext/jvm, ``KeepRowsRule.FIELD``)."""
@@ -92,7 +96,7 @@ class CallPlan:
     classes: tuple[str, ...] = ()
     newest: bool = False
 
-def _ts_kind(data_type: Any, name: str) -> tuple[str, str]:
+def _ts_kind(data_type: DataType, name: str) -> tuple[str, str]:
     """The plan's ``ts_kind`` and the SQL that selects the column for it."""
     from pyspark.sql.types import DateType, NumericType, TimestampNTZType, TimestampType
 
@@ -129,7 +133,7 @@ class Selection:
 
     def __init__(self, raw: bool) -> None:
         self.raw = raw
-        self.columns: list[Any] = []
+        self.columns: list[SelectedColumn] = []
         self.renames: tuple[tuple[str, str], ...] = ()
         self._raw_names: set[str] = set()
 
@@ -161,10 +165,10 @@ class Columns:
         data: the other columns' names, in table order.
     """
 
-    ts: Any
-    type: Any
-    id: Any
-    key: Any
+    ts: StructField
+    type: StructField
+    id: StructField
+    key: StructField | None
     ts_kind: str
     ts_sql: str
     id_sql: str
@@ -192,7 +196,7 @@ class Columns:
         return f"OVER (PARTITION BY {quote(self.key.name)} {order})" if self.key else f"OVER ({order})"
 
 
-def read_columns(events: Any, given: dict[str, Any]) -> Columns:
+def read_columns(events: AnalyzeArgument | None, given: dict[str, Any]) -> Columns:
     """The columns of the TABLE argument ``events`` that the bound arguments ``given`` name.
 
     Raises:
@@ -261,7 +265,7 @@ def kept_rows(compiled: CompiledQuery, masks: dict[str, str], cols: Columns
     return keep, positioned
 
 
-def output_schema(cols: Columns) -> Any:
+def output_schema(cols: Columns) -> StructType:
     """The call's output columns: the key under its own name, then the match's."""
     from pyspark.sql.types import (ArrayType, IntegerType, LongType, StringType, StructField,
                                    StructType)
@@ -334,7 +338,7 @@ def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
     return keyed(output_schema(cols), selection.columns, plan, key, KEY_BUCKETS, order=order)
 
 
-def horizon_of(compiled: Any) -> Horizon | None:
+def horizon_of(compiled: CompiledQuery) -> Horizon | None:
     """How far a match of ``compiled`` reaches, when its partitions can be streamed.
 
     None when they cannot: a positional ``WINDOW [a, b]`` numbers the events from the start
@@ -353,7 +357,7 @@ def horizon_of(compiled: Any) -> Horizon | None:
     return Horizon(compiled.window.by_events, compiled.window.width)
 
 
-def keep_condition(compiled: Any, masks: dict[str, str], window: str
+def keep_condition(compiled: CompiledQuery, masks: dict[str, str], window: str
                    ) -> tuple[str | None, bool]:
     """The SQL condition of the rows the engine needs (None: every row), and whether the
     engine must also know each row's position in its key (``__pos``).

@@ -54,20 +54,27 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from decimal import Decimal
 from functools import lru_cache
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 from cep.errors import CepError
 from cep.lang import Query, parse_pattern
 from cep.lang.ast import AttrRef
 from cep.lang.errors import E_UNKNOWN_ATTRIBUTE, PatternSemanticError
 from cep.lang.validate import checked_classes
-from cep.predict import Events, Model, check_arguments, compile_subscription, predict
+from cep.predict import (Events, Model, Subscription, check_arguments, compile_subscription,
+                         predict)
 from cep.predict.answer import check_definition
 from cep.predict.errors import PredictArgumentError, PredictEventsError
 from cep.signature import SIGNATURES
 from udfs.facts import FACTS, check_classes, class_questions, facts_sql, read_facts
 from udfs.shell import (PlannedResult, TableFunction, grouping_key, keyed, planned,
                         quote as _quote, table_function, utc_micros)
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pyarrow as pa
+    from pyspark.sql.types import DataType, StructField
+    from pyspark.sql.udtf import AnalyzeArgument, UserDefinedTableFunction
 
 # Buckets of the key_col form (as match_seq): one task answers many keys, each on its own.
 KEY_BUCKETS = 64
@@ -156,11 +163,11 @@ def _number(value: Any) -> Any:
     return float(value) if isinstance(value, Decimal) else value
 
 
-def _columns_found(fields: dict[str, Any]) -> str:
+def _columns_found(fields: dict[str, StructField]) -> str:
     return ", ".join(f"{f.name} {f.dataType.simpleString()}" for f in fields.values())
 
 
-def _field(fields: dict[str, Any], name: str, role: str) -> Any:
+def _field(fields: dict[str, StructField], name: str, role: str) -> StructField:
     found = fields.get(name.lower())
     if found is None:
         raise PredictMatchArgumentError(f"{role} {name!r} is not a column of the events table; "
@@ -176,13 +183,13 @@ def _parsed(text: str) -> Query:
 
 
 @lru_cache(maxsize=64)
-def _compiled(query: Query) -> Any:
+def _compiled(query: Query) -> Subscription:
     # Compiled once per Python worker and parsed subscription (analyze and every task).
     return compile_subscription(query)
 
 
 @lru_cache(maxsize=8)
-def _model(blob: bytes, subscription: str) -> Any:
+def _model(blob: bytes, subscription: str) -> Model:
     return Model.from_bytes(blob, subscription)
 
 
@@ -338,7 +345,7 @@ def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
     return keyed(StructType(schema), select, plan, key, KEY_BUCKETS)
 
 
-def _timestamp(ts_f: Any) -> tuple[str, str, Any]:
+def _timestamp(ts_f: StructField) -> tuple[str, str, DataType]:
     """``(ts_kind, the SQL that selects ts_col, the output's timestamp type)``.
 
     Raises:
@@ -365,7 +372,7 @@ def _timestamp(ts_f: Any) -> tuple[str, str, Any]:
     return ts_kind, ts_sql, ts_type
 
 
-def _model_argument(model: Any, text: str) -> tuple[bool, bytes | None]:
+def _model_argument(model: AnalyzeArgument | None, text: str) -> tuple[bool, bytes | None]:
     """Whether a ``model`` was given, and its blob when it is a constant (checked against the
     subscription ``text`` before any task runs: CEP-PRED-012).
 
@@ -397,11 +404,11 @@ class PredictMatch(TableFunction):
 
     analyze = staticmethod(planned(analyze_call))
 
-    def __init__(self, analyze_result: Any) -> None:
+    def __init__(self, analyze_result: PlannedResult) -> None:
         super().__init__(analyze_result)
-        self.blob: Any = None
+        self.blob: bytes | None = None
 
-    def eval(self, *args: Any, **kwargs: Any) -> Iterator[Any]:
+    def eval(self, *args: Any, **kwargs: Any) -> Iterator[pa.Table]:
         if not self.batches:  # the model subquery's value: the same in every batch
             model = next((v for k, v in kwargs.items() if k.lower() == "model"), None)
             if model is not None and hasattr(model, "to_pylist"):
@@ -410,11 +417,11 @@ class PredictMatch(TableFunction):
             self.blob = model
         return super().eval(*args, **kwargs)
 
-    def answer(self, plan: PredictCallPlan, table: Any) -> Iterator[Any]:
+    def answer(self, plan: PredictCallPlan, table: pa.Table) -> Iterator[pa.Table]:
         yield answer_table(plan, table, self.blob)
 
 
-def partition_model(plan: PredictCallPlan, blob: Any) -> Any:
+def partition_model(plan: PredictCallPlan, blob: bytes | None) -> Model | None:
     """The :class:`cep.predict.Model` a task predicts with, or None (train per key)."""
     if plan.model_blob is not None:
         return _model(plan.model_blob, plan.subscription)
@@ -426,7 +433,7 @@ def partition_model(plan: PredictCallPlan, blob: Any) -> Any:
     return _model(bytes(blob), plan.subscription)
 
 
-def answer_table(plan: PredictCallPlan, table: Any, blob: Any = None) -> Any:
+def answer_table(plan: PredictCallPlan, table: pa.Table, blob: bytes | None = None) -> pa.Table:
     """The output table of one partition's selected columns."""
     import numpy as np
     import pyarrow as pa
@@ -434,7 +441,7 @@ def answer_table(plan: PredictCallPlan, table: Any, blob: Any = None) -> Any:
 
     model = partition_model(plan, blob)
 
-    def column(name: str) -> Any:
+    def column(name: str) -> pa.Array:
         array = table.column(name).combine_chunks()
         return array.dictionary_decode() if pa.types.is_dictionary(array.type) else array
 
@@ -461,7 +468,8 @@ def answer_table(plan: PredictCallPlan, table: Any, blob: Any = None) -> Any:
                    list(answer_partition(plan, model, ts, ids, types, codes, attrs)))
 
 
-def check_timestamps(ts: Any, ids: Any, keys: Any) -> None:
+def check_timestamps(ts: list[int | float | None], ids: list[Any] | None,
+                     keys: list[Any] | None) -> None:
     """``CEP-PRED-010`` naming the first event with a NULL timestamp by its id and key."""
 
     if None in ts:
@@ -472,8 +480,9 @@ def check_timestamps(ts: Any, ids: Any, keys: Any) -> None:
                                  "of the TABLE argument")
 
 
-def answer_partition(plan: PredictCallPlan, model: Any, ts: Any, ids: Any, types: Any,
-                     codes: Any, attrs: dict[str, Any]) -> Iterator[dict[str, list[Any]]]:
+def answer_partition(plan: PredictCallPlan, model: Model | None, ts: np.ndarray,
+                     ids: np.ndarray | None, types: np.ndarray | None, codes: np.ndarray | None,
+                     attrs: dict[str, np.ndarray]) -> Iterator[dict[str, list[Any]]]:
     """The core's rows (:attr:`cep.predict.Prediction.rows`) for one partition's columns, one
     dict per core call, with ``key`` holding each row's key code (None without keys).
 
@@ -488,6 +497,7 @@ def answer_partition(plan: PredictCallPlan, model: Any, ts: Any, ids: Any, types
     ids = None if ids is None else ids[order]
     types = None if types is None else types[order]
     attrs = {name: values[order] for name, values in attrs.items()}
+    common: dict[str, Any]  # the core's keyword arguments, of several types
     common = dict(lookahead=plan.lookahead, threshold=plan.threshold, output=plan.output,
                   combine=plan.combine, smoothing=plan.smoothing, model=model,
                   definition=plan.definition)
@@ -507,13 +517,13 @@ def answer_partition(plan: PredictCallPlan, model: Any, ts: Any, ids: Any, types
         yield found
 
 
-def _order(ts: Any, ids: Any, codes: Any) -> Any:
+def _order(ts: np.ndarray, ids: np.ndarray | None, codes: np.ndarray | None) -> np.ndarray:
     """Positions in ``(key, ts, id)`` order; without sortable ids ties keep arrival order."""
     import numpy as np
 
     tie = np.arange(len(ts))
     if ids is not None:
-        sortable = ids
+        sortable: np.ndarray | None = ids
         if ids.dtype == object:
             values = ids.tolist()
             sortable = None if any(v is None for v in values) else np.array(values)
@@ -522,7 +532,7 @@ def _order(ts: Any, ids: Any, codes: Any) -> Any:
     return np.lexsort([tie, ts] if codes is None else [tie, ts, codes])
 
 
-def _values(array: Any, strings: bool = False) -> Any:
+def _values(array: pa.Array, strings: bool = False) -> np.ndarray:
     """An Arrow column as the numpy array the core reads: numbers as numbers (floats with NaN
     for NULL), everything else (strings, NULLs in integers or booleans) as objects."""
     import numpy as np
@@ -546,7 +556,7 @@ def _values(array: Any, strings: bool = False) -> Any:
     return values
 
 
-def _ts_array(plan: PredictCallPlan, values: list[Any]) -> Any:
+def _ts_array(plan: PredictCallPlan, values: list[Any]) -> pa.Array:
     """Timestamps of the core's rows as the Arrow column of the output's ts type."""
     import pyarrow as pa
 
@@ -557,15 +567,15 @@ def _ts_array(plan: PredictCallPlan, values: list[Any]) -> Any:
     return pa.array(values, pa.float64())
 
 
-def _output(plan: PredictCallPlan, keys: Any, id_type: Any,
-            parts: list[dict[str, list[Any]]]) -> Any:
+def _output(plan: PredictCallPlan, keys: pa.Array | None, id_type: pa.DataType,
+            parts: list[dict[str, list[Any]]]) -> pa.Table:
     """The core's rows of every call as one Arrow table of the output schema."""
     import pyarrow as pa
 
     def joined(name: str) -> list[Any]:
         return [v for part in parts for v in part[name]]
 
-    cols: dict[str, Any] = {}
+    cols: dict[str, pa.Array] = {}
     if plan.key is not None:
         cols[plan.key] = keys.take(pa.array(joined("key"), pa.int64()))
     cols["instance"] = pa.array(joined("instance"), pa.string())
@@ -584,6 +594,6 @@ def _output(plan: PredictCallPlan, keys: Any, id_type: Any,
     return pa.table(cols)
 
 
-def predict_match_udtf() -> Any:
+def predict_match_udtf() -> UserDefinedTableFunction:
     """The Spark UDTF object of ``predict_match``."""
     return table_function(PredictMatch)

@@ -35,12 +35,19 @@ The arguments of a call are bound and their constants checked by the function's 
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 from pyspark.sql.udtf import AnalyzeResult
 
 from cep.errors import CepError
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pyarrow as pa
+    from pyspark.sql.types import StructField, StructType
+    from pyspark.sql.udtf import AnalyzeArgument, SelectedColumn, UserDefinedTableFunction
 
 
 class CallFailed(Exception):
@@ -54,7 +61,7 @@ class PlannedResult(AnalyzeResult):
     plan: Any = None
 
 
-def keyed(schema: Any, select: list[Any], plan: Any, key: str | None,
+def keyed(schema: StructType, select: list[SelectedColumn], plan: Any, key: str | None,
           buckets: int, *, order: list[str] | None = None) -> PlannedResult:
     """The analysis result of a function whose rows go together by key: ``buckets`` buckets of
     the key's hash, or the whole table as one partition (one stream) without a key; ``order``:
@@ -75,15 +82,16 @@ def quote(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
-def table_fields(arg: Any, name: str, error: type[CepError]) -> dict[str, Any]:
+def table_fields(arg: AnalyzeArgument | None, name: str,
+                 error: type[CepError]) -> dict[str, StructField]:
     """The fields of a TABLE argument by lower-case name; ``error`` if ``arg`` is no table."""
     if arg is None or not arg.isTable:
         raise error(f"argument {name} must be a TABLE(...) argument")
     return {f.name.lower(): f for f in arg.dataType.fields}
 
 
-def field(fields: dict[str, Any], wanted: str, role: str, error: type[CepError],
-          table: str = "events") -> Any:
+def field(fields: dict[str, StructField], wanted: str, role: str, error: type[CepError],
+          table: str = "events") -> StructField:
     """The field called ``wanted`` (any case); ``error`` names the role and lists the columns."""
     found = fields.get(wanted.lower())
     if found is None:
@@ -92,7 +100,7 @@ def field(fields: dict[str, Any], wanted: str, role: str, error: type[CepError],
     return found
 
 
-def grouping_key(keys: Any) -> Any:
+def grouping_key(keys: pa.Array) -> pa.Array:
     """A key column (Arrow) with the values SQL's ``GROUP BY`` takes as one made one.
 
     Spark groups a floating-point key's -0.0 with 0.0 and every NaN with every other NaN (and
@@ -116,7 +124,7 @@ def grouping_key(keys: Any) -> Any:
     return pc.if_else(pc.is_nan(keys), pa.scalar(math.nan, keys.type), keys)
 
 
-def utc_micros(array: Any) -> Any:
+def utc_micros(array: pa.Array) -> pa.Array:
     """A TIMESTAMP_NTZ (Arrow ``timestamp``) or DATE (``date32``) column as int64 microseconds of
     its wall clock read as UTC, whatever the session time zone; any other column unchanged.
 
@@ -135,7 +143,7 @@ def utc_micros(array: Any) -> Any:
     return array
 
 
-def key_runs(keys: Any) -> Any:
+def key_runs(keys: pa.Array) -> np.ndarray:
     """Where each run of equal keys starts in a column sorted by key (numpy int64 offsets);
     NULL is one key, NaN is one key (:func:`grouping_key`).
 
@@ -162,7 +170,7 @@ def key_runs(keys: Any) -> Any:
     return np.concatenate(([0], np.flatnonzero(changed) + 1)).astype(np.int64)
 
 
-def batch_of(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+def batch_of(args: tuple[Any, ...], kwargs: dict[str, Any]) -> pa.RecordBatch:
     """The record batch among a call's arguments (the TABLE argument's rows)."""
     import pyarrow as pa
 
@@ -180,9 +188,9 @@ class TableFunction:
     keys, a stream) before they can answer.
     """
 
-    def __init__(self, analyze_result: Any) -> None:
+    def __init__(self, analyze_result: PlannedResult) -> None:
         self.plan = analyze_result.plan
-        self.batches: list[Any] = []
+        self.batches: list[pa.RecordBatch] = []
         self.consumer: Any = None
 
     def streamed(self) -> Any:
@@ -191,7 +199,7 @@ class TableFunction:
         and call :meth:`answer` once (override)."""
         return None
 
-    def eval(self, *args: Any, **kwargs: Any) -> Iterator[Any]:
+    def eval(self, *args: Any, **kwargs: Any) -> Iterator[pa.Table]:
         batch = batch_of(args, kwargs)
         if self.consumer is None:
             self.consumer = self.streamed() or False
@@ -201,13 +209,13 @@ class TableFunction:
             self.batches.append(batch)
         return iter(())
 
-    def terminate(self) -> Iterator[Any]:
+    def terminate(self) -> Iterator[pa.Table]:
         # Not a generator itself: the iterator returned is the only frame a failure shows.
         if self.consumer:
             return guarded(self.consumer.finish())
         return guarded(self._collected())
 
-    def _collected(self) -> Iterator[Any]:
+    def _collected(self) -> Iterator[pa.Table]:
         if not self.batches:
             return
         import pyarrow as pa
@@ -216,12 +224,12 @@ class TableFunction:
         self.batches = []
         yield from self.answer(self.plan, table)
 
-    def answer(self, plan: Any, table: Any) -> Iterator[Any]:
+    def answer(self, plan: Any, table: pa.Table) -> Iterator[pa.Table]:
         """The output tables of one partition (override)."""
         raise NotImplementedError
 
 
-def guarded(outputs: Iterator[Any]) -> Iterator[Any]:
+def guarded(outputs: Iterator[pa.Table]) -> Iterator[pa.Table]:
     """``outputs`` with a CepError turned into :class:`CallFailed`, raised from this one frame
     (what a SQL or JDBC caller sees: the message and one Python frame, the shell's)."""
     try:
@@ -230,11 +238,11 @@ def guarded(outputs: Iterator[Any]) -> Iterator[Any]:
         raise CallFailed(str(err)) from None
 
 
-def planned(analyze: Any) -> Any:
+def planned(analyze: Callable[..., PlannedResult]) -> Callable[..., PlannedResult]:
     """``analyze`` wrapped so a CepError reaches the SQL caller as :class:`CallFailed`."""
 
     @functools.wraps(analyze)  # Spark binds the call's arguments to the wrapped signature
-    def run(*args: Any, **kwargs: Any) -> Any:
+    def run(*args: Any, **kwargs: Any) -> PlannedResult:
         try:
             return analyze(*args, **kwargs)
         except CepError as err:
@@ -244,7 +252,7 @@ def planned(analyze: Any) -> Any:
     return run
 
 
-def table_function(handler: type[TableFunction]) -> Any:
+def table_function(handler: type[TableFunction]) -> UserDefinedTableFunction:
     """The Spark UDTF object of ``handler``: Arrow batches in and out, with its ``analyze``.
 
     Built from pyspark's own ``UserDefinedTableFunction`` with the Arrow evaluation type, past

@@ -26,14 +26,20 @@ column          type       meaning
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 from cep.errors import CepError
 from cep.signature import SIGNATURES
+from cep.sketch.forest import Forest
 from udfs.approx_match_seq import (node_columns, node_selection, partition_forest,
                                    stream_partitioning, stream_trees)
 from udfs.shell import (PlannedResult, TableFunction, planned, table_fields,
                         table_function)
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pyarrow as pa
+    from pyspark.sql.udtf import UserDefinedTableFunction
 
 
 class SketchStatsArgumentError(CepError):
@@ -65,11 +71,11 @@ class SketchStats(TableFunction):
 
     analyze = staticmethod(planned(analyze_stats))
 
-    def answer(self, plan: str, table: Any) -> Iterator[Any]:
+    def answer(self, plan: str, table: pa.Table) -> Iterator[pa.Table]:
         yield stats_table(plan, table)
 
 
-def stats_table(stream_name: str, table: Any) -> Any:
+def stats_table(stream_name: str, table: pa.Table) -> pa.Table:
     """One output row per stream of the selected node columns (all streams at once when
     :func:`udfs.approx_match_seq.partition_forest` takes them, else one at a time)."""
     import numpy as np
@@ -92,7 +98,7 @@ def stats_table(stream_name: str, table: Any) -> Any:
         "m": pa.array(rows["m"], pa.int32()), "k": pa.array(rows["k"], pa.int32())})
 
 
-def stream_stats(cols: dict[str, Any], stored: Any) -> dict[str, list[Any]]:
+def stream_stats(cols: dict[str, Any], stored: np.ndarray) -> dict[str, list[Any]]:
     """The output columns, one restored tree at a time (any rows; errors name the stream)."""
     rows: dict[str, list[Any]] = {name: [] for name in (
         "first", "nodes", "levels", "top_level", "open_events", "bytes", "fill", "m", "k")}
@@ -112,7 +118,7 @@ def stream_stats(cols: dict[str, Any], stored: Any) -> dict[str, list[Any]]:
     return rows
 
 
-def forest_stats(forest: Any, stored: Any, bounds: Any) -> dict[str, Any]:
+def forest_stats(forest: Forest, stored: np.ndarray, bounds: np.ndarray) -> dict[str, np.ndarray]:
     """The output columns of every stream at once: :meth:`cep.sketch.SketchTree.stats` per
     stream, as segment sums over the forest's node rows."""
     import numpy as np
@@ -132,6 +138,6 @@ def forest_stats(forest: Any, stored: Any, bounds: Any) -> dict[str, Any]:
             "m": np.full(n, forest.config.m), "k": np.full(n, forest.config.k)}
 
 
-def sketch_stats_udtf() -> Any:
+def sketch_stats_udtf() -> UserDefinedTableFunction:
     """The Spark UDTF object of ``sketch_stats``."""
     return table_function(SketchStats)

@@ -24,21 +24,25 @@ out), as in the process-pool runner; what runs in Spark is the per-partition wor
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
 
 from cep.trends.graph import TrendGraph
-from cep.trends.parallel import (Partition, attribute_vertices, edge_task, event_vertices, merge,
-                                 raise_as_whole, read_columns, summarise)
+from cep.trends.parallel import (EventVertices, Partition, attribute_vertices, edge_task,
+                                 event_vertices, merge, raise_as_whole, read_columns, summarise)
 from cep.trends.query import TrendQuery, compile_trend
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 SUMMARY_SCHEMA = "pred INT, kind INT, pairs BINARY, distinct_values BINARY"
 EDGE_SCHEMA = "pred INT, ev LONG, av LONG, lo LONG, hi LONG, lo2 LONG, hi2 LONG"
 
 
-def build_graph_spark(spark: Any, query: TrendQuery | str, ts: np.ndarray, columns: Mapping[str, object], *,
+def build_graph_spark(spark: SparkSession, query: TrendQuery | str, ts: np.ndarray,
+                      columns: Mapping[str, object], *,
                       window: np.ndarray | None = None, tiebreak: np.ndarray | None = None,
                       row: np.ndarray | None = None, partitions: int = 2) -> TrendGraph:
     """Build the ABI graph with Algorithm 1's per-partition steps as Spark tasks.
@@ -93,7 +97,7 @@ def build_graph_spark(spark: Any, query: TrendQuery | str, ts: np.ndarray, colum
     return merge(q, ev, avs, from_pairs, to_rows)
 
 
-def _event_table(ev: Any, cols: Mapping[str, np.ndarray]) -> pa.Table:
+def _event_table(ev: EventVertices, cols: Mapping[str, np.ndarray]) -> pa.Table:
     """The events in vertex order: ``_ev``, ``_w``, ``_ts`` and the columns read (datetimes as µs)."""
     src = ev.source
     data: dict[str, pa.Array] = {"_ev": pa.array(np.arange(len(ev.ts), dtype=np.int64)),
