@@ -166,7 +166,7 @@ class MatchJob(WatermarkedJob, IncrementalJob):
             try:
                 counts = {int(r[0]): int(r[1])
                           for r in out.groupBy("kind").count().collect()}
-                self._write(run, out, tagged, src)
+                self._write(run, out, tagged, src, counts, late + incomplete)
             finally:
                 out.unpersist()
         finally:
@@ -314,8 +314,11 @@ class MatchJob(WatermarkedJob, IncrementalJob):
                            for name, t in out_fields(key_type))
         return applied.unionByName(stored).groupBy("key").applyInArrow(function, schema)
 
-    def _write(self, run: Run, out: "DataFrame", tagged: "DataFrame", src: _Source) -> None:
-        """The four writes of a run, in order, each followed by its commit point."""
+    def _write(self, run: Run, out: "DataFrame", tagged: "DataFrame", src: _Source,
+               counts: dict[int, int], set_aside: int) -> None:
+        """The four writes of a run, in order, each followed by its commit point; a write with
+        no rows is left out (a Delta commit costs 0.8-0.9 s here, BENCHMARKS.md "Standing
+        patterns"), as the graph job leaves out its MERGEs when no window changed."""
         from pyspark.sql import functions as F
 
         def ts(column: str) -> "Column":
@@ -323,24 +326,28 @@ class MatchJob(WatermarkedJob, IncrementalJob):
 
         key = F.col("key").alias(self.conf.key_col)
         of = lambda kind: out.where(F.col("kind") == KIND[kind])  # noqa: E731
-        run.append("matches", of("matches").select(
-            key, "match_id", ts("start_ts").alias("start_ts"), ts("end_ts").alias("end_ts"),
-            "event_ids", "variables", "n_events", F.lit(run.run_id).alias("run_id")))
+        if counts.get(KIND["matches"]):
+            run.append("matches", of("matches").select(
+                key, "match_id", ts("start_ts").alias("start_ts"), ts("end_ts").alias("end_ts"),
+                "event_ids", "variables", "n_events", F.lit(run.run_id).alias("run_id")))
         commit_point("matches")
-        run.append("timeouts", of("timeouts").select(
-            key, ts("start_ts").alias("start_ts"), ts("closed_at").alias("closed_at"),
-            "event_ids", "variables", "components", F.lit(run.run_id).alias("run_id")))
+        if counts.get(KIND["timeouts"]):
+            run.append("timeouts", of("timeouts").select(
+                key, ts("start_ts").alias("start_ts"), ts("closed_at").alias("closed_at"),
+                "event_ids", "variables", "components", F.lit(run.run_id).alias("run_id")))
         commit_point("timeouts")
-        run.merge("open", of("open").select("key", "state"), ["key"])
+        if counts.get(KIND["open"]):
+            run.merge("open", of("open").select("key", "state"), ["key"])
         commit_point("open")
-        set_aside = tagged.where(F.col("reason").isNotNull()).select(
-            F.col("commit").alias("source_version"), "key", "ts", "id", "reason",
-            F.when(F.col("reason") == LATE, F.col("bound")).alias("watermark"))
-        behind = of("late").select(F.col("commit").alias("source_version"), "key", "ts", "id",
-                                   F.lit(LATE).alias("reason"), "watermark")
-        run.append("late", set_aside.unionByName(behind).select(
-            F.lit(run.run_id).alias("run_id"), "source_version",
-            F.col("key").cast("string").alias("key"), "ts", "id", "reason", "watermark"))
+        if set_aside or counts.get(KIND["late"]):
+            aside = tagged.where(F.col("reason").isNotNull()).select(
+                F.col("commit").alias("source_version"), "key", "ts", "id", "reason",
+                F.when(F.col("reason") == LATE, F.col("bound")).alias("watermark"))
+            behind = of("late").select(F.col("commit").alias("source_version"), "key", "ts",
+                                       "id", F.lit(LATE).alias("reason"), "watermark")
+            run.append("late", aside.unionByName(behind).select(
+                F.lit(run.run_id).alias("run_id"), "source_version",
+                F.col("key").cast("string").alias("key"), "ts", "id", "reason", "watermark"))
         commit_point("late")
 
 
