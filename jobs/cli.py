@@ -13,7 +13,8 @@ sdist once and extract the logs; the skfolio wheel once and take the stock price
 ``generate`` (synthetic stream into Delta), ``generate-checks`` (checks with kiting rings into
 Delta), ``sketch`` (bring a registered sketch's Delta state up to date), ``graph`` (the same
 for a trend graph), ``predict`` (the same for a prediction set), ``match`` (the same for a
-standing pattern: its matches and timeouts), ``run-all`` (every job of
+standing pattern: its matches and timeouts), ``patterns`` (the standing patterns of the
+``cep_patterns`` table, checked), ``run-all`` (every job of
 ``conf/jobs.toml``, each recorded in the run manifest), ``runs`` (the manifest's runs of a
 job), ``maintain`` (OPTIMIZE and VACUUM of the registered state tables), ``demo``
 (the README demo), ``sql`` (run one SQL statement and show it), ``connect-server`` (a Spark
@@ -131,9 +132,23 @@ def _add_state_commands(sub: argparse._SubParsersAction) -> None:
     _add_state_job(sub, "predict", "update a registered prediction set (conf/predictions.toml): "
                    "run its subscriptions over the source's new events, merge the Markov counts "
                    "and instance states", "the set's name in conf/predictions.toml")
-    _add_state_job(sub, "match", "update a registered standing pattern (conf/matches.toml): "
-                   "append the matches and timeouts whose windows the source's new events "
-                   "closed", "the standing pattern's name in conf/matches.toml")
+    match = _add_state_job(sub, "match", "update a registered standing pattern "
+                           "(conf/matches.toml or the cep_patterns table): append the matches "
+                           "and timeouts whose windows the source's new events closed",
+                           "the standing pattern's name in conf/matches.toml or in the "
+                           "cep_patterns table")
+    match.add_argument("--stream", action="store_true", help="run as a streaming query: a run "
+                       "for each micro-batch of the source's commits, until stopped")
+    match.add_argument("--trigger", default="10s", help="with --stream: how often a micro-batch "
+                       "starts (10s, 500ms, 2min)")
+    match.add_argument("--available-now", action="store_true", help="with --stream: process "
+                       "what the source holds, then stop")
+    match.add_argument("--checkpoint", default=None, help="with --stream: the checkpoint folder "
+                       "(default <data>/checkpoints/match/NAME)")
+    patterns = sub.add_parser("patterns", help="list the standing patterns of the cep_patterns "
+                              "table: each row checked, with its generation and job")
+    patterns.add_argument("--create", action="store_true",
+                          help="create the empty cep_patterns table first (if missing)")
     run_all = sub.add_parser("run-all", help="run the state jobs of conf/jobs.toml [run_all] in "
                              "order, each recorded in the run manifest; exit 1 if any failed")
     run_all.add_argument("--job", action="append", metavar="KIND/NAME",
@@ -150,8 +165,9 @@ def _add_state_commands(sub: argparse._SubParsersAction) -> None:
 
 
 def _add_state_job(sub: argparse._SubParsersAction, command: str, summary: str,
-                   name_help: str) -> None:
-    """Add the command of one kind of state job (``sketch``, ``graph``, ``predict``).
+                   name_help: str) -> argparse.ArgumentParser:
+    """Add the command of one kind of state job (``sketch``, ``graph``, ``predict``, ``match``);
+    returns its parser.
 
     Args:
         sub: The parser's sub-commands.
@@ -163,6 +179,7 @@ def _add_state_job(sub: argparse._SubParsersAction, command: str, summary: str,
     job.add_argument("--name", required=True, help=name_help)
     job.add_argument("--until-version", type=int, default=None,
                      help="process the source only up to this Delta version")
+    return job
 
 
 def _add_sql_server_commands(sub: argparse._SubParsersAction) -> None:
@@ -378,14 +395,46 @@ def _generate_checks(args: argparse.Namespace, settings: "Settings", spark: Any)
 
 
 def _state_job(args: argparse.Namespace, settings: "Settings", spark: Any) -> None:
-    """``sketch``, ``graph``, ``predict`` or ``match``: one run of a registered state job."""
+    """``sketch``, ``graph``, ``predict`` or ``match``: one run of a registered state job (or,
+    ``match --stream``, its streaming query)."""
     from jobs.framework.runner import run_job
 
+    if getattr(args, "stream", False):
+        _stream(args, settings, spark)
+        return
+    if getattr(args, "available_now", False):
+        from cep.errors import ConfigError
+
+        raise ConfigError("--available-now is a form of --stream; give both")
     summary = run_job(spark, settings, f"{args.command}/{args.name}",
                       until_version=args.until_version)
     print(_result_line(args.command, summary.result))
     if summary.run is not None:
         print(f"recorded run {summary.run.run_id} ({summary.run.status}) in the manifest")
+
+
+def _stream(args: argparse.Namespace, settings: "Settings", spark: Any) -> None:
+    """``match --stream``: the streaming query, until it stops, fails, or SIGTERM/Ctrl-C."""
+    import signal
+
+    from cep.errors import ConfigError
+    from jobs.framework.stream import stream_job
+
+    if args.until_version is not None:
+        raise ConfigError("--until-version and --stream: a stream follows the source; give one")
+    from pathlib import Path
+
+    query = stream_job(spark, settings, f"{args.command}/{args.name}", trigger=args.trigger,
+                       available_now=args.available_now,
+                       checkpoint=None if args.checkpoint is None else Path(args.checkpoint))
+    previous = signal.signal(signal.SIGTERM, lambda *_: query.stop())
+    try:
+        query.awaitTermination()
+    except KeyboardInterrupt:
+        query.stop()
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    print(f"{args.command} {args.name}: stream stopped")
 
 
 def _run_all(args: argparse.Namespace, settings: "Settings", spark: Any) -> int:
@@ -397,6 +446,20 @@ def _run_all(args: argparse.Namespace, settings: "Settings", spark: Any) -> int:
     for key, exc in report.failures.items():
         print(f"{key}: FAILED: {str(exc).splitlines()[0]}")
     return 0 if report.ok else 1
+
+
+def _patterns(args: argparse.Namespace, settings: "Settings", spark: Any) -> int:
+    from jobs.framework.patterns import create_patterns_table, read_patterns
+
+    if args.create:
+        table = create_patterns_table(spark, settings)
+        print(f"{table.name} at {table.location}")
+    rows = read_patterns(spark, settings)
+    for row in rows:
+        print(row.line())
+    if not rows:
+        print("no standing patterns in cep_patterns")
+    return 1 if any(r.error is not None for r in rows) else 0
 
 
 def _runs(args: argparse.Namespace, settings: "Settings", spark: Any) -> None:
@@ -544,6 +607,7 @@ COMMANDS: dict[str, Command] = {
     "match": Command(_state_job),
     "run-all": Command(_run_all),
     "runs": Command(_runs),
+    "patterns": Command(_patterns),
     "maintain": Command(_maintain),
     "sql": Command(_sql),
 }

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 __all__ = ["KINDS", "StateJob", "job_from_mapping", "load_job", "registered_jobs", "state_tables",
-           "parse_key"]
+           "parse_key", "registered_names"]
 
 KINDS = ("sketch", "graph", "predict", "match")
 """The kinds of state job, in the order ``run-all`` runs them by default."""
@@ -82,6 +82,12 @@ class StateJob:
     def read_meta(self, spark: "SparkSession") -> dict[str, Any] | None:
         """The meta row of the last complete run, or None before the first one."""
         return _module(self.kind).read_meta(spark, self.conf)
+
+    def error(self, message: str) -> Exception:
+        """A JobError about this job, with its kind's code (``CODES.job`` of its module)."""
+        from jobs.framework.errors import JobError
+
+        return _module(self.kind).CODES.error(JobError, f"{self.key}: {message}")
 
 
 def _module(kind: str) -> Any:
@@ -153,7 +159,8 @@ def job_from_mapping(settings: Settings, kind: str, name: str, entry: dict[str, 
     return StateJob(kind, name, conf, conf.source, dict(conf.tables()))
 
 
-def _names(settings: Settings, kind: str) -> list[str]:
+def registered_names(settings: Settings, kind: str) -> list[str]:
+    """The names of the ``kind`` jobs of its conf file, in file order."""
     filename, section = _FILES[kind]
     path = settings.conf_dir / filename
     if not path.exists():
@@ -169,7 +176,8 @@ def _names(settings: Settings, kind: str) -> list[str]:
 
 def registered_jobs(settings: Settings) -> list[StateJob]:
     """Every job of the three conf files, in :data:`KINDS` order then file order."""
-    return [load_job(settings, kind, name) for kind in KINDS for name in _names(settings, kind)]
+    return [load_job(settings, kind, name) for kind in KINDS
+            for name in registered_names(settings, kind)]
 
 
 def state_tables(settings: Settings) -> dict[str, TableConf]:

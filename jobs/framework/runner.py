@@ -39,12 +39,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from cep.errors import CepError
+from cep.errors import CepError, ConfigError
 from delta_tables.catalog import current_version, is_delta_table, read_table
 from delta_tables.delta_log import commit_timestamp, latest_metadata
 from delta_tables.manifest import MANIFEST_COLUMNS, ManifestRun, read_runs, run_id
 from delta_tables.settings import Settings, TableConf
 from delta_tables.sketch_state import spark_schema
+from jobs.framework.patterns import find_table_job, read_patterns
 from jobs.framework.registry import StateJob, load_job, parse_key
 from jobs.framework.run_conf import RunConf, load_run_conf
 from jobs.framework.txn import check_kind, ensure_table, save, say
@@ -53,7 +54,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 __all__ = ["JobRunError", "RetriesExhaustedError", "RunSummary", "is_concurrency_conflict",
-           "run_job", "record_run", "run_all", "CONFLICTS"]
+           "run_job", "record_run", "run_all", "resolve_job", "CONFLICTS"]
 
 CONFLICTS = ("ConcurrentAppendException", "ConcurrentDeleteReadException",
              "ConcurrentDeleteDeleteException", "ConcurrentTransactionException",
@@ -154,7 +155,7 @@ def run_job(spark: "SparkSession", settings: Settings, job: StateJob | str, *,
     """
     run_conf = run_conf or load_run_conf(settings)
     if isinstance(job, str):
-        job = load_job(settings, *parse_key(job))
+        job = resolve_job(spark, settings, job)
     # A manifest setting that names a source or state table is refused before the job runs.
     check_kind(spark, run_conf.manifest, MANIFEST_KIND)
     started = time.monotonic()
@@ -182,6 +183,23 @@ def run_job(spark: "SparkSession", settings: Settings, job: StateJob | str, *,
                          time.monotonic() - started)
     say(quiet, summary.line())
     return summary
+
+
+def resolve_job(spark: "SparkSession", settings: Settings, key: str) -> StateJob:
+    """The job ``kind/name`` of the conf files, or a standing pattern of the patterns table
+    (:mod:`jobs.framework.patterns`) when ``conf/matches.toml`` has no ``name``.
+
+    Raises:
+        ConfigError: neither registers it, or its row of ``cep_patterns`` cannot run.
+    """
+    kind, name = parse_key(key)
+    try:
+        return load_job(settings, kind, name)
+    except ConfigError:
+        found = find_table_job(spark, settings, name) if kind == "match" else None
+        if found is None:
+            raise
+        return found
 
 
 def _state_id(spark: "SparkSession", table: TableConf) -> str:
@@ -337,22 +355,35 @@ class RunAllReport:
 
 def run_all(spark: "SparkSession", settings: Settings, jobs: Sequence[str] | None = None, *,
             quiet: bool = False, run_conf: RunConf | None = None) -> RunAllReport:
-    """Run the jobs of ``conf/jobs.toml`` ``[run_all] jobs`` (or ``jobs``) one after another.
+    """Run the jobs of ``conf/jobs.toml`` ``[run_all] jobs`` (or ``jobs``) one after another,
+    then (without ``jobs``) the enabled standing patterns of the patterns table
+    (:func:`jobs.framework.patterns.read_patterns`, read and checked before any job runs).
 
     A job that fails does not stop the others; its error is kept in the report and printed,
-    and the command exits non-zero.
+    and the command exits non-zero. A row of the patterns table that cannot run is such a
+    failure, under ``match/<name>``.
     """
     run_conf = run_conf or load_run_conf(settings)
-    keys = list(jobs) if jobs is not None else list(run_conf.jobs)
+    todo: list[str | StateJob] = list(jobs) if jobs is not None else list(run_conf.jobs)
     report = RunAllReport()
-    for i, key in enumerate(keys, 1):
-        say(quiet, f"[{i}/{len(keys)}] {key}")
+    if jobs is None:
+        for row in read_patterns(spark, settings):
+            if row.job is not None:
+                todo.append(row.job)
+            elif row.error is not None:
+                report.failures[row.key] = row.error
+                say(quiet, f"{row.key} failed: {row.error}")
+            else:
+                say(quiet, f"{row.key}: disabled in cep_patterns; not run")
+    for i, job in enumerate(todo, 1):
+        key = job if isinstance(job, str) else job.key
+        say(quiet, f"[{i}/{len(todo)}] {key}")
         try:
-            report.summaries.append(run_job(spark, settings, key, quiet=quiet,
+            report.summaries.append(run_job(spark, settings, job, quiet=quiet,
                                             run_conf=run_conf))
         except Exception as exc:  # noqa: BLE001 - one failing job must not stop the others
             report.failures[key] = exc
-            say(quiet, f"[{i}/{len(keys)}] {key} failed: {str(exc).splitlines()[0]}")
+            say(quiet, f"[{i}/{len(todo)}] {key} failed: {str(exc).splitlines()[0]}")
     say(quiet, f"run-all: {len(report.summaries)} job(s) ran, {len(report.failures)} failed")
     return report
 
