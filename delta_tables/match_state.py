@@ -10,7 +10,8 @@ A standing pattern ``<name>`` keeps five tables under the warehouse:
 * ``<name>_timeouts``: the key, ``start_ts``, ``closed_at`` (when the window closed),
   ``event_ids`` and ``variables`` of the longest prefix that matched, ``components`` (how many
   components of the pattern it holds), ``run_id``;
-* ``<name>_open``: one row per key: the key and ``state``, the carried events, frontier and
+* ``<name>_open``: one row per key: the key, ``resolve_at`` (the watermark at which its next
+  open start resolves; NULL: only a new event can) and ``state``, the carried events, frontier and
   match count as a versioned, checksummed blob (:class:`cep.match.run.carried.Carried`);
 * ``<name>_late``: the source events not applied (``late``: older than the watermark, or
   sorting at or before a start of its key already resolved; ``incomplete``: a NULL key,

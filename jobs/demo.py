@@ -91,26 +91,34 @@ def _banner(title: str) -> None:
     print(f"\n=== {title} ===", flush=True)
 
 
-def _feed_time_travel(spark: "SparkSession", settings: Settings) -> int:
-    """Write the offer log into ``offer_feed`` in two commits (once), read both versions back;
-    returns the version before the append."""
+def write_offer_feed(spark: "SparkSession", settings: Settings) -> tuple[int, int]:
+    """Write the offer log into ``offer_feed`` in two commits (once): the offers before
+    :data:`FEED_CUTOFF`, then the rest; returns the two versions.
+
+    A feed an earlier run wrote (its ``cep.demo_feed_cutoff`` property says so) is reused, so
+    the state built from it (``offer_sketch``, ``unanswered_offers``) stays an append-only
+    history.
+    """
     feed = settings.table("offer_feed")
+    if table_properties(spark, feed).get("cep.demo_feed_cutoff") == FEED_CUTOFF and \
+            int(current_version(spark, feed) or 0) >= 1:
+        after = int(current_version(spark, feed) or 0)
+        return after - 1, after
     offers = read_table(spark, settings.table("bpi2017_offers"))
     early = offers.where(offers.ts < FEED_CUTOFF)
     late = offers.where(offers.ts >= FEED_CUTOFF)
-    if table_properties(spark, feed).get("cep.demo_feed_cutoff") == FEED_CUTOFF and \
-            int(current_version(spark, feed) or 0) >= 1:
-        # Written by an earlier demo run: reuse its two commits, so the sketch of the feed
-        # (offer_sketch) stays an append-only history.
-        after = int(current_version(spark, feed) or 0)
-        before = after - 1
-    else:
-        (early.writeTo(feed.name).using("delta").tableProperty("location", str(feed.location))
-         .tableProperty("delta.enableChangeDataFeed", "true")
-         .tableProperty("cep.demo_feed_cutoff", FEED_CUTOFF).createOrReplace())
-        before = int(current_version(spark, feed) or 0)
-        late.write.format("delta").mode("append").save(str(feed.location))
-        after = int(current_version(spark, feed) or 0)
+    (early.writeTo(feed.name).using("delta").tableProperty("location", str(feed.location))
+     .tableProperty("delta.enableChangeDataFeed", "true")
+     .tableProperty("cep.demo_feed_cutoff", FEED_CUTOFF).createOrReplace())
+    before = int(current_version(spark, feed) or 0)
+    late.write.format("delta").mode("append").save(str(feed.location))
+    return before, int(current_version(spark, feed) or 0)
+
+
+def _feed_time_travel(spark: "SparkSession", settings: Settings) -> int:
+    """Write the offer feed (:func:`write_offer_feed`), read both versions back; returns the
+    version before the append."""
+    before, after = write_offer_feed(spark, settings)
     print(f"offer_feed: version {before} holds offers before {FEED_CUTOFF}; "
           f"version {after} after the append holds them all.")
     # Versions are integers we just read from the Delta log, so formatting them is safe.
@@ -181,6 +189,33 @@ def _sketches(spark: "SparkSession", settings: Settings, feed_before: int) -> No
              f"FROM approx_match_seq({pattern}, TABLE(offer_sketch_nodes))")
     print(query)
     spark.sql(query).show(truncate=False)
+
+
+STANDING_ALERTS = (
+    "SELECT date(closed_at) AS window_closed, count(*) AS unanswered_offers,\n"
+    "       min(start_ts) AS oldest_sent\n"
+    "FROM unanswered_offers_timeouts GROUP BY date(closed_at) ORDER BY window_closed DESC")
+"""The alert query a BI tool runs over the standing pattern's timeouts (docs/standing.md)."""
+
+
+def _standing(spark: "SparkSession", settings: Settings, feed_before: int) -> None:
+    """The standing pattern ``unanswered_offers`` (conf/matches.toml) run over the offer feed's
+    two commits: the first run sees the offers before the cut-off, the second the rest."""
+    from jobs.framework.runner import run_job
+
+    for until in (feed_before, None):
+        r = run_job(spark, settings, "match/unanswered_offers", until_version=until,
+                    quiet=True).result
+        if r.written:
+            print(f"unanswered_offers: source versions {r.source_from}..{r.source_version}: "
+                  f"{r.events_read:,} events read; {r.matches:,} offers answered within 20 "
+                  f"days, {r.timeouts:,} unanswered (timeouts) over {r.keys:,} cases")
+        else:
+            print(f"unanswered_offers: nothing new up to source version {r.source_version}")
+    spark.sql("SELECT run_id, count(*) AS matches FROM unanswered_offers_matches "
+              "GROUP BY run_id ORDER BY run_id").show(truncate=False)
+    print(STANDING_ALERTS)
+    spark.sql(STANDING_ALERTS).show(5, truncate=False)
 
 
 TREND_QUERIES: tuple[tuple[str, str], ...] = (
@@ -371,6 +406,9 @@ def run_demo(settings: Settings | None = None, *, spark: "SparkSession | None" =
               "ORDER BY events DESC LIMIT 5").show()
 
     _sketches(spark, settings, feed_before)
+
+    _banner("A standing pattern over the offer feed: offers sent and not answered within 20 days")
+    _standing(spark, settings, feed_before)
 
     _banner("Complete event trends: the paper's Q1 and Q2 (generated checks, real stock prices)")
     _trends(spark, settings)

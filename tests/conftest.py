@@ -153,3 +153,17 @@ def sketched_logs(spark: "object", settings: Settings, loaded_logs: dict[str, ob
     from jobs.state.sketch import run_sketch
 
     return {name: run_sketch(spark, settings, name, quiet=True) for name in ("app_sketch",)}
+
+
+@pytest.fixture(scope="session")
+def standing_offers(spark: "object", settings: Settings, loaded_logs: dict[str, object]
+                    ) -> list[object]:
+    """The standing pattern ``unanswered_offers`` of ``conf/matches.toml`` run over the demo's
+    offer feed, one run per commit, as the README demo runs it (docs/standing.md queries its
+    tables)."""
+    from jobs.demo import write_offer_feed
+    from jobs.framework.runner import run_job
+
+    before, _ = write_offer_feed(spark, settings)
+    return [run_job(spark, settings, "match/unanswered_offers", until_version=until, quiet=True)
+            for until in (before, None)]

@@ -52,6 +52,8 @@ def test_sql_example_runs(spark, loaded_logs, request, where: str, sql: str) -> 
         request.getfixturevalue("loaded_stocks")
     if "FROM heat_" in sql:  # the state of the prediction set heat (docs/predict-jobs.md)
         request.getfixturevalue("predicted_heat")
+    if "unanswered_offers_" in sql:  # the standing pattern's tables (docs/standing.md)
+        request.getfixturevalue("standing_offers")
     if "demo_models" in sql:  # the predict_match models, made by a python block of docs/sql.md
         request.getfixturevalue("demo_models")
     rows = spark.sql(sql).collect()
@@ -71,6 +73,8 @@ def test_python_example_runs(spark, settings, request, where: str, code: str) ->
         request.getfixturevalue("loaded_logs")
     if "predict/heat" in code:  # a block that reads the heat set's runs (docs/jobs.md)
         request.getfixturevalue("predicted_heat")
+    if "unanswered_offers" in code:  # the standing pattern over the offer feed
+        request.getfixturevalue("standing_offers")
     exec(compile(code, where, "exec"), {"spark": spark, "settings": settings})
 
 
@@ -90,6 +94,8 @@ def test_shell_example_runs(spark, settings, loaded_logs, request, capsys, where
     a process."""
     if "heat" in command:  # the heat prediction set and its source (docs/jobs.md)
         request.getfixturevalue("predicted_heat")
+    if "unanswered_offers" in command:  # the offer feed the standing pattern reads
+        request.getfixturevalue("standing_offers")
     argv = shlex.split(command)
     assert argv[0] == ".venv/bin/python" and argv[1:3] == ["-m", "jobs"], \
         f"{where}: only `.venv/bin/python -m jobs ...` commands are expected in docs, found {command!r}"

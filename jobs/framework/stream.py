@@ -30,12 +30,15 @@ Example:
 
 from __future__ import annotations
 
+import json
 import re
+import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cep.errors import ConfigError
 from delta_tables.catalog import table_properties
+from delta_tables.delta_log import latest_metadata
 from delta_tables.settings import Settings
 from jobs.framework.registry import StateJob
 from jobs.framework.run_conf import RunConf, load_run_conf
@@ -113,7 +116,7 @@ def stream_job(spark: "SparkSession", settings: Settings, job: StateJob | str, *
     meta = job.read_meta(spark)
     start = 0 if meta is None else int(meta["source_version"])
     folder = checkpoint or checkpoint_dir(settings, job)
-    start = _first_start(folder, start)
+    start = _first_start(folder, start, _source_id(job), quiet)
 
     def each_batch(frame: "DataFrame", batch_id: int) -> None:
         from pyspark.sql import functions as F
@@ -140,7 +143,7 @@ def stream_job(spark: "SparkSession", settings: Settings, job: StateJob | str, *
     return query
 
 
-def _first_start(folder: Path, start: int) -> int:
+def _first_start(folder: Path, start: int, source_id: str | None, quiet: bool) -> int:
     """The version the checkpoint's stream first started from (``start`` for a new one).
 
     Spark reads ``startingVersion`` again at every restart until a first batch is committed:
@@ -149,11 +152,26 @@ def _first_start(folder: Path, start: int) -> int:
     an empty and invalid range (``DELTA_INVALID_CDC_RANGE``). So the first start is kept
     beside the checkpoint and used at every start; the versions it replays are ones the state
     holds, and their runs write nothing.
+
+    A checkpoint of another source table (one removed and created again under the same name)
+    is removed: its offsets number another table's versions. Nothing is lost with it, since
+    what the state holds is the job's meta row, not the checkpoint.
     """
-    folder.mkdir(parents=True, exist_ok=True)
-    kept = folder / "cep-starting-version"
+    kept = folder / "cep-stream.json"
     if kept.exists():
-        return int(kept.read_text(encoding="utf-8").strip())
-    kept.write_text(f"{start}\n", encoding="utf-8")
+        found = json.loads(kept.read_text(encoding="utf-8"))
+        if found.get("source_id") == source_id:
+            return int(found["starting_version"])
+        say(quiet, f"checkpoint {folder} belongs to another table than the source (Delta table "
+                   f"id {found.get('source_id')}, now {source_id}); starting a new one")
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    kept.write_text(json.dumps({"starting_version": start, "source_id": source_id}) + "\n",
+                    encoding="utf-8")
     return start
 
+
+def _source_id(job: StateJob) -> str | None:
+    """The source's Delta table id, from its log (None when the log no longer says)."""
+    found = latest_metadata(job.source)
+    return None if found is None else found.get("id")

@@ -7,10 +7,11 @@ One run of ``python -m jobs match --name NAME`` (the protocol of
    the snapshot as one commit when the feed does not reach back to version 0), sets aside
    those with a NULL key, timestamp, id or type (``incomplete``) and those below their
    commit's watermark (``late``: :mod:`jobs.framework.watermarks`);
-2. groups the applied rows with every stored key state (``<name>_open`` as of the last run)
-   by key, and steps each key (:mod:`jobs.state.match_keys`, :func:`cep.match.run.standing.advance`)
-   with the run's watermark: the newest timestamp read minus the lateness (0 by default). A
-   key with no new event still steps, since the watermark closes its windows too;
+2. groups the applied rows with the stored key states (``<name>_open`` as of the last run) of
+   the keys they touch and of the keys whose next start the watermark resolves (``resolve_at``;
+   the watermark closes windows of keys with no new event too), by bucket of keys, and steps
+   each key (:mod:`jobs.state.match_keys`, :func:`cep.match.run.standing.advance`) with the
+   run's watermark: the newest timestamp read minus the lateness (0 by default);
 3. appends the matches and the timeouts the watermark resolved, merges the new key states,
    appends the set-aside rows (each write idempotent, each followed by its commit point), and
    the framework writes the meta row last.
@@ -26,6 +27,7 @@ Example:
 from __future__ import annotations
 
 import datetime as _dt
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -42,7 +44,7 @@ from jobs.framework.incremental import IncrementalJob, Outcome, Run, RunResult
 from jobs.framework.txn import log_version
 from jobs.framework.watermarks import (LATE, Commit, WatermarkedJob, classify_late,
                                        commit_bounds)
-from jobs.state.match_keys import EVENT, KIND, STATE, make_key_function, out_fields
+from jobs.state.match_keys import EVENT, KIND, STATE, make_bucket_function, out_fields
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -66,7 +68,8 @@ class MatchRunResult(RunResult):
         events_read: New source rows; ``late`` and ``incomplete`` of them were set aside.
         late, incomplete: Rows set aside (docs/watermarks.md).
         matches, timeouts: Rows appended to ``<name>_matches`` and ``<name>_timeouts``.
-        keys: Keys stepped (every key with a state or a new event).
+        keys: Keys stepped: every key with a new event, and every stored key whose next
+            start the watermark resolves (the others are left as they are).
         watermark: The watermark the run resolved starts with.
     """
 
@@ -130,6 +133,7 @@ class MatchJob(WatermarkedJob, IncrementalJob):
             raise CODES.error(JobError, f"standing pattern {self.name}: the source's columns "
                                         "are read before its tables are created")
         ts = "TIMESTAMP" if src.is_timestamp else "BIGINT"
+        ts_units = "BIGINT"  # resolve_at: in the state's units, as the watermark
         ids, names = "ARRAY<BIGINT>", "ARRAY<STRING>"
         return {
             "matches": ((self.conf.key_col, src.key_type), ("match_id", "BIGINT"),
@@ -138,7 +142,7 @@ class MatchJob(WatermarkedJob, IncrementalJob):
             "timeouts": ((self.conf.key_col, src.key_type), ("start_ts", ts),
                          ("closed_at", ts), ("event_ids", ids), ("variables", names),
                          ("components", "INT"), ("run_id", "STRING")),
-            "open": (("key", src.key_type), ("state", "BINARY")),
+            "open": (("key", src.key_type), ("state", "BINARY"), ("resolve_at", ts_units)),
         }[suffix]
 
     def process(self, run: Run) -> Outcome:
@@ -162,7 +166,7 @@ class MatchJob(WatermarkedJob, IncrementalJob):
                     f"{read:,} events read, {read - late - incomplete:,} applied, {late:,} "
                     f"late, {incomplete:,} incomplete; watermark {watermark}")
             run.ensure_tables()
-            out = self._step(run, tagged, watermark).persist()
+            out = self._step(run, tagged, watermark, read - late - incomplete).persist()
             try:
                 counts = {int(r[0]): int(r[1])
                           for r in out.groupBy("kind").count().collect()}
@@ -285,8 +289,16 @@ class MatchJob(WatermarkedJob, IncrementalJob):
         return _Source(key, dtypes[key].upper(), ts, dtypes[ts] == "timestamp", ident, etype,
                        tuple(attributes), tuple(columns))
 
-    def _step(self, run: Run, tagged: "DataFrame", watermark: int | None) -> "DataFrame":
-        """Every key's step: the applied new rows and the stored key states, grouped by key."""
+    def _step(self, run: Run, tagged: "DataFrame", watermark: int | None,
+              applied_rows: int) -> "DataFrame":
+        """The keys' steps: the applied new rows and the stored key states that can change,
+        grouped by bucket of keys.
+
+        A stored key with no new event is stepped only when the watermark reaches its
+        ``resolve_at`` (:func:`cep.match.run.standing.resolves_at`): below it the step would
+        report nothing and keep the state as it is, so a run over a few new events reads and
+        rewrites only the keys they touch and those whose windows closed.
+        """
         from pyspark.sql import functions as F
 
         src = self.source_columns
@@ -301,7 +313,12 @@ class MatchJob(WatermarkedJob, IncrementalJob):
         version = None if run.meta is None else run.meta.get("open_version")
         if version is None:
             version = log_version(self.tables["open"])
-        stored = read_table(run.spark, self.tables["open"], version=version).select(
+        stored = read_table(run.spark, self.tables["open"], version=version)
+        touched = applied.select("key").distinct().withColumn("touched", F.lit(True))
+        due = F.col("touched").isNotNull()
+        if watermark is not None:
+            due = due | (F.col("resolve_at") <= F.lit(watermark))
+        stored = stored.join(touched, "key", "left").where(due).select(
             F.lit(STATE).cast("tinyint").alias("kind"), "key",
             *(F.lit(None).cast(t).alias(n) for n, t in (("ts", "bigint"), ("id", "bigint"),
                                                          ("type", "string"))),
@@ -309,10 +326,13 @@ class MatchJob(WatermarkedJob, IncrementalJob):
               for i in range(len(src.attributes))),
             F.lit(None).cast("bigint").alias("commit"), "state")
         key_type = _arrow_type(applied.schema["key"].dataType)
-        function = make_key_function(self.program, src.attributes, watermark, key_type)
+        function = make_bucket_function(self.program, src.attributes, watermark, key_type)
         schema = ", ".join(f"{name} {_ddl(t, src.key_type)}"
                            for name, t in out_fields(key_type))
-        return applied.unionByName(stored).groupBy("key").applyInArrow(function, schema)
+        buckets = _buckets(run.spark, applied_rows)
+        rows = applied.unionByName(stored)
+        return (rows.withColumn("bucket", F.pmod(F.xxhash64("key"), F.lit(buckets)))
+                .groupBy("bucket").applyInArrow(function, schema))
 
     def _write(self, run: Run, out: "DataFrame", tagged: "DataFrame", src: _Source,
                counts: dict[int, int], set_aside: int) -> None:
@@ -337,7 +357,7 @@ class MatchJob(WatermarkedJob, IncrementalJob):
                 "event_ids", "variables", "components", F.lit(run.run_id).alias("run_id")))
         commit_point("timeouts")
         if counts.get(KIND["open"]):
-            run.merge("open", of("open").select("key", "state"), ["key"])
+            run.merge("open", of("open").select("key", "state", "resolve_at"), ["key"])
         commit_point("open")
         if set_aside or counts.get(KIND["late"]):
             aside = tagged.where(F.col("reason").isNotNull()).select(
@@ -349,6 +369,18 @@ class MatchJob(WatermarkedJob, IncrementalJob):
                 F.lit(run.run_id).alias("run_id"), "source_version",
                 F.col("key").cast("string").alias("key"), "ts", "id", "reason", "watermark"))
         commit_point("late")
+
+
+EVENTS_PER_BUCKET = 50_000
+"""About how many new events one Python call steps (with their keys' carried states): a
+bucket's rows are one Arrow table in the worker's memory."""
+
+
+def _buckets(spark: "SparkSession", applied: int) -> int:
+    """How many buckets a run's keys go into: about :data:`EVENTS_PER_BUCKET` new events each,
+    at least the session's shuffle partitions so that every core has a share."""
+    partitions = int(spark.conf.get("spark.sql.shuffle.partitions") or 2)
+    return max(partitions, math.ceil(applied / EVENTS_PER_BUCKET), 1)
 
 
 def _per_commit(frame: "DataFrame") -> list[Any]:

@@ -1,10 +1,13 @@
-"""One key's step of a standing pattern in a Spark task: its new events and carried state in,
-its matches, timeouts, new state and late events out (docs/standing.md).
+"""Keys' steps of a standing pattern in a Spark task: each key's new events and carried state
+in, its matches, timeouts, new state and late events out (docs/standing.md).
 
-The job (:mod:`jobs.state.match`) groups the applied new events and the stored states by key
-(``groupBy(key).applyInArrow``); :func:`make_key_function` returns the function each group
-runs. All its rows go out in one Arrow schema whose ``kind`` column says which table a row
-belongs to (:data:`KIND`), as the graph job does.
+The job (:mod:`jobs.state.match`) groups the applied new events and the stored states by a
+bucket of keys (``groupBy(bucket).applyInArrow``); :func:`make_bucket_function` returns the
+function each bucket runs: it sorts the bucket by key and steps each key in turn. A bucket, not
+a key, per Python call: with one call per key the calls themselves cost more than the steps
+(measured on the offer feed, 43,000 keys: BENCHMARKS.md "Standing patterns"). All rows go out
+in one Arrow schema whose ``kind`` column says which table a row belongs to (:data:`KIND`), as
+the graph job does.
 """
 
 from __future__ import annotations
@@ -12,13 +15,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+import math
+
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from cep.match.columnar.stream import EventStream
 from cep.match.compile.standing import StandingProgram
 from cep.match.run.carried import Carried
-from cep.match.run.standing import StandingStep, advance
+from cep.match.run.standing import StandingStep, advance, resolves_at
 
 if TYPE_CHECKING:
     from cep.match.columnar.arrays import MatchArrays
@@ -32,19 +38,20 @@ LATE_BEHIND = "late"
 
 
 def out_fields(key_type: pa.DataType) -> list[tuple[str, pa.DataType]]:
-    """The output columns of the per-key function (the key in its own Arrow type)."""
+    """The output columns of the bucket function (the key in its own Arrow type)."""
     ids, names = pa.list_(pa.int64()), pa.list_(pa.string())
     return [("kind", pa.int8()), ("key", key_type), ("match_id", pa.int64()),
             ("start_ts", pa.int64()), ("end_ts", pa.int64()), ("closed_at", pa.int64()),
             ("event_ids", ids), ("variables", names), ("n_events", pa.int32()),
-            ("components", pa.int32()), ("state", pa.binary()), ("ts", pa.int64()),
-            ("id", pa.int64()), ("commit", pa.int64()), ("watermark", pa.int64())]
+            ("components", pa.int32()), ("state", pa.binary()), ("resolve_at", pa.int64()),
+            ("ts", pa.int64()), ("id", pa.int64()), ("commit", pa.int64()),
+            ("watermark", pa.int64())]
 
 
-def make_key_function(program: StandingProgram, attributes: tuple[str, ...],
-                      watermark: int | None, key_type: pa.DataType
-                      ) -> Callable[[pa.Table], pa.Table]:
-    """The function one key's group runs.
+def make_bucket_function(program: StandingProgram, attributes: tuple[str, ...],
+                         watermark: int | None, key_type: pa.DataType
+                         ) -> Callable[[pa.Table], pa.Table]:
+    """The function one bucket of keys runs: every key of it stepped, in key order.
 
     Args:
         program: the compiled standing pattern.
@@ -54,24 +61,61 @@ def make_key_function(program: StandingProgram, attributes: tuple[str, ...],
     """
     schema = pa.schema(out_fields(key_type))
 
-    def per_key(table: pa.Table) -> pa.Table:
-        kinds = table.column("kind").to_numpy(zero_copy_only=False)
-        states = table.filter(pa.array(kinds == STATE))
-        state = (Carried.from_bytes(states.column("state")[0].as_py()) if states.num_rows
-                 else Carried.empty(attributes))
-        events = table.filter(pa.array(kinds == EVENT))
-        new, late = _split_behind(_events(events, attributes), state.frontier)
-        stream, open_from = state.stream_with(new)
-        step = advance(program, stream, open_from=open_from, emitted=state.emitted,
-                       watermark=watermark)
-        after = state.after(stream, step)
-        key = table.column("key").combine_chunks().slice(0, 1)
-        parts = [_matches(stream, step), _timeouts(stream, step),
-                 {"kind": [KIND["open"]], "state": [after.to_bytes()]},
-                 _late(events, late, state.frontier)]
-        return _assemble(schema, key, parts)
+    def per_bucket(table: pa.Table) -> pa.Table:
+        table = table.take(pc.sort_indices(table, sort_keys=[("key", "ascending")]))
+        keys = table.column("key").to_numpy(zero_copy_only=False)
+        cuts = [0, *(np.flatnonzero(keys[1:] != keys[:-1]) + 1).tolist(), len(keys)]
+        out = _Rows(schema)
+        for a, b in zip(cuts, cuts[1:]):
+            key = keys[a].item() if isinstance(keys[a], np.generic) else keys[a]
+            _step_key(program, attributes, watermark, table.slice(a, b - a), key, out)
+        return out.table()
 
-    return per_key
+    return per_bucket
+
+
+def _step_key(program: StandingProgram, attributes: tuple[str, ...], watermark: int | None,
+              table: pa.Table, key: object, out: "_Rows") -> None:
+    """One key's step: its rows of every kind added to ``out``."""
+    kinds = table.column("kind").to_numpy(zero_copy_only=False)
+    states = table.filter(pa.array(kinds == STATE))
+    state = (Carried.from_bytes(states.column("state")[0].as_py()) if states.num_rows
+             else Carried.empty(attributes))
+    events = table.filter(pa.array(kinds == EVENT))
+    new, late = _split_behind(_events(events, attributes), state.frontier)
+    stream, open_from = state.stream_with(new)
+    step = advance(program, stream, open_from=open_from, emitted=state.emitted,
+                   watermark=watermark)
+    after = state.after(stream, step)
+    due = resolves_at(program, stream, step)
+    for part in (_matches(stream, step), _timeouts(stream, step),
+                 {"kind": [KIND["open"]], "state": [after.to_bytes()],
+                  "resolve_at": [None if due is None else int(math.ceil(due))]},
+                 _late(events, late, state.frontier)):
+        out.add(key, part)
+
+
+class _Rows:
+    """The output rows of a bucket, column by column (one Arrow table at the end)."""
+
+    def __init__(self, schema: pa.Schema) -> None:
+        self.schema = schema
+        self.columns: dict[str, list] = {field.name: [] for field in schema}
+
+    def add(self, key: object, part: dict[str, list]) -> None:
+        """Add ``part``'s rows (columns it lacks are NULL), each with ``key``."""
+        n = len(part["kind"])
+        if not n:
+            return
+        for name, values in self.columns.items():
+            if name == "key":
+                values.extend([key] * n)
+            else:
+                values.extend(part.get(name, [None] * n))
+
+    def table(self) -> pa.Table:
+        return pa.Table.from_arrays([pa.array(self.columns[f.name], f.type)
+                                     for f in self.schema], schema=self.schema)
 
 
 def _events(table: pa.Table, attributes: tuple[str, ...]) -> EventStream:
@@ -145,20 +189,3 @@ def _late(events: pa.Table, behind: np.ndarray, frontier: tuple[int, int] | None
     return {"kind": [KIND["late"]] * rows.num_rows, "ts": rows.column("ts").to_pylist(),
             "id": rows.column("id").to_pylist(), "commit": rows.column("commit").to_pylist(),
             "watermark": [None if frontier is None else frontier[0]] * rows.num_rows}
-
-
-def _assemble(schema: pa.Schema, key: pa.Array, parts: list[dict[str, list]]) -> pa.Table:
-    """One table of every part's rows, NULL where a part has no such column."""
-    tables = []
-    for part in parts:
-        n = len(part["kind"])
-        if not n:
-            continue
-        columns = []
-        for field in schema:
-            if field.name == "key":
-                columns.append(key.take(pa.array(np.zeros(n, dtype=np.int64))))
-            else:
-                columns.append(pa.array(part.get(field.name, [None] * n), field.type))
-        tables.append(pa.Table.from_arrays(columns, schema=schema))
-    return pa.concat_tables(tables) if tables else schema.empty_table()

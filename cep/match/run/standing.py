@@ -120,6 +120,28 @@ def advance(program: StandingProgram, stream: EventStream, *, open_from: int, em
     return StandingStep(matches, ids, timeouts, resolved, keep_from)
 
 
+def resolves_at(program: StandingProgram, stream: EventStream, step: StandingStep
+                ) -> int | float | None:
+    """The lowest watermark at which a step with no new events would resolve a start again.
+
+    A key whose next step brings no event and whose watermark stays below this reports
+    nothing and keeps what it carries, so a job may leave it out of the step. None: only new
+    events can resolve its next start (an ``EVENTS`` window), or no start is open.
+
+    Example:
+        >>> from cep.match.compile.standing import compile_standing
+        >>> program = compile_standing("PATTERN A; B WITHIN 10 UNITS")
+        >>> s = EventStream.from_columns(ids=[1, 2], ts=[0, 6], types=list("AC"))
+        >>> step = advance(program, s, open_from=0, emitted=0, watermark=12)
+        >>> step.resolved, resolves_at(program, s, step)
+        (1, 16)
+    """
+    window = program.compiled.window
+    if window.width is None or window.by_events or step.resolved >= len(stream):
+        return None
+    return stream.ts[step.resolved].item() + window.width
+
+
 def _events_width(width: int | float) -> int:
     """How many events from a start an ``EVENTS`` window can hold (``pos - p < width``)."""
     return max(int(math.ceil(width)), 1)

@@ -13,7 +13,7 @@ from cep.match import EventStream, find_matches
 from cep.match.compile.standing import compile_standing
 from cep.match.errors import StandingPatternError, UnsupportedPatternError
 from cep.match.run.carried import Carried, CarriedStateError
-from cep.match.run.standing import advance
+from cep.match.run.standing import advance, resolves_at
 from cep.oracles.match_oracle import oracle_matches
 
 # (pattern, its proper prefixes written out by hand, shortest first: the oracle's own reading
@@ -181,3 +181,30 @@ def test_a_damaged_carried_state_is_a_typed_error() -> None:
         Carried.from_bytes(bytes(blob))
     with pytest.raises(CarriedStateError, match="not a standing pattern's carried state"):
         Carried.from_bytes(b"CEPPRM" + bytes(40))
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("pattern,prefixes", CASES, ids=[c[0] for c in CASES])
+def test_below_resolves_at_a_step_without_events_changes_nothing(
+        pattern: str, prefixes: list[str | None], policy: str) -> None:
+    """What lets the job leave a key out of a run: with no new event and a watermark below
+    ``resolves_at`` a step reports nothing and resolves nothing; at it, it resolves a start;
+    None (an ``EVENTS`` window, or nothing open) means no watermark resolves anything."""
+    try:
+        program = compile_standing(pattern, policy=policy)
+    except UnsupportedPatternError:
+        pytest.skip("not a pattern of this policy")
+    rng = random.Random(hash((pattern, policy, "due")) % 10_000)
+    for trial in range(30):
+        whole = _stream(rng, rng.randint(0, 16))
+        mark = int(whole.ts[-1]) if len(whole) else 0
+        step = advance(program, whole, open_from=0, emitted=0, watermark=mark)
+        due = resolves_at(program, whole, step)
+        carried = Carried.empty(("v",)).after(whole, step)
+        stream, open_from = carried.stream_with(_slice(whole, 0, 0))
+        later = [mark + 1000] if due is None else [int(np.ceil(due)) - 1, int(np.ceil(due))]
+        for w in later:
+            again = advance(program, stream, open_from=open_from, emitted=carried.emitted,
+                            watermark=w)
+            moved = again.resolved > open_from or len(again.matches) or again.timeouts
+            assert bool(moved) == (due is not None and w >= due), (trial, w, due)
