@@ -26,3 +26,7 @@ def test_demo_runs_and_shows_time_travel(spark, settings, loaded_logs, capsys) -
     assert "|tunis|2001-06-25|H1 H2 H3 H4 H5|0.937" in out
     # The run manifest records the heat job's run (docs/jobs.md).
     assert "manifest run predict/heat/g1/v" in out and "|predict/heat/g1/v" in out
+    # The standing pattern over the offer feed's two commits: one run each, then its alerts.
+    assert ("unanswered_offers: source versions 0..0: 84,184 events read; 9,480 offers "
+            "answered within 20 days, 6,717 unanswered (timeouts)") in out
+    assert "|unanswered_offers:1-1|14167  |" in out and "|window_closed|unanswered_offers|" in out
