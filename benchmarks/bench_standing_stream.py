@@ -87,7 +87,7 @@ def measure(spark: Any, settings: Any, rate: int, seconds: float) -> dict[str, A
     rng = np.random.default_rng(rate)
     first = _events(rng, rate, 0, int(time.time() * 1e6))
     (DeltaTable.createOrReplace(spark).location(str(location))
-     .addColumns(spark.createDataFrame(first.slice(0, 0).to_pandas()).schema)
+     .addColumns(spark.createDataFrame(first.to_pandas()).schema)
      .property("delta.enableChangeDataFeed", "true").execute())
     spark.createDataFrame(first.to_pandas()).write.format("delta").mode("append") \
         .save(str(location))

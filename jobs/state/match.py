@@ -378,9 +378,10 @@ bucket's rows are one Arrow table in the worker's memory."""
 
 def _buckets(spark: "SparkSession", applied: int) -> int:
     """How many buckets a run's keys go into: about :data:`EVENTS_PER_BUCKET` new events each,
-    at least the session's shuffle partitions so that every core has a share."""
+    and at least four per shuffle partition: Spark places the buckets by a hash of their
+    number, and two buckets over two partitions can land in one, leaving a core idle."""
     partitions = int(spark.conf.get("spark.sql.shuffle.partitions") or 2)
-    return max(partitions, math.ceil(applied / EVENTS_PER_BUCKET), 1)
+    return max(4 * partitions, math.ceil(applied / EVENTS_PER_BUCKET))
 
 
 def _per_commit(frame: "DataFrame") -> list[Any]:
