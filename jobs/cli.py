@@ -416,14 +416,13 @@ def _state_job(args: argparse.Namespace, settings: "Settings", spark: Any) -> No
 def _stream(args: argparse.Namespace, settings: "Settings", spark: Any) -> None:
     """``match --stream``: the streaming query, until it stops, fails, or SIGTERM/Ctrl-C."""
     import signal
+    from pathlib import Path
 
     from cep.errors import ConfigError
     from jobs.framework.stream import stream_job
 
     if args.until_version is not None:
         raise ConfigError("--until-version and --stream: a stream follows the source; give one")
-    from pathlib import Path
-
     query = stream_job(spark, settings, f"{args.command}/{args.name}", trigger=args.trigger,
                        available_now=args.available_now,
                        checkpoint=None if args.checkpoint is None else Path(args.checkpoint))
