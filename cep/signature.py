@@ -489,6 +489,48 @@ SIGNATURES: dict[str, Signature] = {s.function: s for s in (
                  '`true` answers instead. With a `model` nothing is checked: the model may know '
                  'classes this input has not seen yet')),
     )),
+    Signature("follows", (
+        _key(shown='none: the whole table is one case',
+            doc='the case column: pairs are taken inside each case, in the order of `ts_col`, then `id_col`'),
+        _table("events", shown='required',
+            doc='`TABLE(t)` or `TABLE(SELECT ...)`, the last positional argument; no `PARTITION BY`'),
+        _opt("relation", "STRING", 'direct', choices=("direct", "eventual"), shown='`direct`',
+            doc=('`direct`: each event and the next one of its case (the directly-follows '
+                 'relation); `eventual`: each event and every later one of its case')),
+        _opt("within", "STRING", shown='none',
+            doc=("with `relation => 'eventual'`: only pairs at most this far apart "
+                 "(`'30 MINUTES'`, `'2 DAYS'`; `'n UNITS'` for a numeric `ts_col`)")),
+        _opt("output", "STRING", 'graph', choices=("graph", "pairs"), shown='`graph`',
+            doc=('`graph`: one row per (source, target) with counts and durations; `pairs`: '
+                 'one row per pair of events, with their ids')),
+        _opt("ts_col", "STRING", 'ts', shown='`ts`, `type`, `id`',
+            doc=('the timestamp (TIMESTAMP, TIMESTAMP_NTZ, DATE, or a number), activity and '
+                 'event id (the tiebreak of equal timestamps) columns')),
+        _opt("type_col", "STRING", 'type', doc=SAME_ROW),
+        _opt("id_col", "STRING", 'id', doc=SAME_ROW),
+    )),
+    Signature("variants", (
+        _key(shown='none: the whole table is one case',
+            doc='the case column: each case is one sequence of activities'),
+        _table("events", shown='required',
+            doc='`TABLE(t)` or `TABLE(SELECT ...)`, the last positional argument; no `PARTITION BY`'),
+        _opt("ts_col", "STRING", 'ts', shown='`ts`, `type`, `id`',
+            doc=('the timestamp (TIMESTAMP, TIMESTAMP_NTZ, DATE, or a number), activity and '
+                 'event id (the tiebreak of equal timestamps) columns')),
+        _opt("type_col", "STRING", 'type', doc=SAME_ROW),
+        _opt("id_col", "STRING", 'id', doc=SAME_ROW),
+    )),
+    Signature("case_stats", (
+        _key(shown='none: the whole table is one case',
+            doc='the case column: one output row per case'),
+        _table("events", shown='required',
+            doc='`TABLE(t)` or `TABLE(SELECT ...)`, the last positional argument; no `PARTITION BY`'),
+        _opt("ts_col", "STRING", 'ts', shown='`ts`, `type`, `id`',
+            doc=('the timestamp (TIMESTAMP, TIMESTAMP_NTZ, DATE, or a number), activity and '
+                 'event id (the tiebreak of equal timestamps) columns')),
+        _opt("type_col", "STRING", 'type', doc=SAME_ROW),
+        _opt("id_col", "STRING", 'id', doc=SAME_ROW),
+    )),
     Signature("cep_match_recognize", (
         _lead("plan"),
         _table("events"),

@@ -29,17 +29,23 @@ class Rewriter:
     """The py4j callback object (implements ``cep.sql.StatementRewriter``)."""
 
     def rewrite(self, sql: str) -> str:
-        """The statement to parse, or NUL + the error message for the SQL caller."""
+        """The statement to parse, or NUL + the error message for the SQL caller.
+
+        Process-mining calls are replaced first (a call's TABLE query may hold a
+        MATCH_RECOGNIZE clause, which is then rewritten inside the call's plan).
+        """
+        from cep.mining.rewrite import rewrite_statement as rewrite_calls
         from cep.recognize.rewrite import contains_clause, rewrite_statement
 
         try:
+            sql = rewrite_calls(sql)
             if not contains_clause(sql):
                 return sql
             return rewrite_statement(sql)
         except CepError as err:
             return "\x00" + str(err)
         except Exception as err:  # noqa: BLE001 - anything else must still reach the caller
-            return f"\x00CEP-MR-000: the MATCH_RECOGNIZE rewriter failed: {err!r}"
+            return f"\x00CEP-MR-000: the statement rewriter failed: {err!r}"
 
     class Java:
         implements = ["cep.sql.StatementRewriter"]
@@ -58,12 +64,14 @@ def install_rewriter(spark: Any) -> bool:
     from sql_ext.registry import FUNCTIONS
 
     # The parser refuses TABLE(t) PARTITION BY in these functions' calls (CEP-SQL-003).
-    holder.setFunctions(",".join(spec.name for spec in FUNCTIONS))
+    holder.setFunctions(",".join(spec.name for spec in FUNCTIONS if spec.adapter))
+    holder.setRewritten(",".join(spec.name for spec in FUNCTIONS if spec.plan))
     return True
 
 
 def shim_missing_error(sql: str) -> CepError | None:
-    """CEP-MR-109 at the first MATCH_RECOGNIZE of ``sql``; None when the statement has none.
+    """CEP-MR-109 at the first MATCH_RECOGNIZE of ``sql`` (CEP-PM-105 at its first
+    process-mining call, which also needs the shim); None when the statement has neither.
 
     Example:
         >>> print(shim_missing_error("SELECT * FROM t MATCH_RECOGNIZE (PATTERN (A))"))
@@ -77,7 +85,21 @@ def shim_missing_error(sql: str) -> CepError | None:
     from cep.recognize.clause import KEYWORD, tokens_of
     from cep.recognize.rewrite import contains_clause
 
-    if not isinstance(sql, str) or not contains_clause(sql):
+    if not isinstance(sql, str):
+        return None
+    calls = _mining_calls(sql)
+    if calls:
+        from cep.mining.errors import E_SETUP, MiningError
+
+        first = calls[0]
+        return MiningError(E_SETUP, f"{first.function} runs as a plan the JVM shim writes, and "
+                           "this session started without it: build the session with "
+                           "sql_ext.configure(SparkSession.builder) before getOrCreate(), then "
+                           "call sql_ext.enable(spark) (docs/install.md); or call "
+                           f"sql_ext.{first.function}(df, ...) from Python "
+                           "(docs/process-mining.md)", sql, first.start,
+                           first.start + len(first.function))
+    if not contains_clause(sql):
         return None
     token = next(t for t in tokens_of(sql) if t.token_type.name == "VAR"
                  and t.text.upper() == KEYWORD)
@@ -85,6 +107,20 @@ def shim_missing_error(sql: str) -> CepError | None:
         E_NO_SHIM, "MATCH_RECOGNIZE needs the JVM shim, and this session started without it: "
         "build the session with sql_ext.configure(SparkSession.builder) before getOrCreate(), "
         "then call sql_ext.enable(spark) (docs/install.md)", sql, token.start, token.end + 1)
+
+
+def _mining_calls(sql: str) -> list[Any]:
+    """The process-mining calls of ``sql`` (none when it has a malformed one: the shim's
+    absence is then the thing to say, at the first call's name, found loosely)."""
+    from cep.mining.calls import mentions_call, find_calls
+    from cep.mining.errors import MiningError
+
+    if not mentions_call(sql):
+        return []
+    try:
+        return list(find_calls(sql))
+    except MiningError:
+        return []
 
 
 def refuse_without_shim(spark: Any) -> None:

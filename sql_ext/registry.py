@@ -1,14 +1,17 @@
 """The one list of SQL functions this project offers, with their signatures and status.
 
 Every SQL function is named here exactly once. :func:`sql_ext.register_all` registers the
-entries whose adapter exists (``status == "available"``); the others document what is planned
+entries whose adapter exists (a UDTF, ``status == "available"``); those with a ``plan`` need
+no registration (the JVM shim's parser replaces their calls by the plan); the others document what is planned
 and which issue builds it, so ``SELECT * FROM cep_functions()`` tells an analyst what they
 can call today. Adapters (in ``udfs/``, or here for catalog functions) are named by dotted path, so this module
 imports neither pyspark nor ``udfs`` when it is imported.
 
 Example:
-    >>> [f.name for f in FUNCTIONS if f.status == "available"]
+    >>> [f.name for f in FUNCTIONS if f.adapter]
     ['cep_functions', 'match_seq', 'approx_match_seq', 'sketch_stats', 'cet_trends', 'match_prob', 'predict_match', 'cep_match_recognize']
+    >>> [f.name for f in FUNCTIONS if f.plan]
+    ['follows', 'variants', 'case_stats']
     >>> function("predict_match").adapter
     'udfs.predict_match:predict_match_udtf'
 """
@@ -38,6 +41,10 @@ class FunctionSpec:
     status: str  # "available" or "planned"
     adapter: str | None  # "module:attribute" of the UDTF factory in udfs/, when available
     description: str
+    plan: str | None = None
+    """"module:attribute" of the function that writes the Spark SQL a call stands for, for
+    functions Spark runs as a rewritten plan (no UDTF: the JVM shim's parser hook replaces each
+    call, docs/process-mining.md)."""
 
 
 FUNCTIONS: tuple[FunctionSpec, ...] = (
@@ -98,6 +105,36 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
         "available", "udfs.predict_match:predict_match_udtf",
         "Probability that a subscription matches within the next n events (P-ToPSS Markov "
         "prediction), per key and instance or per event."),
+    FunctionSpec(
+        "follows",
+        SIGNATURES["follows"].text(),
+        "output 'graph' (default): source, target (the type column's type), n BIGINT, "
+        "cases BIGINT, <key_col> (the smallest case with the pair), min_duration DOUBLE, "
+        "median_duration DOUBLE, mean_duration DOUBLE, max_duration DOUBLE; output 'pairs': "
+        "<key_col>, source, target, source_id, target_id, source_ts, target_ts, "
+        "duration DOUBLE",
+        "available", None,
+        "Directly- (or eventually-) follows pairs of activities inside each case, with counts "
+        "and the time between them: the process's directly-follows graph.",
+        plan="cep.mining.plans:follows_sql"),
+    FunctionSpec(
+        "variants",
+        SIGNATURES["variants"].text(),
+        "rank INT, variant ARRAY<type>, length INT, cases BIGINT, share DOUBLE, <key_col> "
+        "(the smallest case of the variant), min_duration DOUBLE, median_duration DOUBLE, "
+        "mean_duration DOUBLE, max_duration DOUBLE",
+        "available", None,
+        "Each distinct sequence of activities of a case, with its cases, share and case "
+        "durations.",
+        plan="cep.mining.plans:variants_sql"),
+    FunctionSpec(
+        "case_stats",
+        SIGNATURES["case_stats"].text(),
+        "<key_col>, start_ts, end_ts (the ts type), duration DOUBLE, n_events BIGINT, "
+        "first_type, last_type (the type column's type), first_id, last_id (the id type)",
+        "available", None,
+        "Per case: first and last event, duration, number of events.",
+        plan="cep.mining.plans:case_stats_sql"),
     FunctionSpec(
         "cep_match_recognize",
         SIGNATURES["cep_match_recognize"].text(),

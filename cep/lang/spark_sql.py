@@ -34,6 +34,16 @@ def _identifier(name: str) -> exp.Column:
     return exp.column(exp.to_identifier(name, quoted=True))
 
 
+def quoted(name: str) -> str:
+    """``name`` as a Spark SQL identifier in backquotes (a backquote inside doubled).
+
+    Example:
+        >>> print(quoted("odd`name"))
+        `odd``name`
+    """
+    return "`" + name.replace("`", "``") + "`"
+
+
 def sql_string(text: str) -> str:
     """A Spark SQL string literal whose value is exactly ``text``.
 

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from cep.lang.spark_sql import quoted
 from cep.recognize.aggregates import COLUMNS, DEFINE_AGGREGATES, FRAMELESS, PARAMETERS
 from cep.recognize.calls import (LABELS, argument, called, has_labels, map_children,
                                  outside_subqueries, parse, prepared)
@@ -594,11 +595,6 @@ class Translator:
             return int(arg.this)
         raise RowPatternSyntaxError(E_BAD_EXPRESSION, "a navigation offset must be a "
                                     "non-negative whole number", statement, *item.span)
-
-
-def quoted(name: str) -> str:
-    """``name`` as a Spark SQL identifier in backquotes."""
-    return "`" + name.replace("`", "``") + "`"
 
 
 def string_literal(text: str) -> str:

@@ -212,6 +212,12 @@ ENGINE_STAGES: dict[str, dict[str, tuple[str, ...]]] = {
                 "evaluate"),
         "shared": ("errors", "events", "model", "history", "paper", "temperature"),
     },
+    "cep.mining": {
+        "compile": ("calls",),
+        "plan": ("plans", "rewrite"),
+        "run": (),
+        "shared": ("errors",),
+    },
     "cep.recognize": {
         "compile": ("parser", "ast", "clause", "calls", "expressions", "scalar_tree",
                     "aggregates", "rewrite", "fixed", "program"),

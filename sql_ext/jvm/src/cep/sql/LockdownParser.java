@@ -9,7 +9,8 @@ import org.apache.spark.sql.catalyst.parser.ParserInterface;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 
 /**
- * The session's parser: statements that mention MATCH_RECOGNIZE are rewritten by Python first
+ * The session's parser: statements that mention MATCH_RECOGNIZE or a process-mining function
+ * are rewritten by Python first
  * ({@link StatementRewrites}), and {@link LockdownRule}'s check runs in front of analysis, for
  * the statements that act while they are analysed.
  *
@@ -48,7 +49,7 @@ public final class LockdownParser {
                     throw ours;
                 }
                 if (statement && !StatementRewrites.installed()
-                        && StatementRewrites.mentions((String) args[0])) {
+                        && StatementRewrites.mentionsClause((String) args[0])) {
                     throw StatementRewrites.missing((String) args[0]);
                 }
                 throw failed.getCause();

@@ -5,14 +5,16 @@ import java.util.Locale;
 /**
  * Where the session's parser finds the Python rewriter, and what it does with its answer.
  *
- * <p>Only statements that mention MATCH_RECOGNIZE go to Python; everything else is parsed
- * as it is. All semantics stay in Python (DESIGN.md section 5): this class passes text.
+ * <p>Only statements that mention MATCH_RECOGNIZE or a function Spark runs as a rewritten
+ * plan (the process-mining functions, {@link #setRewritten}) go to Python; everything else is
+ * parsed as it is. All semantics stay in Python (DESIGN.md section 5): this class passes text.
  */
 public final class StatementRewrites {
 
     static final String KEYWORD = "match_recognize";
     private static volatile StatementRewriter current;
     private static volatile java.util.Set<String> functions = java.util.Set.of();
+    private static volatile java.util.Set<String> rewritten = java.util.Set.of();
 
     private StatementRewrites() {
     }
@@ -33,6 +35,17 @@ public final class StatementRewrites {
         functions = java.util.Set.copyOf(found);
     }
 
+    /** The names (comma-separated) of the functions the rewriter replaces by a plan. */
+    public static void setRewritten(String names) {
+        java.util.Set<String> found = new java.util.HashSet<>();
+        for (String name : names.split(",")) {
+            if (!name.isBlank()) {
+                found.add(name.trim().toLowerCase(Locale.ROOT));
+            }
+        }
+        rewritten = java.util.Set.copyOf(found);
+    }
+
     static java.util.Set<String> functions() {
         return functions;
     }
@@ -42,8 +55,25 @@ public final class StatementRewrites {
         return current != null;
     }
 
-    static boolean mentions(String sql) {
+    /** Whether the statement mentions MATCH_RECOGNIZE (its error without a rewriter). */
+    static boolean mentionsClause(String sql) {
         return sql != null && sql.toLowerCase(Locale.ROOT).contains(KEYWORD);
+    }
+
+    static boolean mentions(String sql) {
+        if (sql == null) {
+            return false;
+        }
+        String lowered = sql.toLowerCase(Locale.ROOT);
+        if (lowered.contains(KEYWORD)) {
+            return true;
+        }
+        for (String name : rewritten) {
+            if (lowered.contains(name)) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /** The statement to parse in place of {@code sql}; the project's error on failure. */
