@@ -49,6 +49,16 @@ QUERIES: tuple[tuple[str, str], ...] = (
      "FROM ordered WHERE type = 'O_Returned' AND next_type = 'O_Accepted'"),
 )
 
+MINING_QUERIES: tuple[tuple[str, str], ...] = (
+    ("variants: the most common paths of an offer (BPI 2017)",
+     "SELECT rank, array_join(variant, ' > ') AS path, cases, round(share, 3) AS share,\n"
+     "       round(median_duration / 86400, 1) AS median_days\n"
+     "FROM variants('case_id', TABLE(bpi2017_offers)) WHERE rank <= 5 ORDER BY rank"),
+    ("follows: the directly-follows graph of the offers, most frequent pairs first",
+     "SELECT source, target, n, cases, round(median_duration / 86400, 2) AS median_days\n"
+     "FROM follows('case_id', TABLE(bpi2017_offers)) ORDER BY n DESC LIMIT 8"),
+)
+
 MATCH_QUERIES: tuple[tuple[str, str], ...] = (
     ("match_seq: offers created, sent, then accepted within 30 days with no cancellation between",
      "SELECT case_id, match_id, start_ts, end_ts, variables FROM match_seq(\n"
@@ -89,6 +99,25 @@ MATCH_QUERIES: tuple[tuple[str, str], ...] = (
 
 def _banner(title: str) -> None:
     print(f"\n=== {title} ===", flush=True)
+
+
+def _mining(spark: "SparkSession", settings: Settings) -> None:
+    """Variants and the directly-follows graph of the offer log, as tables and as pictures."""
+    from viz import plot_follows, plot_variants
+
+    for title, sql in MINING_QUERIES:
+        _banner(title)
+        print(sql)
+        spark.sql(sql).show(10, truncate=False)
+    folder = settings.data_dir / "demo"
+    folder.mkdir(parents=True, exist_ok=True)
+    graph = spark.sql("SELECT * FROM follows('case_id', TABLE(bpi2017_offers))")
+    cases = spark.sql("SELECT first_type, last_type FROM case_stats('case_id', "
+                      "TABLE(bpi2017_offers))")
+    plot_follows(graph, case_stats=cases).savefig(folder / "offers_process_map.png", dpi=120)
+    plot_variants(spark.sql("SELECT * FROM variants('case_id', TABLE(bpi2017_offers))")
+                  ).savefig(folder / "offers_variants.png", dpi=120)
+    print(f"pictures: {folder / 'offers_process_map.png'}, {folder / 'offers_variants.png'}")
 
 
 def write_offer_feed(spark: "SparkSession", settings: Settings) -> tuple[int, int]:
@@ -389,6 +418,8 @@ def run_demo(settings: Settings | None = None, *, spark: "SparkSession | None" =
         _banner(title)
         print(sql)
         spark.sql(sql).show(20, truncate=False)
+
+    _mining(spark, settings)
 
     for title, sql in MATCH_QUERIES:
         _banner(title)

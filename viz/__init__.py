@@ -13,6 +13,8 @@ it works under any backend (Agg included). Bad input raises a typed ``CEP-VIZ-0N
 | :func:`plot_trend_graph` | one window's event DAG | the graph job's ``<name>_event_vertices``, ``_from_edges``, ``_to_edges`` |
 | :func:`plot_probability` | predicted probability over time per key | ``predict_match(..., output => 'events')`` |
 | :func:`plot_standing` | a standing pattern's matches and timeouts per time bin | the match job's ``<name>_matches``, ``<name>_timeouts`` |
+| :func:`plot_follows` | the directly-follows graph as a process map | ``follows(...)`` (and ``case_stats(...)``) |
+| :func:`plot_variants` | the most common variants, their cases and durations | ``variants(...)`` |
 | :func:`spark_progress` | live stage progress of a block's Spark jobs | a SparkSession |
 """
 
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 from viz.errors import VizArgumentError, VizColumnsError, VizError, VizTooManyRowsError
 from viz.probability import plot_probability
+from viz.process_map import Placed, follows_layout, plot_follows, plot_variants
 from viz.progress import SparkProgress, StageProgress, spark_progress
 from viz.sketch_levels import node_fill, plot_sketch_levels
 from viz.standing import plot_standing
@@ -27,6 +30,7 @@ from viz.timeline import plot_match_timeline
 from viz.trend_graph import TrendWindow, plot_trend_graph, trend_edges
 
 __all__ = [
+    "Placed",
     "SparkProgress",
     "StageProgress",
     "TrendWindow",
@@ -34,12 +38,15 @@ __all__ = [
     "VizColumnsError",
     "VizError",
     "VizTooManyRowsError",
+    "follows_layout",
     "node_fill",
+    "plot_follows",
     "plot_match_timeline",
     "plot_probability",
     "plot_sketch_levels",
     "plot_standing",
     "plot_trend_graph",
+    "plot_variants",
     "spark_progress",
     "trend_edges",
 ]

@@ -129,6 +129,9 @@ def _bind(sql: str, tokens: list[Any], at: int, close: int) -> Call:
                                   "name => value", sql, *span)
             positional.append((value, span))
         else:
+            if name.lower() in {n.lower() for n in named}:
+                raise MiningError(E_ARGUMENT, f"{function}: argument {name.lower()} is given "
+                                  "twice", sql, *name_span)
             named[name] = (value, span)
             spans[f"name:{name.lower()}"] = name_span
     bound = _bound(sql, tokens, at, close, signature, positional, named, spans)
@@ -212,8 +215,11 @@ def _constant(sql: str, tokens: list[Any], first: int, last: int) -> Any:
     sign = -1 if kinds[0] == "DASH" else 1
     body = kinds[1:] if kinds[0] in ("DASH", "PLUS") else kinds
     tok = tokens[last - 1]
-    if body == ["STRING"] and len(kinds) == 1:
-        return tok.text
+    if all(kind == "STRING" for kind in kinds):
+        # Spark reads 'a''b' as a'b (a doubled quote) and 'a' 'b' as ab (adjacent literals).
+        parts = tokens[first:last]
+        return "".join(("'" if k and parts[k - 1].end + 1 == t.start else "") + t.text
+                       for k, t in enumerate(parts))
     if body == ["NUMBER"]:
         number = Decimal(tok.text)
         return sign * (int(number) if number == number.to_integral_value()

@@ -6,8 +6,9 @@ prints). Before it starts, this process writes a small Delta table in two commit
 server registers it by name like every other warehouse table. A Connect client session in
 this process (made by the Connect builder itself, beside the classic ``spark`` fixture) calls
 ``sql_ext.register_all`` and runs ``match_seq`` (now and ``VERSION AS OF 0``),
-``match_seq`` positionally, ``cet_trends`` and ``cep_functions()``; every answer must equal the same
-SQL in the classic in-process session. A second client in a fresh interpreter takes the path
+``match_seq`` positionally, ``cet_trends``, ``follows``, ``variants``, ``case_stats`` and
+``cep_functions()``, in SQL and through the DataFrame API (``sql_ext.match_seq(df, ...)``);
+every answer must equal the same SQL in the classic in-process session. A second client in a fresh interpreter takes the path
 docs/connect.md shows (``SparkSession.builder.remote(url).getOrCreate()``, which puts the
 process in Connect mode). A malformed pattern must fail with its CEP code in the client's
 exception text; a taken port and bad settings are typed errors; SIGTERM stops the server with
@@ -85,8 +86,14 @@ SELECT * FROM {TABLE} MATCH_RECOGNIZE (
   PATTERN (A B+ C) DEFINE A AS type = 'a', B AS type = 'b', C AS type = 'c')
 """
 FUNCTIONS_SQL = "SELECT name, signature, status FROM cep_functions()"
+FOLLOWS = f"SELECT * FROM follows('key', TABLE({TABLE}))"
+VARIANTS = f"SELECT * FROM variants(key_col => 'key', events => TABLE({TABLE}))"
+CASE_STATS = (f"SELECT key, CAST(start_ts AS STRING) AS start_ts, CAST(end_ts AS STRING) AS end_ts, "
+              f"duration, n_events, first_type, last_type, first_id, last_id "
+              f"FROM case_stats('key', TABLE({TABLE}))")
 QUERIES = {"functions": FUNCTIONS_SQL, "now": NOW, "as_of_0": AS_OF_0, "positional": MATCH_SEQ_POSITIONAL,
-           "trends": CET_TRENDS, "as_text": AS_TEXT, "recognize": RECOGNIZE}
+           "trends": CET_TRENDS, "as_text": AS_TEXT, "recognize": RECOGNIZE, "follows": FOLLOWS,
+           "variants": VARIANTS, "case_stats": CASE_STATS}
 """Every query a client runs, by name; the classic session's answers are the expected ones."""
 # The client of docs/connect.md, in a fresh interpreter: URL and SQL in, rows out as JSON.
 CLIENT = """
@@ -381,12 +388,32 @@ def test_time_travel_over_connect_equals_classic(server: Server, remote: Any,
     assert sorted(r.version for r in history) == [0, 1]
 
 
-@pytest.mark.parametrize("name", ["positional", "trends", "recognize"])
+@pytest.mark.parametrize("name", ["positional", "trends", "recognize", "follows", "variants",
+                                  "case_stats"])
 def test_more_cep_functions_over_connect_equal_classic(server: Server, remote: Any,
                                                        registered: list[str], name: str) -> None:
     # match_seq in its positional form with a named option; cet_trends, another function.
     got = sorted_rows(remote.sql(QUERIES[name]).collect())
     assert got and got == server.expected[name]
+
+
+def test_the_dataframe_api_over_connect_equals_classic_sql(server: Server, remote: Any,
+                                                          registered: list[str]) -> None:
+    # Issue 52: sql_ext.<function>(df, ...) on a Connect DataFrame answers as the SQL does.
+    import sql_ext
+
+    events = remote.table(TABLE)
+    pattern = "PATTERN a; b+; c WHERE c.price > a.price WITHIN 30 MINUTES"
+    got = sql_ext.match_seq(events, pattern, key_col="key").select(
+        "key", "match_id", "start_ts", "end_ts", "event_ids", "variables", "n_events")
+    assert sorted_rows(got.collect()) == server.expected["now"]
+    assert sorted_rows(sql_ext.follows(events, "key").collect()) == server.expected["follows"]
+    assert sorted_rows(sql_ext.variants(events, key_col="key").collect()) == \
+        server.expected["variants"]
+    stats = sql_ext.case_stats(events, "key").selectExpr(
+        "key", "CAST(start_ts AS STRING) AS start_ts", "CAST(end_ts AS STRING) AS end_ts",
+        "duration", "n_events", "first_type", "last_type", "first_id", "last_id")
+    assert sorted_rows(stats.collect()) == server.expected["case_stats"]
 
 
 def test_malformed_pattern_reaches_the_client_with_its_code(remote: Any,
