@@ -286,6 +286,22 @@ def _table(name: str, **docs: Any) -> Argument:
     return Argument(name, "TABLE", TABLE, REQUIRED, **docs)
 
 
+def _case_table() -> Argument:
+    """The events of a process-mining function."""
+    return _table("events", shown='required',
+                  doc=('`TABLE(t)` or `TABLE(SELECT ...)`, the last positional argument; no '
+                       '`PARTITION BY`'))
+
+
+def _case_columns() -> tuple[Argument, ...]:
+    """The column arguments of a process-mining function (one row in docs/sql.md)."""
+    return (_opt("ts_col", "STRING", 'ts', shown='`ts`, `type`, `id`',
+                 doc=('the timestamp (TIMESTAMP, TIMESTAMP_NTZ, DATE, or a number), activity '
+                      'and event id (the tiebreak of equal timestamps) columns')),
+            _opt("type_col", "STRING", 'type', doc=SAME_ROW),
+            _opt("id_col", "STRING", 'id', doc=SAME_ROW))
+
+
 SIGNATURES: dict[str, Signature] = {s.function: s for s in (
     Signature("match_seq", (
         _lead("pattern", shown='required',
@@ -492,8 +508,7 @@ SIGNATURES: dict[str, Signature] = {s.function: s for s in (
     Signature("follows", (
         _key(shown='none: the whole table is one case',
             doc='the case column: pairs are taken inside each case, in the order of `ts_col`, then `id_col`'),
-        _table("events", shown='required',
-            doc='`TABLE(t)` or `TABLE(SELECT ...)`, the last positional argument; no `PARTITION BY`'),
+        _case_table(),
         _opt("relation", "STRING", 'direct', choices=("direct", "eventual"), shown='`direct`',
             doc=('`direct`: each event and the next one of its case (the directly-follows '
                  'relation); `eventual`: each event and every later one of its case')),
@@ -503,33 +518,19 @@ SIGNATURES: dict[str, Signature] = {s.function: s for s in (
         _opt("output", "STRING", 'graph', choices=("graph", "pairs"), shown='`graph`',
             doc=('`graph`: one row per (source, target) with counts and durations; `pairs`: '
                  'one row per pair of events, with their ids')),
-        _opt("ts_col", "STRING", 'ts', shown='`ts`, `type`, `id`',
-            doc=('the timestamp (TIMESTAMP, TIMESTAMP_NTZ, DATE, or a number), activity and '
-                 'event id (the tiebreak of equal timestamps) columns')),
-        _opt("type_col", "STRING", 'type', doc=SAME_ROW),
-        _opt("id_col", "STRING", 'id', doc=SAME_ROW),
+        *_case_columns(),
     )),
     Signature("variants", (
         _key(shown='none: the whole table is one case',
             doc='the case column: each case is one sequence of activities'),
-        _table("events", shown='required',
-            doc='`TABLE(t)` or `TABLE(SELECT ...)`, the last positional argument; no `PARTITION BY`'),
-        _opt("ts_col", "STRING", 'ts', shown='`ts`, `type`, `id`',
-            doc=('the timestamp (TIMESTAMP, TIMESTAMP_NTZ, DATE, or a number), activity and '
-                 'event id (the tiebreak of equal timestamps) columns')),
-        _opt("type_col", "STRING", 'type', doc=SAME_ROW),
-        _opt("id_col", "STRING", 'id', doc=SAME_ROW),
+        _case_table(),
+        *_case_columns(),
     )),
     Signature("case_stats", (
         _key(shown='none: the whole table is one case',
             doc='the case column: one output row per case'),
-        _table("events", shown='required',
-            doc='`TABLE(t)` or `TABLE(SELECT ...)`, the last positional argument; no `PARTITION BY`'),
-        _opt("ts_col", "STRING", 'ts', shown='`ts`, `type`, `id`',
-            doc=('the timestamp (TIMESTAMP, TIMESTAMP_NTZ, DATE, or a number), activity and '
-                 'event id (the tiebreak of equal timestamps) columns')),
-        _opt("type_col", "STRING", 'type', doc=SAME_ROW),
-        _opt("id_col", "STRING", 'id', doc=SAME_ROW),
+        _case_table(),
+        *_case_columns(),
     )),
     Signature("cep_match_recognize", (
         _lead("plan"),

@@ -66,8 +66,8 @@ MATCH_SEQ = [
 
 Exact pattern matches in one SQL call ([docs/sql.md](../docs/sql.md#match_seq-exact-pattern-matches)):
 offers that were created, sent, then accepted within 30 days with no cancellation in between.
-This notebook loads the real offer log into Delta, runs the pattern with Spark's progress shown
-live, draws the matches per offer on a timeline, and asks the same question of an earlier
+This notebook loads the real offer log into Delta, draws the process (its variants and its
+directly-follows graph), runs the pattern with Spark's progress shown live, draws the matches per offer on a timeline, and asks the same question of an earlier
 version of a table that grew by an append (time travel).
 '''),
     ("code", SETUP),
@@ -84,6 +84,24 @@ from jobs.loaders.load_logs import load_log
 
 loaded = load_log(spark, settings, "bpi2017_offers")
 loaded
+'''),
+    ("md", '''
+## Before the pattern: what the process looks like
+
+The paths offers take (`variants`) and which step follows which, how often and how fast
+(`follows`, the directly-follows graph), from Python on the DataFrame: the same functions as in
+SQL, run by Spark as window and aggregate plans ([docs/process-mining.md](../docs/process-mining.md),
+[docs/python.md](../docs/python.md)).
+'''),
+    ("code", '''
+import sql_ext
+from viz import plot_follows
+
+offers = spark.table("bpi2017_offers")
+print(sql_ext.variants(offers, "case_id").where("rank <= 5").orderBy("rank")
+      .selectExpr("rank", "array_join(variant, ' > ') AS path", "cases").toPandas())
+plot_follows(sql_ext.follows(offers, "case_id"),
+             case_stats=sql_ext.case_stats(offers, "case_id").select("first_type", "last_type"))
 '''),
     ("md", '''
 ## Query, with progress

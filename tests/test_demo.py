@@ -6,6 +6,8 @@ is run by tests/test_docs.py (``test_shell_example_runs_as_a_process``)."""
 
 from __future__ import annotations
 
+import re
+
 
 def test_demo_runs_and_shows_time_travel(spark, settings, loaded_logs, capsys) -> None:
     from jobs.cli import main
@@ -30,3 +32,8 @@ def test_demo_runs_and_shows_time_travel(spark, settings, loaded_logs, capsys) -
     assert ("unanswered_offers: source versions 0..0: 84,184 events read; 9,480 offers "
             "answered within 20 days, 6,717 unanswered (timeouts)") in out
     assert "|unanswered_offers:1-1|14167  |" in out and "|window_closed|unanswered_offers|" in out
+    # Issue 52: the offers' variants and directly-follows graph, then the two pictures.
+    assert re.search(r"\|1 +\|O_Create Offer > O_Created > O_Sent \(mail and online\) > "
+                     r"O_Cancelled *\|16365 *\|", out)
+    assert re.search(r"\|O_Create Offer *\|O_Created *\|42995 *\|42995 *\|", out)
+    assert "offers_process_map.png" in out and "offers_variants.png" in out

@@ -203,7 +203,7 @@ def plot_follows(graph: Any, *, case_stats: Any = None, max_edges: int = 25,
     if ax is None:
         depth = max((p.layer for p in placed.values()), default=0) + 1
         height = max((p.rank for p in placed.values()), default=0) + 1
-        fig, (ax,) = new_figure(max(6.0, 2.6 * (depth + 2 * bool(starts))), max(3.0, 1.1 * height))
+        fig, (ax,) = new_figure(max(6.0, 2.4 * (depth + 2 * bool(starts))), max(3.0, 1.5 * height))
     else:
         fig = ax.figure
     shift = 1 if starts else 0

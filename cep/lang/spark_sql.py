@@ -34,6 +34,22 @@ def _identifier(name: str) -> exp.Column:
     return exp.column(exp.to_identifier(name, quoted=True))
 
 
+def tokens_of(sql: str) -> list:
+    """A statement's tokens (sqlglot's Spark tokenizer); ``[]`` if it does not tokenize.
+
+    Example:
+        >>> [t.text for t in tokens_of("SELECT 'a' -- b")], tokens_of("SELECT 'a")
+        (['SELECT', 'a'], [])
+    """
+    from sqlglot.dialects.dialect import Dialect
+    from sqlglot.errors import SqlglotError
+
+    try:
+        return list(Dialect.get_or_raise("spark").tokenize(sql))
+    except SqlglotError:
+        return []
+
+
 def quoted(name: str) -> str:
     """``name`` as a Spark SQL identifier in backquotes (a backquote inside doubled).
 

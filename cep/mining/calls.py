@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Iterator
 
+from cep.lang.spark_sql import tokens_of
 from cep.mining.errors import E_ARGUMENT, E_CALL, MiningError
 from cep.signature import SIGNATURES
 
@@ -53,17 +54,6 @@ class _Constant:
     value: Any
     isTable: bool = False  # noqa: N815 - pyspark's AnalyzeArgument spells it so
     isConstantExpression: bool = True  # noqa: N815
-
-
-def tokens_of(sql: str) -> list[Any]:
-    """The statement's tokens (sqlglot's Spark tokenizer); ``[]`` if it does not tokenize."""
-    from sqlglot.dialects.dialect import Dialect
-    from sqlglot.errors import SqlglotError
-
-    try:
-        return list(Dialect.get_or_raise("spark").tokenize(sql))
-    except SqlglotError:
-        return []
 
 
 def mentions_call(sql: str) -> bool:

@@ -9,7 +9,7 @@ module (the same hook as MATCH_RECOGNIZE, :mod:`sql_ext.recognize_hook`).
 
 Example:
     >>> sql = rewrite_statement("SELECT * FROM case_stats('c', TABLE(log)) s WHERE n_events > 2")
-    >>> sql.startswith("SELECT * FROM (SELECT __pm_k AS `c`, min(__pm_ts) AS start_ts")
+    >>> sql.startswith("SELECT * FROM (SELECT __pm_k AS `c`, __pm_f.__pm_ts AS start_ts")
     True
     >>> sql.endswith(") s WHERE n_events > 2")
     True

@@ -31,6 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from cep.lang.spark_sql import tokens_of
 from cep.recognize.errors import (E_CLAUSE, E_UNCLOSED, RowPatternSyntaxError)
 
 __all__ = ["Clause", "Item", "read_clause", "tokens_of"]
@@ -81,17 +82,6 @@ class Clause:
     subsets: tuple[tuple[str, tuple[str, ...], tuple[int, int]], ...]
     defines: tuple[tuple[str, Item], ...]
     alias: str
-
-
-def tokens_of(sql: str) -> list[Any]:
-    """The statement's tokens (sqlglot's Spark tokenizer); ``[]`` if it does not tokenize."""
-    from sqlglot.dialects.dialect import Dialect
-    from sqlglot.errors import SqlglotError
-
-    try:
-        return list(Dialect.get_or_raise("spark").tokenize(sql))
-    except SqlglotError:
-        return []
 
 
 def _word(tok: Any) -> str:

@@ -53,7 +53,7 @@ def test_a_call_inside_another_calls_table_is_rewritten_too() -> None:
            "first_id AS id FROM case_stats('c', TABLE(log))))")
     out = rewrite_statement(sql)
     assert not contains_call(out)
-    assert out.count("FROM (SELECT * FROM log)") == 1 and "min_by(__pm_t" in out
+    assert out.count("FROM (SELECT * FROM log)") == 1 and "min(struct(__pm_ts" in out
 
 
 def test_names_and_strings_are_quoted_not_pasted() -> None:

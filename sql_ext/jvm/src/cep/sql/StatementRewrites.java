@@ -26,24 +26,22 @@ public final class StatementRewrites {
 
     /** The CEP functions' names (comma-separated, from Python's registry) the parser checks. */
     public static void setFunctions(String names) {
-        java.util.Set<String> found = new java.util.HashSet<>();
-        for (String name : names.split(",")) {
-            if (!name.isBlank()) {
-                found.add(name.trim().toLowerCase(Locale.ROOT));
-            }
-        }
-        functions = java.util.Set.copyOf(found);
+        functions = nameSet(names);
     }
 
     /** The names (comma-separated) of the functions the rewriter replaces by a plan. */
     public static void setRewritten(String names) {
+        rewritten = nameSet(names);
+    }
+
+    private static java.util.Set<String> nameSet(String names) {
         java.util.Set<String> found = new java.util.HashSet<>();
         for (String name : names.split(",")) {
             if (!name.isBlank()) {
                 found.add(name.trim().toLowerCase(Locale.ROOT));
             }
         }
-        rewritten = java.util.Set.copyOf(found);
+        return java.util.Set.copyOf(found);
     }
 
     static java.util.Set<String> functions() {
