@@ -331,6 +331,10 @@ SIGNATURES: dict[str, Signature] = {s.function: s for s in (
         _absent(shown='`false`',
             doc=('`true` answers a pattern one of whose classes no event of the input carries '
                  '(below, "Facts about the whole input"); by default that is `CEP-PAT-219`')),
+        _opt("columns", "STRING", shown='none',
+            doc=("columns of the events, comma-separated (`'type, amount'`): each becomes an "
+                 'output column of its own name holding, per match, the ARRAY of its values '
+                 'in the order of `event_ids`')),
     )),
     Signature("approx_match_seq", (
         _lead("pattern", typed=False, shown='required',

@@ -57,7 +57,8 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
         "match_seq",
         SIGNATURES["match_seq"].text(),
         "<key_col>, match_id BIGINT, start_ts <ts type>, end_ts <ts type>, "
-        "event_ids ARRAY<BIGINT>, variables ARRAY<STRING>, n_events INT",
+        "event_ids ARRAY<BIGINT>, variables ARRAY<STRING>, n_events INT[, one ARRAY of its "
+        "own type per column of columns]",
         "available", "udfs.match_seq:match_seq_udtf",
         "Exact pattern matches (SEQ/AND/OR/NOT, Kleene, predicates, windows, three policies)."),
     FunctionSpec(

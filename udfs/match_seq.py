@@ -118,7 +118,7 @@ class StreamedPartition:
         table = self.buffer.take()
         if table is None:
             return
-        stream, keys, _ = event_stream(self.plan, table, presorted=True)
+        stream, keys, _, extra = event_stream(self.plan, table, presorted=True)
         starts = stream.segment_starts
         last = 0 if starts is None else len(starts) - 1
         first = 0 if starts is None else int(starts[-1])
@@ -126,7 +126,8 @@ class StreamedPartition:
         offset = self.reported if continues else 0
         emitted = 0
         for _, segments, table_out in answer_stream(self.plan, stream, keys, cut=cut,
-                                                    offset=offset, newest=self.newest):
+                                                    offset=offset, newest=self.newest,
+                                                    extra=extra):
             emitted += int(np.count_nonzero(segments == last))
             yield table_out
         self.reported = emitted + (offset if last == 0 else 0)
@@ -173,7 +174,7 @@ def answer_table(plan: CallPlan, table: pa.Table) -> Iterator[pa.Table]:
     """The output tables of one partition's selected columns (one per chunk of segments)."""
 
     newest = input_facts(plan, table) if table.num_rows else None
-    stream, keys, groups = event_stream(plan, table)
+    stream, keys, groups, extra = event_stream(plan, table)
     compiled = _compiled(plan.query, plan.policy, plan.max_matches)
     carry = (-1, 0)
     try:
@@ -184,13 +185,13 @@ def answer_table(plan: CallPlan, table: pa.Table) -> Iterator[pa.Table]:
                 ids, carry = key_match_ids(groups[chunk.segments], carry)
                 if len(ids):
                     check_matches(compiled.limits, int(ids.max()))
-            yield _output(plan, stream, keys, chunk, ids)
+            yield _output(plan, stream, keys, chunk, ids, extra)
     except MatchLimitError as err:
         raise MatchLimitError(sql_advice(err.message)) from None
 
 
 def answer_stream(plan: CallPlan, stream: EventStream, keys: pa.Array | None, *, cut: int,
-                  offset: int, newest: int | None = None
+                  offset: int, newest: int | None = None, extra: list[pa.Array] | None = None
                   ) -> Iterator[tuple[np.ndarray, np.ndarray, pa.Table]]:
     """The matches of a streamed chunk whose first event lies before ``cut``.
 
@@ -200,6 +201,7 @@ def answer_stream(plan: CallPlan, stream: EventStream, keys: pa.Array | None, *,
         offset: matches of segment 0's key reported by earlier chunks: its ``match_id`` and
             its ``max_matches`` count go on from there.
         newest: from :func:`input_facts`.
+        extra: the chunk's ``columns =>`` arrays, from :func:`event_stream`.
 
     Yields:
         ``(match_id, segment, output table)`` per piece of segments.
@@ -222,7 +224,7 @@ def answer_stream(plan: CallPlan, stream: EventStream, keys: pa.Array | None, *,
                 if first_key.any():
                     check_matches(compiled.limits, int(ids[first_key].max()))
             if len(ids):
-                yield ids, chunk.segments, _output(plan, stream, keys, chunk, ids)
+                yield ids, chunk.segments, _output(plan, stream, keys, chunk, ids, extra or [])
             if truncated:  # the next pieces hold later segments: nothing committed there
                 break
     except MatchLimitError as err:
@@ -291,9 +293,10 @@ def from_micros(values: np.ndarray, ts_kind: str) -> pa.Array:
 
 
 def event_stream(plan: CallPlan, table: pa.Table, *, presorted: bool = False
-                 ) -> tuple[EventStream, pa.Array | None, np.ndarray | None]:
-    """One partition as a (segmented, with a key) EventStream, each segment's key, and when
-    a segment is a run of a key (``plan.positioned``) the key's index for each segment.
+                 ) -> tuple[EventStream, pa.Array | None, np.ndarray | None, list[pa.Array]]:
+    """One partition as a (segmented, with a key) EventStream, each segment's key, when a
+    segment is a run of a key (``plan.positioned``) the key's index for each segment, and the
+    columns of ``columns =>`` in stream order (a match's positions index them).
 
     ``presorted``: Spark delivered the rows in the engine's order (the call's ``orderBy``) and
     :class:`StreamedPartition` has already dropped the unbindable rows, so stream positions are
@@ -352,7 +355,8 @@ def event_stream(plan: CallPlan, table: pa.Table, *, presorted: bool = False
                          table.column("__us").to_numpy(zero_copy_only=False),
                          np.asarray(types.to_numpy(zero_copy_only=False), dtype=object),
                          attrs, masks, starts)
-    return stream, keys, groups
+    extra = [table.column(f"__c{i}").combine_chunks() for i in range(len(plan.columns))]
+    return stream, keys, groups, extra
 
 
 def key_match_ids(groups: np.ndarray, carry: tuple[int, int]
@@ -383,8 +387,9 @@ def key_match_ids(groups: np.ndarray, carry: tuple[int, int]
 
 
 def _output(plan: CallPlan, stream: EventStream, keys: pa.Array | None, chunk: SegmentMatches,
-            ids: np.ndarray) -> pa.Table:
-    """One chunk's matches as an Arrow table of the output schema."""
+            ids: np.ndarray, extra: list[pa.Array]) -> pa.Table:
+    """One chunk's matches as an Arrow table of the output schema (``extra``: the
+    ``columns =>`` arrays in stream order, taken at the matches' positions)."""
     import numpy as np
     import pyarrow as pa
 
@@ -402,6 +407,10 @@ def _output(plan: CallPlan, stream: EventStream, keys: pa.Array | None, chunk: S
         "variables": pa.ListArray.from_arrays(offsets, pa.array(result.variables, pa.string())),
         "n_events": pa.array(np.diff(result.offsets).astype(np.int32)),
     })
+    if extra:
+        taken = pa.array(result.positions, pa.int64())
+        for name, values in zip(plan.columns, extra):
+            columns[name] = pa.ListArray.from_arrays(offsets, values.take(taken))
     return pa.table(columns)
 
 

@@ -79,6 +79,8 @@ class CallPlan:
             none with ``allow_absent => true``); their facts are ``need_i``.
         newest: the pattern ends in NOT with a time window, so a match is reported only
             once the input's newest event time has closed its window (:mod:`udfs.facts`).
+        columns: the output names of ``columns =>`` (selected as ``__c0``, ``__c1``, ...):
+            each an array of the matched events' values.
     """
 
     query: Query
@@ -95,6 +97,7 @@ class CallPlan:
     chunk_rows: int | None = None
     classes: tuple[str, ...] = ()
     newest: bool = False
+    columns: tuple[str, ...] = ()
 
 def _ts_kind(data_type: DataType, name: str) -> tuple[str, str]:
     """The plan's ``ts_kind`` and the SQL that selects the column for it."""
@@ -265,8 +268,13 @@ def kept_rows(compiled: CompiledQuery, masks: dict[str, str], cols: Columns
     return keep, positioned
 
 
-def output_schema(cols: Columns) -> StructType:
-    """The call's output columns: the key under its own name, then the match's."""
+MATCH_COLUMNS = ("match_id", "start_ts", "end_ts", "event_ids", "variables", "n_events")
+"""The output's own columns, after the key."""
+
+
+def output_schema(cols: Columns, extra: tuple[StructField, ...] = ()) -> StructType:
+    """The call's output columns: the key under its own name, then the match's, then an
+    array per column of ``columns =>``."""
     from pyspark.sql.types import (ArrayType, IntegerType, LongType, StringType, StructField,
                                    StructType)
 
@@ -276,7 +284,38 @@ def output_schema(cols: Columns) -> StructType:
             StructField("end_ts", ts_type), StructField("event_ids", ArrayType(LongType())),
             StructField("variables", ArrayType(StringType())),
             StructField("n_events", IntegerType())]
+    out += [StructField(f.name, ArrayType(f.dataType)) for f in extra]
     return StructType(out)
+
+
+def carried_columns(events: AnalyzeArgument | None, text: str | None,
+                    cols: Columns) -> tuple[StructField, ...]:
+    """The fields ``columns => 'a, b'`` names, in its order.
+
+    Raises:
+        MatchSeqArgumentError: a name the table lacks, named twice, or that is also an
+            output column.
+    """
+    if text is None:
+        return ()
+    err = MatchSeqArgumentError
+    fields = table_fields(events, "events", err)
+    names = [n.strip().strip("`") for n in text.split(",")]
+    if not all(names):
+        raise err(f"columns: expected column names separated by commas, found {text!r}")
+    taken = {c.lower() for c in MATCH_COLUMNS} | ({cols.key.name.lower()} if cols.key else set())
+    found: list[StructField] = []
+    for name in names:
+        f = field(fields, name, "columns", err)
+        if any(f.name.lower() == g.name.lower() for g in found):
+            raise err(f"columns: {f.name!r} is named twice")
+        if f.name.lower() in taken:
+            raise err(f"columns: {f.name!r} is also the name of an output column of match_seq "
+                      f"({', '.join(MATCH_COLUMNS)}, the key); rename it in the TABLE query "
+                      "(SELECT *, x AS x_value ...)")
+        taken.add(f.name.lower())
+        found.append(f)
+    return tuple(found)
 
 
 def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
@@ -319,6 +358,9 @@ def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
         selection.add(POS, f"row_number() {cols.window()}")
     if cols.key is not None:
         selection.add("__key", quote(cols.key.name), cols.key.name)
+    extra = carried_columns(call.get("events"), given["columns"], cols)
+    for i, f in enumerate(extra):
+        selection.add(f"__c{i}", quote(f.name), f.name)
 
     key = cols.key.name if cols.key is not None else None
     # chunk_rows => 0: each partition collected whole, unsorted by Spark (the pre-streaming way)
@@ -326,16 +368,18 @@ def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
     horizon = None if positioned or chunk == 0 else horizon_of(compiled)
     plan = CallPlan(query, given["policy"], cols.ts_kind, key, attributes, tuple(masks),
                     given["max_matches"], keep is not None, positioned, selection.renames,
-                    horizon, chunk, checked, newest)
+                    horizon, chunk, checked, newest, tuple(f.name for f in extra))
     if positioned and key is not None:
         # The window already brings each key's rows into one task, sorted: asking Spark for a
         # partitioning too would shuffle every row twice (Spark cannot see that the two agree)
         # and a partition per key costs a Python call per key (measured: BENCHMARKS.md).
-        return PlannedResult(schema=output_schema(cols), select=selection.columns, plan=plan)
+        return PlannedResult(schema=output_schema(cols, extra), select=selection.columns,
+                             plan=plan)
     order = None
     if horizon is not None:  # rows sorted as the engine reads them: a task streams its keys
         order = ([quote(key)] if key is not None else []) + [cols.ts_sql, cols.id_sql]
-    return keyed(output_schema(cols), selection.columns, plan, key, KEY_BUCKETS, order=order)
+    return keyed(output_schema(cols, extra), selection.columns, plan, key, KEY_BUCKETS,
+                 order=order)
 
 
 def horizon_of(compiled: CompiledQuery) -> Horizon | None:

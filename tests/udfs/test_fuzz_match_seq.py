@@ -4,7 +4,9 @@ Every policy, NOT, Kleene, WITHIN in time and in events, WINDOW, conditions acro
 join variables; each case of a batch with or without ``key_col``, with the columns under their
 default names or others (``ts_col``, ``type_col``, ``id_col``, an INT id) and with its own
 ``chunk_rows`` (none, 0: whole partitions, 1-7: tiny chunks), each batch with the JVM shim's
-row filter on or off, its own timestamp type and its own session time zone. The harness is :mod:`tests.sql_fuzz`.
+row filter on or off, its own timestamp type and its own session time zone; with or without
+``columns => 'v, type'``, whose arrays must be the values of ``event_ids``' rows in order.
+The harness is :mod:`tests.sql_fuzz`.
 """
 
 from __future__ import annotations
@@ -59,7 +61,7 @@ def calls(draw: st.DrawFn) -> dict[str, Any]:
     query, policy = draw(st.sampled_from(PAIRS))
     return {"query": query, "policy": policy, "keyed": draw(st.booleans()),
             "chunk_rows": draw(st.sampled_from([None, None, 0, 1, 2, 3, 5, 7])),
-            "renamed": draw(st.booleans())}
+            "renamed": draw(st.booleans()), "columns": draw(st.booleans())}
 
 
 RENAMED = "CAST(id AS INT) AS eid, key, type AS kind, ts AS t, v"
@@ -84,6 +86,8 @@ def sql_call(view: str, case: int, call: dict[str, Any], unit: str,
         args.append("key_col => 'key'")
     if call["chunk_rows"] is not None:
         args.append(f"chunk_rows => {call['chunk_rows']}")
+    if call["columns"]:  # the matched events' values, as arrays in event_ids order (issue 52)
+        args.append("columns => 'v, kind'" if call["renamed"] else "columns => 'v, `type`'")
     if absent(events, call["query"]):  # the error itself: tests/udfs/test_match_seq_facts.py
         args.append("allow_absent => true")
     return f"match_seq({', '.join(args)})"
@@ -126,11 +130,16 @@ def test_match_seq_through_sql_equals_the_oracle(spark, batch: Batch, shim: bool
     unit = UNIT[batch.ts_type]
     statement = union_sql([(sql_call("fuzz_ms", case, call, unit, batch.of_case(case)),
                             ("key" if call["keyed"] else "CAST(NULL AS STRING) AS key")
-                            + ", match_id, start_ts, end_ts, event_ids, variables, n_events")
+                            + ", match_id, start_ts, end_ts, event_ids, variables, n_events, "
+                            + (f"v AS vs, {'kind' if call['renamed'] else 'type'} AS types"
+                               if call["columns"] else
+                               "CAST(NULL AS ARRAY<BIGINT>) AS vs, "
+                               "CAST(NULL AS ARRAY<STRING>) AS types"))
                            for case, call in enumerate(chosen)])
     with session_conf(spark, {SHIM: "true" if shim else "false", ZONE: zone}):
         rows = spark.sql(statement).collect()
-        ts_of = {r.id: r.ts for r in spark.table("fuzz_ms").collect()}
+        row_of = {r.id: r for r in spark.table("fuzz_ms").collect()}
+        ts_of = {i: r.ts for i, r in row_of.items()}
     got = rows_by_case(rows, batch.cases, lambda r: r)
     for case, call in enumerate(chosen):
         want = oracle(batch.of_case(case), call)
@@ -145,6 +154,9 @@ def test_match_seq_through_sql_equals_the_oracle(spark, batch: Batch, shim: bool
             assert r.n_events == len(r.event_ids), (case, call, r)
             assert (r.start_ts, r.end_ts) == (ts_of[r.event_ids[0]], ts_of[r.event_ids[-1]]), \
                 (case, call, r)
+            if call["columns"]:
+                assert (r.vs, r.types) == ([row_of[i].v for i in r.event_ids],
+                                           [row_of[i].type for i in r.event_ids]), (case, call, r)
         for key, ids in per_key.items():
             assert sorted(ids) == list(range(1, len(ids) + 1)), (case, call, key, sorted(ids))
 
