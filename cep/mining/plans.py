@@ -106,12 +106,13 @@ def events_sql(source: str, values: dict[str, Any]) -> str:
     which = f"the case {values['key_col']} = " if values.get("key_col") else "the table"
     advice = (": every event needs a timestamp and an id (filter the rows, or fill the "
               "value in the TABLE query)")
-    refuse = (f"raise_error(concat({_string('CEP-PM-110: a NULL ')}, {{what}}, "
-              f"{_string(' in ' + which)}, coalesce(CAST({key} AS STRING), 'NULL'), "
-              f"{_string(advice)}))")
+    def refuse(what: str) -> str:  # no str.format: the key's name may hold braces
+        return (f"raise_error(concat({_string('CEP-PM-110: a NULL ' + what + ' in ' + which)}, "
+                f"coalesce(CAST({key} AS STRING), 'NULL'), {_string(advice)}))")
+
     return (f"SELECT {key} AS __pm_k, {kind} AS __pm_t, "
-            f"coalesce({ts}, {refuse.format(what=_string('timestamp'))}) AS __pm_ts, "
-            f"coalesce({ident}, {refuse.format(what=_string('id'))}) AS __pm_id, "
+            f"coalesce({ts}, {refuse('timestamp')}) AS __pm_ts, "
+            f"coalesce({ident}, {refuse('id')}) AS __pm_id, "
             f"{micros_sql(ts)} AS __pm_us FROM ({source})")
 
 

@@ -64,6 +64,8 @@ def test_names_and_strings_are_quoted_not_pasted() -> None:
     assert "`it's` AS __pm_t" in out
     out = rewrite_statement("SELECT * FROM case_stats(TABLE(t), type_col => 'it''s')")
     assert "`it's` AS __pm_t" in out  # as Spark reads it: a doubled quote
+    out = rewrite_statement("SELECT * FROM variants('a{0}b}', TABLE(t))")  # no format template
+    assert "`a{0}b}` AS __pm_k" in out and "the case a{0}b} = " in out
 
 
 def test_calls_are_found_in_order_with_their_sources() -> None:
