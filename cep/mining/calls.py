@@ -64,7 +64,7 @@ def mentions_call(sql: str) -> bool:
         (True, False)
     """
     lowered = sql.lower()
-    return any(f"{name}" in lowered for name in FUNCTIONS)
+    return any(name in lowered for name in FUNCTIONS)
 
 
 def find_calls(sql: str, tokens: list[Any] | None = None) -> Iterator[Call]:
