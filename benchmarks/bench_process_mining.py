@@ -30,13 +30,9 @@ Example:
 
 from __future__ import annotations
 
-import argparse
-import json
-import platform
-import sys
 from typing import Any
 
-from benchmarks.common import cached_events, ratio, sql_best
+from benchmarks.common import cached_events, events_cli, ratio, report, sql_best
 
 SECONDS = "(unix_micros({b}) - unix_micros({a})) / 1000000.0"
 BASELINES = {
@@ -127,18 +123,11 @@ def run(n: int) -> dict[str, Any]:
                   f"same-output SQL {row['same_s']:.2f}s ({row['same_ratio']}), "
                   f"minimal SQL {row['minimal_s']:.2f}s ({row['minimal_ratio']})", flush=True)
     spark.stop()
-    return {"rows": rows, "machine": platform.platform(), "python": sys.version.split()[0]}
+    return report(rows)
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--events", type=int, default=1_000_000)
-    parser.add_argument("--json", default=None, help="write the rows here too")
-    args = parser.parse_args(argv)
-    report = run(args.events)
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as out:
-            json.dump(report, out, indent=2)
+    events_cli(run, __doc__.splitlines()[0], argv)
 
 
 if __name__ == "__main__":

@@ -24,14 +24,10 @@ Example:
 
 from __future__ import annotations
 
-import argparse
-import json
-import platform
-import sys
 import tempfile
 from typing import Any
 
-from benchmarks.common import cached_events, ratio, sql_best, timed
+from benchmarks.common import cached_events, events_cli, ratio, report, sql_best, timed
 
 PATTERNS = {
     "seq2": "PATTERN T01 a; T02 b WITHIN 60 SECONDS",
@@ -91,18 +87,11 @@ def run(n: int) -> dict[str, Any]:
               f"{t_inc:.2f}s, match_seq over all {t_full:.2f}s: {ratio(t_full, t_inc)}",
               flush=True)
     spark.stop()
-    return {"rows": rows, "machine": platform.platform(), "python": sys.version.split()[0]}
+    return report(rows)
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--events", type=int, default=1_000_000)
-    parser.add_argument("--json", default=None, help="write the rows here too")
-    args = parser.parse_args(argv)
-    report = run(args.events)
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as out:
-            json.dump(report, out, indent=2)
+    events_cli(run, __doc__.splitlines()[0], argv)
 
 
 if __name__ == "__main__":

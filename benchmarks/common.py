@@ -17,7 +17,7 @@ from __future__ import annotations
 import subprocess
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -165,3 +165,27 @@ def sql_session(prefix: str) -> tuple[object, Path]:
 def ratio(base: float | None, ours: float) -> str:
     """``base / ours`` as ``"1.23x"`` (above 1: ours is faster), ``"-"`` without a baseline."""
     return "-" if base is None else f"{base / ours:.2f}x"
+
+
+def report(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """A run's rows with the machine and Python that made them (the ``--json`` file)."""
+    import platform
+    import sys
+
+    return {"rows": rows, "machine": platform.platform(), "python": sys.version.split()[0]}
+
+
+def events_cli(run: Callable[[int], dict[str, Any]], description: str,
+               argv: list[str] | None = None) -> None:
+    """The command line of a benchmark of one size: ``--events N [--json PATH]``."""
+    import argparse
+    import json
+
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--events", type=int, default=1_000_000)
+    parser.add_argument("--json", default=None, help="write the rows here too")
+    args = parser.parse_args(argv)
+    result = run(args.events)
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as out:
+            json.dump(result, out, indent=2)
