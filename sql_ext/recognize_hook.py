@@ -80,6 +80,9 @@ def shim_missing_error(sql: str) -> CepError | None:
                             ^~~~~~~~~~~~~~~
         >>> shim_missing_error("SELECT 'MATCH_RECOGNIZE'") is None
         True
+        >>> err = shim_missing_error("SELECT * FROM variants('c', TABLE(t))")
+        >>> err.code, err.column, shim_missing_error("SELECT variants FROM t") is None
+        ('CEP-PM-105', 15, True)
     """
     from cep.recognize.errors import E_NO_SHIM, RowPatternSemanticError
     from cep.recognize.clause import KEYWORD, tokens_of
@@ -110,8 +113,8 @@ def shim_missing_error(sql: str) -> CepError | None:
 
 
 def _mining_calls(sql: str) -> list[Any]:
-    """The process-mining calls of ``sql`` (none when it has a malformed one: the shim's
-    absence is then the thing to say, at the first call's name, found loosely)."""
+    """The process-mining calls of ``sql``; none when one is malformed (the statement then
+    fails with Spark's own error, as any call of an unknown function would)."""
     from cep.mining.calls import mentions_call, find_calls
     from cep.mining.errors import MiningError
 
