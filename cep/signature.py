@@ -302,6 +302,37 @@ def _case_columns() -> tuple[Argument, ...]:
             _opt("id_col", "STRING", 'id', doc=SAME_ROW))
 
 
+def _predict_inputs(key_doc: str) -> tuple[Argument, ...]:
+    """The subscription, key (with its meaning for the function) and events of
+    ``predict_match`` and ``predict_model``."""
+    return (
+        _lead("subscription", typed=False, shown='required',
+            doc=('a constant string: classes linked by `,` (the very next event) and `;` (a '
+                 'later event), time conditions `@(t(X) - t(Y) < span)`, Boolean `&` / `\\|` '
+                 'over sequences, `DEFINE`, join variables `attr = $x` or `WHERE [attr]` '
+                 '(predict.md section 1)')),
+        _key(shown='none: the whole table is one stream', doc=key_doc),
+        _table("events", shown='required',
+            doc=('`TABLE(t)` or `TABLE(SELECT ...)`, the last positional argument; no '
+                 '`PARTITION BY`')),
+    )
+
+
+def _predict_columns() -> tuple[Argument, ...]:
+    """The event columns ``predict_match`` and ``predict_model`` read."""
+    return (
+        _opt("ts_col", "STRING", typed=False, shown="`'ts'`",
+            doc=('TIMESTAMP (TIMESTAMP_NTZ and DATE are read as UTC), or a number: time '
+                 'conditions are then in its raw units (`@(t(F3) - t(F1) < 300)`)')),
+        _opt("id_col", "STRING", typed=False, shown="`'id'` when the table has it",
+            doc=("the event id, any type: it orders ties in `ts` and comes back in `'events'` "
+                 'output; without an id column ties keep the order Spark delivers them in')),
+        _opt("type_col", "STRING", typed=False, shown="`'type'` when the table has it",
+            doc=('the class of an event for classes without `DEFINE` (and what `type` in a '
+                 'condition reads); not read otherwise')),
+    )
+
+
 SIGNATURES: dict[str, Signature] = {s.function: s for s in (
     Signature("match_seq", (
         _lead("pattern", shown='required',
@@ -457,18 +488,10 @@ SIGNATURES: dict[str, Signature] = {s.function: s for s in (
                  '"Facts about the whole input"); `true` answers instead')),
     )),
     Signature("predict_match", (
-        _lead("subscription", typed=False, shown='required',
-            doc=('a constant string: classes linked by `,` (the very next event) and `;` (a '
-                 'later event), time conditions `@(t(X) - t(Y) < span)`, Boolean `&` / `\\|` '
-                 'over sequences, `DEFINE`, join variables `attr = $x` or `WHERE [attr]` '
-                 '(predict.md section 1)')),
-        _key(shown='none: the whole table is one stream',
-            doc=('the key column: the function partitions the table itself (into 64 buckets of '
-                 "the key's hash; each key is still answered, and without a model trained, on "
-                 'its own) and every output row carries the key with its own name and type')),
-        _table("events", shown='required',
-            doc=('`TABLE(t)` or `TABLE(SELECT ...)`, the last positional argument; no '
-                 '`PARTITION BY`')),
+        *_predict_inputs(
+            'the key column: the function partitions the table itself (into 64 buckets of '
+            "the key's hash; each key is still answered, and without a model trained, on "
+            'its own) and every output row carries the key with its own name and type'),
         _opt("lookahead", "INT", typed=False, shown='required',
             doc='`n`: how many future events the prediction looks at, an integer in [1, 100000]'),
         _opt("threshold", "DOUBLE", typed=False, shown='`0.0`',
@@ -488,15 +511,7 @@ SIGNATURES: dict[str, Signature] = {s.function: s for s in (
         _opt("smoothing", "DOUBLE", typed=False, shown='`0.0`',
             doc=("pseudo-count weight that mixes the training events' symbol frequencies into "
                  'every row of the chain')),
-        _opt("ts_col", "STRING", typed=False, shown="`'ts'`",
-            doc=('TIMESTAMP (TIMESTAMP_NTZ and DATE are read as UTC), or a number: time '
-                 'conditions are then in its raw units (`@(t(F3) - t(F1) < 300)`)')),
-        _opt("id_col", "STRING", typed=False, shown="`'id'` when the table has it",
-            doc=("the event id, any type: it orders ties in `ts` and comes back in `'events'` "
-                 'output; without an id column ties keep the order Spark delivers them in')),
-        _opt("type_col", "STRING", typed=False, shown="`'type'` when the table has it",
-            doc=('the class of an event for classes without `DEFINE` (and what `type` in a '
-                 'condition reads); not read otherwise')),
+        *_predict_columns(),
         _opt("definition", "STRING", typed=False, shown="`'first_passage'`",
             doc=("`'first_passage'`: the probability that the subscription first matches within "
                  "`lookahead` events (ours, exact); `'paper'`: P-ToPSS's α(n)/β(n) (n-step "
@@ -508,6 +523,20 @@ SIGNATURES: dict[str, Signature] = {s.function: s for s in (
                  'input": trained on this input, every probability would be 0 without a word); '
                  '`true` answers instead. With a `model` nothing is checked: the model may know '
                  'classes this input has not seen yet')),
+    )),
+    Signature("predict_model", (
+        *_predict_inputs(
+            'the key column: each key is a stream of its own (its events in the order of '
+            '`ts_col`, then `id_col`), and one model is trained over all of them together, '
+            'as the prediction job trains one over all its keys'),
+        *_predict_columns(),
+        _opt("chunk_rows", "BIGINT", minimum=1, shown='1,048,576',
+            doc=('rows the task gathers before it trains the keys that have ended in them '
+                 '(memory: a chunk plus the largest key)')),
+        _absent(shown='`false`',
+            doc=('a class without `DEFINE` that no event of the input carries is `CEP-PAT-219` '
+                 'with "did you mean" (a model that never saw its class predicts 0 for every '
+                 'stream); `true` trains anyway')),
     )),
     Signature("follows", (
         _key(shown='none: the whole table is one case',

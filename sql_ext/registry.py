@@ -9,7 +9,7 @@ imports neither pyspark nor ``udfs`` when it is imported.
 
 Example:
     >>> [f.name for f in FUNCTIONS if f.adapter]
-    ['cep_functions', 'match_seq', 'approx_match_seq', 'sketch_stats', 'cet_trends', 'match_prob', 'predict_match', 'cep_match_recognize']
+    ['cep_functions', 'match_seq', 'approx_match_seq', 'sketch_stats', 'cet_trends', 'match_prob', 'predict_match', 'predict_model', 'cep_match_recognize']
     >>> [f.name for f in FUNCTIONS if f.plan]
     ['follows', 'variants', 'case_stats']
     >>> function("predict_match").adapter
@@ -106,6 +106,13 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
         "available", "udfs.predict_match:predict_match_udtf",
         "Probability that a subscription matches within the next n events (P-ToPSS Markov "
         "prediction), per key and instance or per event."),
+    FunctionSpec(
+        "predict_model",
+        SIGNATURES["predict_model"].text(),
+        "one row: subscription STRING, model BINARY, events BIGINT, keys BIGINT",
+        "available", "udfs.predict_model:predict_model_udtf",
+        "A predict_match model trained over every key of the input, in the prediction job's "
+        "format: what predict_match's model argument reads (CREATE TABLE ... AS SELECT)."),
     FunctionSpec(
         "follows",
         SIGNATURES["follows"].text(),

@@ -74,7 +74,7 @@ if TYPE_CHECKING:
     import numpy as np
     import pyarrow as pa
     from pyspark.sql.types import DataType, StructField
-    from pyspark.sql.udtf import AnalyzeArgument, UserDefinedTableFunction
+    from pyspark.sql.udtf import AnalyzeArgument, SelectedColumn, UserDefinedTableFunction
 
 # Buckets of the key_col form (as match_seq): one task answers many keys, each on its own.
 KEY_BUCKETS = 64
@@ -264,27 +264,43 @@ def check_composite(definition: str, smoothing: float) -> None:
                                    "subscription (a master sequence with '&' / '|' steps); use 0")
 
 
-def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
-    """The analysis of one call (see the module docstring)."""
-    from pyspark.sql.types import (BooleanType, DecimalType, DoubleType, IntegerType, LongType,
-                                   StringType, StructField, StructType)
+@dataclass(frozen=True)
+class EventSelection:
+    """The TABLE argument's columns a subscription reads, resolved by ``analyze``.
+
+    Attributes:
+        select: what Spark hands the tasks (``__ts``, ``__id``, ``__type``, facts, ``__key``,
+            ``__a0, __a1, ...``).
+        ts_kind, ts_type: :func:`_timestamp`'s reading of ``ts_col``.
+        id_field, key_field: the id and key columns (None when absent).
+        needs_type: whether ``__type`` is selected.
+        attributes: lower-cased attribute names of ``__a0, __a1, ...``.
+        classes: the classes that must occur in the input (:mod:`udfs.facts`).
+    """
+
+    select: list[SelectedColumn]
+    ts_kind: str
+    ts_type: DataType
+    id_field: StructField | None
+    key_field: StructField | None
+    needs_type: bool
+    attributes: tuple[str, ...]
+    classes: tuple[str, ...]
+
+
+def select_events(text: str, events: AnalyzeArgument, given: dict[str, Any],
+                  check_absent: bool) -> EventSelection:
+    """The columns of ``events`` the subscription ``text`` reads (``given``: the bound
+    arguments ``ts_col``, ``id_col``, ``key_col``, ``type_col``); with ``check_absent`` the
+    classes read from the type column must occur in the input (facts).
+
+    Raises:
+        PredictMatchArgumentError: a missing column or one of the wrong type (CEP-SQL-050).
+        PatternSemanticError: an attribute the table does not have (CEP-PAT-203).
+    """
+    from pyspark.sql.types import DecimalType, StringType
     from pyspark.sql.udtf import SelectedColumn
 
-    err = PredictMatchArgumentError
-    signature = SIGNATURES["predict_match"]
-    call = signature.bind(args, kwargs, err)
-    given = signature.values(call, err)
-    events, model = call.get("events"), call.get("model")
-    if events is None or not events.isTable:
-        raise err("argument events must be a TABLE(...) argument")
-    text, look, theta, out_kind, comb, smooth = check_call(
-        *(given[n] for n in ("subscription", "lookahead", "threshold", "output", "combine",
-                             "smoothing")))
-
-    definition_checked = check_definition(given["definition"])
-    allowed = given["allow_absent"]
-    if _compiled(_parsed(text)).composite:
-        check_composite(definition_checked, smooth)
     fields = {f.name.lower(): f for f in events.dataType.fields}
     ts_f = _field(fields, _string(given["ts_col"], "ts_col") or "ts", "ts_col")
     id_name = _string(given["id_col"], "id_col")
@@ -301,20 +317,14 @@ def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
                                         f"'type' is not a column of the events table; pass "
                                         f"type_col or DEFINE the class; columns found: "
                                         f"{_columns_found(fields)}")
-
     ts_kind, ts_sql, ts_type = _timestamp(ts_f)
-    model_given, blob = _model_argument(model, text)
-
     select = [SelectedColumn(ts_sql, alias="__ts")]
     if id_f is not None:
         select.append(SelectedColumn(_quote(id_f.name), alias="__id"))
     classes: tuple[str, ...] = ()
     if needs_type:
         select.append(SelectedColumn(_quote(type_f.name), alias="__type"))
-        # Trained on the input itself, a class no event carries (a misspelt name) would give
-        # every stream probability 0 without a word (udfs.facts, issue 47). A given model may
-        # know classes this input has not seen yet: no check then.
-        classes = () if allowed or model_given else tuple(checked_classes(_parsed(text)))
+        classes = tuple(checked_classes(_parsed(text))) if check_absent else ()
         if classes:
             type_sql = (_quote(type_f.name) if isinstance(type_f.dataType, StringType)
                         else f"CAST({_quote(type_f.name)} AS STRING)")
@@ -328,9 +338,38 @@ def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
         sql = (f"CAST({_quote(f.name)} AS DOUBLE)" if isinstance(f.dataType, DecimalType)
                else _quote(f.name))
         select.append(SelectedColumn(sql, alias=f"__a{i}"))
+    return EventSelection(select, ts_kind, ts_type, id_f, key_f, needs_type, tuple(attributes),
+                          classes)
 
+
+def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
+    """The analysis of one call (see the module docstring)."""
+    from pyspark.sql.types import (BooleanType, DoubleType, IntegerType, LongType, StringType,
+                                   StructField, StructType)
+
+    err = PredictMatchArgumentError
+    signature = SIGNATURES["predict_match"]
+    call = signature.bind(args, kwargs, err)
+    given = signature.values(call, err)
+    events, model = call.get("events"), call.get("model")
+    if events is None or not events.isTable:
+        raise err("argument events must be a TABLE(...) argument")
+    text, look, theta, out_kind, comb, smooth = check_call(
+        *(given[n] for n in ("subscription", "lookahead", "threshold", "output", "combine",
+                             "smoothing")))
+
+    definition_checked = check_definition(given["definition"])
+    if _compiled(_parsed(text)).composite:
+        check_composite(definition_checked, smooth)
+    model_given, blob = _model_argument(model, text)
+    # Trained on the input itself, a class no event carries (a misspelt name) would give
+    # every stream probability 0 without a word (udfs.facts, issue 47). A given model may
+    # know classes this input has not seen yet: no check then.
+    chosen = select_events(text, events, given,
+                           check_absent=not (given["allow_absent"] or model_given))
+    id_f, key_f = chosen.id_field, chosen.key_field
     types = {"STRING": StringType(), "INT": IntegerType(), "DOUBLE": DoubleType(),
-             "BOOLEAN": BooleanType(), "BIGINT": LongType(), "TS": ts_type,
+             "BOOLEAN": BooleanType(), "BIGINT": LongType(), "TS": chosen.ts_type,
              "ID": id_f.dataType if id_f is not None else LongType()}
     schema = [StructField(name, types[typ]) for name, typ in output_columns(out_kind)]
     if key_f is not None:
@@ -339,10 +378,10 @@ def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
                                             "column; rename it in the TABLE query")
         schema.insert(0, StructField(key_f.name, key_f.dataType))
     key = key_f.name if key_f is not None else None
-    plan = PredictCallPlan(text, look, theta, out_kind, comb, smooth, ts_kind, id_f is not None,
-                           needs_type, key, tuple(attributes), model_given, blob, definition_checked,
-                           classes)
-    return keyed(StructType(schema), select, plan, key, KEY_BUCKETS)
+    plan = PredictCallPlan(text, look, theta, out_kind, comb, smooth, chosen.ts_kind,
+                           id_f is not None, chosen.needs_type, key, chosen.attributes,
+                           model_given, blob, definition_checked, chosen.classes)
+    return keyed(StructType(schema), chosen.select, plan, key, KEY_BUCKETS)
 
 
 def _timestamp(ts_f: StructField) -> tuple[str, str, DataType]:

@@ -73,6 +73,13 @@ CASES: dict[str, list[tuple[tuple[str, ...], str, str, Callable[[Any], Any]]]] =
          PREDICT_ROWS,
          lambda df: sql_ext.predict_match(df, "PATTERN A, B", lookahead=3, definition="paper")),
     ],
+    "predict_model": [
+        ((), "SELECT * FROM predict_model('PATTERN O_Returned ; O_Accepted', 'case_id', "
+             "TABLE(bpi2017_offers), id_col => 'id')",
+         "SELECT * FROM bpi2017_offers",
+         lambda df: sql_ext.predict_model(df, "PATTERN O_Returned ; O_Accepted", "case_id",
+                                          id_col="id")),
+    ],
     "follows": [
         ((), "SELECT * FROM follows('case_id', TABLE(bpi2012))", "SELECT * FROM bpi2012",
          lambda df: sql_ext.follows(df, "case_id")),

@@ -13,6 +13,7 @@ CALLS = {
     "match_seq": "match_seq('PATTERN a; b', events => TABLE({src}){tail})",
     "cet_trends": "cet_trends('PATTERN a+', events => TABLE({src}){tail})",
     "predict_match": "predict_match('PATTERN a, b', events => TABLE({src}){tail})",
+    "predict_model": "predict_model('PATTERN a, b', events => TABLE({src}){tail})",
     "match_prob": "match_prob('PATTERN a', TABLE({psrc}){tail})",
     "sketch_stats": "sketch_stats(TABLE({src}){tail})",
 }
