@@ -503,6 +503,32 @@ spark.sql(f"""
     ORDER BY city""").toPandas()
 '''),
     ("md", '''
+## A model trained in SQL
+
+The job keeps its model current as days arrive; an analyst can also train one in a single
+statement with `predict_model` (the same blob format) and keep it in a table of their own. Here
+the model of the years before 2000 only, kept with `CREATE TABLE ... AS SELECT`, beside the
+job's model of every year.
+'''),
+    ("code", '''
+spark.sql("DROP TABLE IF EXISTS my_heat_models")
+spark.sql(f"""
+    CREATE TABLE my_heat_models USING delta AS
+    SELECT 'before_2000' AS name, *
+    FROM predict_model({sql_string(HEAT)}, 'city',
+                       TABLE(SELECT * FROM daily_temperatures WHERE ts < '2000-01-01'))""")
+spark.sql(f"""
+    SELECT mine.city, round(mine.probability, 4) AS p_model_before_2000,
+           round(job.probability, 4) AS p_job_model
+    FROM predict_match({sql_string(HEAT)}, 'city', TABLE(daily_temperatures), lookahead => 5,
+                       model => (SELECT model FROM my_heat_models WHERE name = 'before_2000')) mine
+    JOIN predict_match({sql_string(HEAT)}, 'city', TABLE(daily_temperatures), lookahead => 5,
+                       model => (SELECT model FROM heat_models VERSION AS OF {models_version}
+                                 WHERE sub = 'heatwave')) job
+      ON mine.city = job.city
+    ORDER BY city""").toPandas()
+'''),
+    ("md", '''
 ## Over a summer, day by day
 
 `output => 'events'` gives the probability after every day. The stars mark the days a heat wave
