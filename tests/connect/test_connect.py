@@ -86,6 +86,8 @@ SELECT * FROM {TABLE} MATCH_RECOGNIZE (
   PATTERN (A B+ C) DEFINE A AS type = 'a', B AS type = 'b', C AS type = 'c')
 """
 FUNCTIONS_SQL = "SELECT name, signature, status FROM cep_functions()"
+MODEL = (f"SELECT subscription, hex(model) AS model, events, keys "
+         f"FROM predict_model('PATTERN a ; b, c', 'key', TABLE({TABLE}))")
 FOLLOWS = f"SELECT * FROM follows('key', TABLE({TABLE}))"
 VARIANTS = f"SELECT * FROM variants(key_col => 'key', events => TABLE({TABLE}))"
 CASE_STATS = (f"SELECT key, CAST(start_ts AS STRING) AS start_ts, CAST(end_ts AS STRING) AS end_ts, "
@@ -93,7 +95,7 @@ CASE_STATS = (f"SELECT key, CAST(start_ts AS STRING) AS start_ts, CAST(end_ts AS
               f"FROM case_stats('key', TABLE({TABLE}))")
 QUERIES = {"functions": FUNCTIONS_SQL, "now": NOW, "as_of_0": AS_OF_0, "positional": MATCH_SEQ_POSITIONAL,
            "trends": CET_TRENDS, "as_text": AS_TEXT, "recognize": RECOGNIZE, "follows": FOLLOWS,
-           "variants": VARIANTS, "case_stats": CASE_STATS}
+           "variants": VARIANTS, "case_stats": CASE_STATS, "model": MODEL}
 """Every query a client runs, by name; the classic session's answers are the expected ones."""
 # The client of docs/connect.md, in a fresh interpreter: URL and SQL in, rows out as JSON.
 CLIENT = """
@@ -389,7 +391,7 @@ def test_time_travel_over_connect_equals_classic(server: Server, remote: Any,
 
 
 @pytest.mark.parametrize("name", ["positional", "trends", "recognize", "follows", "variants",
-                                  "case_stats"])
+                                  "case_stats", "model"])
 def test_more_cep_functions_over_connect_equal_classic(server: Server, remote: Any,
                                                        registered: list[str], name: str) -> None:
     # match_seq in its positional form with a named option; cet_trends, another function.
@@ -414,6 +416,9 @@ def test_the_dataframe_api_over_connect_equals_classic_sql(server: Server, remot
         "key", "CAST(start_ts AS STRING) AS start_ts", "CAST(end_ts AS STRING) AS end_ts",
         "duration", "n_events", "first_type", "last_type", "first_id", "last_id")
     assert sorted_rows(stats.collect()) == server.expected["case_stats"]
+    model = sql_ext.predict_model(events, "PATTERN a ; b, c", "key").selectExpr(
+        "subscription", "hex(model) AS model", "events", "keys")
+    assert sorted_rows(model.collect()) == server.expected["model"]
 
 
 def test_malformed_pattern_reaches_the_client_with_its_code(remote: Any,
