@@ -444,6 +444,10 @@ SIGNATURES: dict[str, Signature] = {s.function: s for s in (
             doc=('with `type_col` and a class without `DEFINE`, a class that no event of the '
                  'input carries is `CEP-PAT-219` with "did you mean" (as `match_seq`, "Facts '
                  'about the whole input"); `true` answers (no trend) instead')),
+        _opt("columns", "STRING", shown='none',
+            doc=("with `output => 'trends'`: columns of the events, comma-separated (`'type, "
+                 "amount'`): each becomes an output column of its own name holding, per trend, "
+                 'the ARRAY of its values in the order of `event_ids`')),
     )),
     Signature("match_prob", (
         _lead("pattern", typed=False, shown='required',

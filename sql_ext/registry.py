@@ -81,7 +81,8 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
         "cet_trends",
         SIGNATURES["cet_trends"].text(),
         "output 'trends' (default): <key_col>, window_start, window_end, trend_id BIGINT, "
-        "length INT, first_ts, last_ts, event_ids ARRAY<BIGINT>; output 'count': <key_col>, "
+        "length INT, first_ts, last_ts, event_ids ARRAY<BIGINT>[, one ARRAY of its own type per "
+        "column of columns]; output 'count': <key_col>, "
         "window_start, window_end, n_trends DECIMAL(38,0)",
         "available", "udfs.cet_trends:cet_trends_udtf",
         "Complete event trends (Kleene+ with predicates between neighbours) over the ABI graph, "

@@ -56,7 +56,8 @@ from cep.signature import SIGNATURES
 from cep.trends import (COMPLETENESS, DEFAULT_COMPLETENESS, DEFAULT_MAX_TRENDS, TrendQuery,
                         compile_trend, window_counts, window_trends)
 from udfs.facts import FACTS, check_classes, class_questions, facts_sql, read_facts
-from udfs.shell import (PlannedResult, TableFunction, field, grouping_key, planned,
+from udfs.shell import (PlannedResult, TableFunction, field, grouping_key, named_columns,
+                        planned, positions_lists,
                         quote as _quote, table_fields, table_function, utc_micros)
 
 if TYPE_CHECKING:
@@ -101,6 +102,11 @@ class TrendCountOverflowError(CepError):
     code = "CEP-SQL-031"
 
 
+TREND_COLUMNS = ("window_start", "window_end", "trend_id", "length", "first_ts", "last_ts",
+                 "event_ids")
+"""The columns of ``output => 'trends'`` after the key (a ``columns =>`` name may not be one)."""
+
+
 @dataclass(frozen=True)
 class TrendCallPlan:
     """What ``analyze`` decided, shipped to every task; ``pattern`` is the pattern parsed once
@@ -118,6 +124,7 @@ class TrendCallPlan:
     given_windows: bool = False  # windows from window_col (Spark's window()), not cut here
     completeness: str = "ends"  # 'ends' (section 3) or 'maximal' (line 43)
     classes: tuple[str, ...] = ()  # read from type_col: each must occur (udfs.facts)
+    columns: tuple[str, ...] = ()  # columns => '...': the output's array columns (__c0, ...)
 
 
 def check_completeness_argument(value: Any) -> str:
@@ -218,7 +225,14 @@ def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
     window_f = field(fields, window_name, "window_col", err) if window_name else None
     if window_f is not None:
         select += _window_columns(window_f, ts_kind)
-    out = _output_schema(key_f, ts_type, out_kind)
+    extra = named_columns(events, given["columns"],
+                          {c.lower() for c in TREND_COLUMNS}
+                          | ({key_f.name.lower()} if key_f is not None else set()),
+                          "cet_trends", f"{', '.join(TREND_COLUMNS)}, the key", err)
+    if extra and out_kind != "trends":
+        raise err("columns: only output => 'trends' has events to carry columns of")
+    select += [SelectedColumn(_quote(f.name), alias=f"__c{i}") for i, f in enumerate(extra)]
+    out = _output_schema(key_f, ts_type, out_kind, extra)
     partition_by = ([PartitioningColumn(f"pmod(hash({_quote(key_f.name)}), {KEY_BUCKETS})")]
                     if key_f is not None else [])
     if window_f is not None:  # the windows of a key spread over tasks (the paper's distribution)
@@ -226,7 +240,8 @@ def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
     plan = TrendCallPlan(parsed, out_kind, limit, ts_kind, attributes, type_f is not None,
                          key_f.name if key_f is not None else None,
                          query.within is not None or window_f is not None,
-                         keep is not None, window_f is not None, complete, classes)
+                         keep is not None, window_f is not None, complete, classes,
+                         tuple(f.name for f in extra))
     if not partition_by:
         return PlannedResult(schema=out, withSinglePartition=True, select=select, plan=plan)
     return PlannedResult(schema=out, partitionBy=partition_by, select=select, plan=plan)
@@ -287,8 +302,10 @@ def _window_columns(window_f: StructField, ts_kind: str) -> list[SelectedColumn]
     return select
 
 
-def _output_schema(key_f: StructField | None, ts_type: DataType, out_kind: str) -> StructType:
-    """The output columns: the key under its own name, the window, the trends or their count."""
+def _output_schema(key_f: StructField | None, ts_type: DataType, out_kind: str,
+                   extra: tuple[StructField, ...] = ()) -> StructType:
+    """The output columns: the key under its own name, the window, the trends (and an ARRAY
+    per column of ``columns =>``) or their count."""
     from pyspark.sql.types import (ArrayType, DecimalType, IntegerType, LongType, StructField,
                                    StructType)
 
@@ -298,6 +315,7 @@ def _output_schema(key_f: StructField | None, ts_type: DataType, out_kind: str) 
         out += [StructField("trend_id", LongType()), StructField("length", IntegerType()),
                 StructField("first_ts", ts_type), StructField("last_ts", ts_type),
                 StructField("event_ids", ArrayType(LongType()))]
+        out += [StructField(f.name, ArrayType(f.dataType)) for f in extra]
     else:
         out.append(StructField("n_trends", DecimalType(38, 0)))
     return StructType(out)
@@ -434,7 +452,7 @@ def answer_table(plan: TrendCallPlan, table: pa.Table) -> pa.Table:
     keys, groups = _groups(table, plan)
     out: dict[str, list[Any]] = {name: [] for name in (
         "key", "window_start", "window_end", "trend_id", "length", "first_ts", "last_ts",
-        "event_ids", "n_trends")}
+        "event_ids", "n_trends", "positions")}
     for key, given, sel in groups:
         k_ts, k_ids = ts[sel], ids[sel]
         k_attrs = {a: v[sel] for a, v in attrs.items()}
@@ -480,11 +498,13 @@ def answer_table(plan: TrendCallPlan, table: pa.Table) -> pa.Table:
             out["first_ts"].append(k_ts[ev[0]].item())
             out["last_ts"].append(k_ts[ev[-1]].item())
             out["event_ids"].append(k_ids[ev].tolist())
-    return _output(plan, keys, ts_arrow, out)
+            if plan.columns:
+                out["positions"].append(sel[rows_])
+    return _output(plan, keys, ts_arrow, out, table)
 
 
 def _output(plan: TrendCallPlan, keys: pa.Array | None, ts_arrow: pa.DataType,
-            out: dict[str, list[Any]]) -> pa.Table:
+            out: dict[str, list[Any]], table: pa.Table | None = None) -> pa.Table:
     import pyarrow as pa
 
     def stamps(values: list[int | float | None]) -> pa.Array:
@@ -504,6 +524,8 @@ def _output(plan: TrendCallPlan, keys: pa.Array | None, ts_arrow: pa.DataType,
                      "length": pa.array(out["length"], pa.int32()),
                      "first_ts": stamps(out["first_ts"]), "last_ts": stamps(out["last_ts"]),
                      "event_ids": pa.array(out["event_ids"], pa.list_(pa.int64()))})
+        for i, name in enumerate(plan.columns):  # each trend's rows, in event_ids order
+            cols[name] = positions_lists(table.column(f"__c{i}"), out["positions"])
     return pa.table(cols)
 
 

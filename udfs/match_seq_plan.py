@@ -29,7 +29,7 @@ from cep.match.run.closing import needs_newest
 from cep.signature import SIGNATURES
 from udfs.chunks import Horizon
 from udfs.facts import FACTS, class_questions, facts_sql
-from udfs.shell import PlannedResult, field, keyed, quote, table_fields
+from udfs.shell import PlannedResult, field, keyed, named_columns, quote, table_fields
 
 if TYPE_CHECKING:
     from pyspark.sql.types import DataType, StructField, StructType
@@ -296,26 +296,9 @@ def carried_columns(events: AnalyzeArgument | None, text: str | None,
         MatchSeqArgumentError: a name the table lacks, named twice, or that is also an
             output column.
     """
-    if text is None:
-        return ()
-    err = MatchSeqArgumentError
-    fields = table_fields(events, "events", err)
-    names = [n.strip().strip("`") for n in text.split(",")]
-    if not all(names):
-        raise err(f"columns: expected column names separated by commas, found {text!r}")
     taken = {c.lower() for c in MATCH_COLUMNS} | ({cols.key.name.lower()} if cols.key else set())
-    found: list[StructField] = []
-    for name in names:
-        f = field(fields, name, "columns", err)
-        if any(f.name.lower() == g.name.lower() for g in found):
-            raise err(f"columns: {f.name!r} is named twice")
-        if f.name.lower() in taken:
-            raise err(f"columns: {f.name!r} is also the name of an output column of match_seq "
-                      f"({', '.join(MATCH_COLUMNS)}, the key); rename it in the TABLE query "
-                      "(SELECT *, x AS x_value ...)")
-        taken.add(f.name.lower())
-        found.append(f)
-    return tuple(found)
+    return named_columns(events, text, taken, "match_seq",
+                         f"{', '.join(MATCH_COLUMNS)}, the key", MatchSeqArgumentError)
 
 
 def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:

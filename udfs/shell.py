@@ -100,6 +100,60 @@ def field(fields: dict[str, StructField], wanted: str, role: str, error: type[Ce
     return found
 
 
+def named_columns(events: AnalyzeArgument | None, text: str | None, taken: set[str],
+                  function: str, outputs: str, error: type[CepError]) -> tuple[StructField, ...]:
+    """The fields a ``columns => 'a, b'`` argument names, in its order (none without it).
+
+    Args:
+        events: the TABLE argument.
+        text: the argument's value.
+        taken: lower-cased names of the function's output columns (the key included).
+        function, outputs: the function's name and its output columns, for the message.
+        error: the function's argument error.
+
+    Raises:
+        error: a name the table lacks, named twice, or that is also an output column.
+    """
+    if text is None:
+        return ()
+    fields = table_fields(events, "events", error)
+    names = [n.strip().strip("`") for n in text.split(",")]
+    if not all(names):
+        raise error(f"columns: expected column names separated by commas, found {text!r}")
+    taken = set(taken)
+    found: list[StructField] = []
+    for name in names:
+        f = field(fields, name, "columns", error)
+        if any(f.name.lower() == g.name.lower() for g in found):
+            raise error(f"columns: {f.name!r} is named twice")
+        if f.name.lower() in taken:
+            raise error(f"columns: {f.name!r} is also the name of an output column of {function} "
+                        f"({outputs}); rename it in the TABLE query (SELECT *, x AS x_value ...)")
+        taken.add(f.name.lower())
+        found.append(f)
+    return tuple(found)
+
+
+def positions_lists(column: pa.ChunkedArray | pa.Array, positions: list[np.ndarray]) -> pa.Array:
+    """A list column: per output row, ``column``'s values at that row's ``positions`` (the rows
+    of one match or trend, in order), of the column's own type.
+
+    Example:
+        >>> import numpy as np, pyarrow as pa
+        >>> positions_lists(pa.array(["a", "b", None]), [np.array([2, 0]), np.array([1])]).to_pylist()
+        [[None, 'a'], ['b']]
+    """
+    import numpy as np
+    import pyarrow as pa
+
+    values = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    lengths = np.fromiter((len(p) for p in positions), dtype=np.int64, count=len(positions))
+    offsets = np.zeros(len(positions) + 1, dtype=np.int32)
+    np.cumsum(lengths, out=offsets[1:])
+    flat = np.concatenate(positions).astype(np.int64) if positions else np.zeros(0, np.int64)
+    return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), values.take(pa.array(flat)))
+
+
 def grouping_key(keys: pa.Array) -> pa.Array:
     """A key column (Arrow) with the values SQL's ``GROUP BY`` takes as one made one.
 
