@@ -174,3 +174,16 @@ def test_allow_absent_trains_a_model_that_never_saw_the_class(spark) -> None:
                     "'A' AS type), allow_absent => true)").first()
     assert (row["events"], row["keys"]) == (1, 1)
     assert Model.from_bytes(row["model"], "PATTERN A, Bx").events == 1
+
+
+def test_an_empty_input_gives_no_row_and_predict_match_refuses_its_null_model(spark) -> None:
+    empty = "SELECT 1L AS ts, 'A' AS type, 'k' AS k WHERE false"
+    spark.sql("DROP TABLE IF EXISTS pm_empty_models")
+    spark.sql(f"CREATE TABLE pm_empty_models USING delta AS SELECT model FROM predict_model("
+              f"'PATTERN A, B', 'k', TABLE({empty}), allow_absent => true)")
+    assert spark.sql("SELECT * FROM pm_empty_models").collect() == []
+    with pytest.raises(Exception) as err:
+        spark.sql("SELECT * FROM predict_match('PATTERN A, B', TABLE(SELECT 1L AS ts, 'A' AS "
+                  "type), lookahead => 2, model => (SELECT model FROM pm_empty_models))").collect()
+    assert "CEP-SQL-050" in str(err.value) and "model is NULL" in str(err.value), \
+        str(err.value)[:800]
