@@ -108,6 +108,7 @@ class Training(ChunkedStream):
         self.checked = False
 
     def _flush(self, final: bool) -> Iterator[pa.Table]:
+        import numpy as np
         import pyarrow as pa
 
         if self.batches:
@@ -122,8 +123,11 @@ class Training(ChunkedStream):
                 self._train(table.slice(0, cut))
             rest = table.slice(cut)
             # a copy: a slice would keep the whole chunk's memory alive
-            self.batches = [rest.take(pa.array(range(rest.num_rows)))] if rest.num_rows else []
-            self.rows = rest.num_rows
+            self.batches = ([rest.take(pa.array(np.arange(rest.num_rows, dtype=np.int64)))]
+                            if rest.num_rows else [])
+            # Only new rows count towards the next flush: a key longer than a chunk is copied
+            # once per chunk_rows new rows, not once per batch.
+            self.rows = 0
             release_memory()
         if final:
             yield self._row()

@@ -187,3 +187,32 @@ def test_an_empty_input_gives_no_row_and_predict_match_refuses_its_null_model(sp
                   "type), lookahead => 2, model => (SELECT model FROM pm_empty_models))").collect()
     assert "CEP-SQL-050" in str(err.value) and "model is NULL" in str(err.value), \
         str(err.value)[:800]
+
+
+def test_a_key_longer_than_many_chunks_trains_as_one_call() -> None:
+    """The task's stream alone (no Spark): one key of 600 events in batches of 7 rows with
+    chunks of 10 rows waits whole for the end, and another key's rows after it are trained;
+    the model is the core's over both keys in one call."""
+    import pyarrow as pa
+
+    from udfs.predict_model import ModelCallPlan, Training
+
+    text = "PATTERN A; B, A"
+    plan = ModelCallPlan(text, 1, 0.0, "keys", "independent", 0.0, "int", True, True, "k", (),
+                         chunk_rows=10)
+    rng = np.random.default_rng(7)
+    n = 900
+    keys = ["k1"] * 600 + ["k2"] * 300
+    types = rng.choice(list("ABX"), n).tolist()
+    table = pa.table({"__ts": pa.array(np.arange(n) // 3, pa.int64()),
+                      "__id": pa.array(np.arange(n), pa.int64()),
+                      "__type": pa.array(types), "__key": pa.array(keys)})
+    training = Training(plan)
+    out = []
+    for batch in table.to_batches(max_chunksize=7):
+        out += list(training.add(batch))
+    out += list(training.finish())
+    assert len(out) == 1 and out[0].column("keys").to_pylist() == [2]
+    rows = [(k, t, i, c, None) for k, t, i, c in zip(keys, (np.arange(n) // 3).tolist(),
+                                                     range(n), types)]
+    assert Model.from_bytes(out[0].column("model")[0].as_py()) == core_model(text, rows, "BIGINT")
