@@ -135,14 +135,14 @@ def test_a_table_of_models_feeds_predict_match(spark, loaded_temperatures) -> No
     """CREATE TABLE ... AS SELECT, then ``model => (SELECT model FROM ...)``: the answers of
     the same model passed as a literal blob, and not those of per-city training."""
     text = "PATTERN N, N, N DEFINE N AS tmin_c >= 20"
-    spark.sql("DROP TABLE IF EXISTS pm_models")
-    spark.sql(f"CREATE TABLE pm_models USING delta AS SELECT 'nights' AS name, * FROM "
+    spark.sql("DROP TABLE IF EXISTS pm_sql_models")
+    spark.sql(f"CREATE TABLE pm_sql_models USING delta AS SELECT 'nights' AS name, * FROM "
               f"predict_model({sql_string(text)}, 'city', TABLE(daily_temperatures))")
-    blob = bytes(spark.sql("SELECT model FROM pm_models").first()["model"])
+    blob = bytes(spark.sql("SELECT model FROM pm_sql_models").first()["model"])
     call = (f"SELECT * FROM predict_match({sql_string(text)}, 'city', TABLE(daily_temperatures), "
             "lookahead => 5{model}) ORDER BY city")
     from_table = spark.sql(call.format(
-        model=", model => (SELECT model FROM pm_models WHERE name = 'nights')")).collect()
+        model=", model => (SELECT model FROM pm_sql_models WHERE name = 'nights')")).collect()
     literal = spark.sql(call.format(model=f", model => X'{blob.hex()}'")).collect()
     own = spark.sql(call.format(model="")).collect()
     assert from_table == literal
