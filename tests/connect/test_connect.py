@@ -548,7 +548,8 @@ def test_sigterm_stops_the_server_and_frees_the_port(server: Server, remote: Any
     assert server.proc.wait(timeout=START_TIMEOUT) == 0, server.log()
     server.reader.join(timeout=START_TIMEOUT)  # stdout's end: the JVM has let go of it too
     rest = [server.lines.get_nowait() for _ in range(server.lines.qsize())]
-    assert [ln.strip() for ln in rest] == [f"Spark Connect server at {server.address} stopped"]
+    assert [ln.strip() for ln in rest] == [f"Spark Connect server at {server.address} stopped"], \
+        server.log()
     with pytest.raises(ConnectionRefusedError):
         socket.create_connection(("127.0.0.1", server.port), timeout=30).close()
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as again:
