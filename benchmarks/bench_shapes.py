@@ -1,0 +1,256 @@
+"""Benchmark grid of ``match_seq`` against the hand-written Spark SQL, over data shapes.
+
+One stream (``bench_match_sql``: 1,000 keys, 50 Zipf types) hid how the lead over the
+analyst's SQL moves with the data. This grid varies, at ``n`` events each (synthetic stream,
+1,000 events/s, seed 2026, Delta, cached before timing):
+
+* **types**: 5, 20 or 100, uniform (``u``) or Zipf with s = 1.1 (``z``);
+* **keys**: 10, 1,000 or 100,000;
+* **pattern length**: 2 to 5 components, types of rank 1, 2, ... after the first;
+* **first component**: the most frequent type (``common``) or the rarest (``rare``; Zipf
+  shapes only, where the two differ);
+* **policy**: ``strict`` (``,`` links, strict contiguity), ``next`` (skip-till-next-match),
+  ``any`` (skip-till-any-match), ``not`` (skip-till-next-match with ``NOT(X)`` after the first
+  component, X the type of rank ``length``).
+
+The full product is 500+ cells of several seconds each, so the grid is a star around the
+centre shape ``z20`` with 1,000 keys (decision in docs/decisions.md, "The shapes benchmark is a
+star"): every data shape runs every policy at length 3 with each first component; the centre
+also runs lengths 2, 4 and 5 with the common first component.
+
+Every pattern has a window of about 20 events per key (``WITHIN`` ``20 * keys`` milliseconds at
+1,000 events/s), so skip-till-any stays bounded on every shape. The baselines, written as an
+analyst would (reviewed for fairness: one window ``PARTITION BY key ORDER BY ts, id``, the
+window bound on every join, the matched positions or ids returned):
+
+* ``strict``: ``lead(type, j)`` and ``lead(ts, length - 1)`` over one window;
+* ``next``: positions by ``row_number()``, then per component a join to the later events of the
+  next type and ``min(pos)`` per partial match;
+* ``any``: the same joins without ``min``: every combination;
+* ``not``: ``next`` with ``NOT EXISTS`` an X between the first two events.
+
+Each query (ours through ``spark.sql``, and its baseline) is counted once (warm-up), then
+written to Spark's ``noop`` sink once; the ratio is baseline / ours (above 1: ours is faster).
+Counts that differ are reported in the row (``agree``) and at the end.
+
+Run from the project root::
+
+    python -m benchmarks.bench_shapes [--events 1000000] [--only z20/next] [--json PATH]
+
+Example:
+    >>> [c.name for c in cells() if c.shape.name == "z20-k1000"][:3]
+    ['z20-k1000/strict/L3/common', 'z20-k1000/strict/L3/rare', 'z20-k1000/next/L3/common']
+    >>> len(cells())
+    64
+    >>> print(baseline_sql(Cell(SHAPES[0], "strict", 2, "common"), "t"))  # doctest: +NORMALIZE_WHITESPACE
+    WITH e AS (SELECT key, id, type, ts, lead(id, 1) OVER w AS id1, lead(type, 1) OVER w AS t1,
+    lead(ts, 1) OVER w AS ts1 FROM t WINDOW w AS (PARTITION BY key ORDER BY ts, id))
+    SELECT key, id, id1 FROM e WHERE type = 'T00' AND t1 = 'T01' AND ts1 < ts + INTERVAL 20000 MILLISECONDS
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from benchmarks.common import ratio, report, timed
+
+POLICIES = {"strict": "strict-contiguity", "next": "skip-till-next-match",
+            "any": "skip-till-any-match", "not": "skip-till-next-match"}
+EVENTS_PER_WINDOW = 20
+RATE_PER_S = 1000.0
+
+
+@dataclass(frozen=True)
+class Shape:
+    """One synthetic stream of the grid."""
+
+    types: int
+    zipf: bool
+    keys: int
+
+    @property
+    def name(self) -> str:
+        return f"{'z' if self.zipf else 'u'}{self.types}-k{self.keys}"
+
+    @property
+    def window_ms(self) -> int:
+        """About ``EVENTS_PER_WINDOW`` events of one key at ``RATE_PER_S`` over all keys."""
+        return round(EVENTS_PER_WINDOW * self.keys * 1000 / RATE_PER_S)
+
+    def type_name(self, rank: int) -> str:
+        """The generator's name of the type of frequency rank ``rank`` (0: most frequent)."""
+        return f"T{rank:0{len(str(self.types - 1))}d}"
+
+
+CENTRE = Shape(20, True, 1000)
+SHAPES = (CENTRE, Shape(5, True, 1000), Shape(100, True, 1000), Shape(20, True, 10),
+          Shape(20, True, 100_000), Shape(5, False, 1000), Shape(20, False, 1000),
+          Shape(100, False, 1000))
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One pattern on one shape."""
+
+    shape: Shape
+    policy: str
+    length: int
+    first: str
+
+    @property
+    def name(self) -> str:
+        return f"{self.shape.name}/{self.policy}/L{self.length}/{self.first}"
+
+    def types(self) -> list[str]:
+        """The type of each bound component, first one first."""
+        first = 0 if self.first == "common" else self.shape.types - 1
+        return [self.shape.type_name(first)] + [self.shape.type_name(r)
+                                               for r in range(1, self.length)]
+
+    def negated(self) -> str:
+        return self.shape.type_name(self.length)
+
+    def pattern(self) -> str:
+        """The pattern text of ``match_seq``."""
+        kinds = self.types()
+        if self.policy == "strict":
+            body = ", ".join(kinds)
+        elif self.policy == "not":
+            body = "; ".join([kinds[0], f"NOT({self.negated()})", *kinds[1:]])
+        else:
+            body = "; ".join(kinds)
+        return f"PATTERN {body} WITHIN {self.shape.window_ms} MILLISECONDS"
+
+
+def cells() -> list[Cell]:
+    """The star: every shape x policy at length 3 (both first components on Zipf shapes),
+    and the centre's other lengths with the common first component."""
+    out = []
+    for shape in SHAPES:
+        for policy in POLICIES:
+            for first in (("common", "rare") if shape.zipf else ("common",)):
+                out.append(Cell(shape, policy, 3, first))
+    for length in (2, 4, 5):
+        for policy in POLICIES:
+            out.append(Cell(CENTRE, policy, length, "common"))
+    return out
+
+
+def _q(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def baseline_sql(cell: Cell, table: str) -> str:
+    """The Spark SQL an analyst writes for ``cell`` over ``table``."""
+    kinds, within = cell.types(), f"INTERVAL {cell.shape.window_ms} MILLISECONDS"
+    last = cell.length - 1
+    if cell.policy == "strict":
+        leads = ", ".join(f"lead(id, {j}) OVER w AS id{j}, lead(type, {j}) OVER w AS t{j}"
+                          for j in range(1, cell.length))
+        conds = " AND ".join([f"type = {_q(kinds[0])}"]
+                             + [f"t{j} = {_q(kinds[j])}" for j in range(1, cell.length)])
+        ids = ", ".join(f"id{j}" for j in range(1, cell.length))
+        return (f"WITH e AS (SELECT key, id, type, ts, {leads}, lead(ts, {last}) OVER w AS "
+                f"ts{last} FROM {table} WINDOW w AS (PARTITION BY key ORDER BY ts, id))\n"
+                f"SELECT key, id, {ids} FROM e WHERE {conds} AND ts{last} < ts + {within}")
+    parts = [f"WITH e AS (SELECT key, id, type, ts, row_number() OVER (PARTITION BY key "
+             f"ORDER BY ts, id) AS pos FROM {table}),\n"
+             f"m0 AS (SELECT key, pos AS p0, ts AS ts0 FROM e WHERE type = {_q(kinds[0])})"]
+    for j in range(1, cell.length):
+        carried = ", ".join(f"m.p{i}" for i in range(j))
+        join = (f"FROM m{j - 1} m JOIN e x ON x.key = m.key AND x.type = {_q(kinds[j])} "
+                f"AND x.pos > m.p{j - 1} AND x.ts < m.ts0 + {within}")
+        if cell.policy == "any":
+            parts.append(f"m{j} AS (SELECT m.key, {carried}, m.ts0, x.pos AS p{j} {join})")
+        else:
+            parts.append(f"m{j} AS (SELECT m.key, {carried}, m.ts0, min(x.pos) AS p{j} {join} "
+                         f"GROUP BY m.key, {carried}, m.ts0)")
+    where = ""
+    if cell.policy == "not":
+        where = (f" WHERE NOT EXISTS (SELECT 1 FROM e d WHERE d.key = m{last}.key AND "
+                 f"d.type = {_q(cell.negated())} AND d.pos > m{last}.p0 AND d.pos < m{last}.p1)")
+    ids = ", ".join(f"p{i}" for i in range(cell.length))
+    return ",\n".join(parts) + f"\nSELECT key, {ids} FROM m{last}{where}"
+
+
+def ours_sql(cell: Cell, table: str) -> str:
+    """The ``match_seq`` call for ``cell`` over ``table``."""
+    return (f"SELECT * FROM match_seq(pattern => {_q(cell.pattern())}, "
+            f"policy => {_q(POLICIES[cell.policy])}, key_col => 'key', "
+            f"events => TABLE({table}))")
+
+
+def _table(spark: Any, settings: Any, shape: Shape, n: int) -> str:
+    from cep.datasets.synthetic import SyntheticSpec
+    from jobs.loaders.generate import write_synthetic
+
+    name = f"shape_{shape.name.replace('-', '_')}_{n}"
+    write_synthetic(spark, settings, SyntheticSpec(
+        n_events=n, n_keys=shape.keys, n_types=shape.types, zipf_s=1.1 if shape.zipf else 0.0,
+        rate_per_s=RATE_PER_S, seed=2026), name, quiet=True)
+    spark.table(name).cache().count()
+    return name
+
+
+def _noop(spark: Any, sql: str) -> tuple[int, float]:
+    count = spark.sql(sql).count()
+    _, seconds = timed(lambda: spark.sql(sql).write.format("noop").mode("overwrite").save())
+    return count, seconds
+
+
+def run(n: int, only: list[str] | None = None) -> dict[str, Any]:
+    """Every cell whose name contains one of ``only`` (all by default); the report's rows."""
+    from benchmarks.common import bench_session
+
+    spark, settings = bench_session()
+    chosen = [c for c in cells() if not only or any(o in c.name for o in only)]
+    rows: list[dict[str, Any]] = []
+    tables: dict[Shape, str] = {}
+    for cell in chosen:
+        if cell.shape not in tables:
+            for old in tables.values():
+                spark.table(old).unpersist()
+            tables = {cell.shape: _table(spark, settings, cell.shape, n)}
+        table = tables[cell.shape]
+        matches, ours = _noop(spark, ours_sql(cell, table))
+        base_matches, base = _noop(spark, baseline_sql(cell, table))
+        row = {"cell": cell.name, "events": n, "pattern": cell.pattern(),
+               "policy": POLICIES[cell.policy], "matches": matches, "ours_s": round(ours, 2),
+               "sql_matches": base_matches, "sql_s": round(base, 2),
+               "ratio": ratio(base, ours), "agree": matches == base_matches}
+        rows.append(row)
+        print(f"{cell.name}: ours {ours:.2f} s ({matches:,}), SQL {base:.2f} s "
+              f"({base_matches:,}), {row['ratio']}{'' if row['agree'] else '  DISAGREE'}",
+              flush=True)
+    spark.stop()
+    worst = {}
+    for policy in POLICIES:
+        mine = [r for r in rows if f"/{policy}/" in r["cell"]]
+        if mine:
+            low = min(mine, key=lambda r: r["sql_s"] / r["ours_s"])
+            worst[policy] = {"cell": low["cell"], "ratio": low["ratio"]}
+            print(f"worst {policy}: {low['cell']} {low['ratio']}")
+    result = report(rows)
+    result["worst"] = worst
+    result["disagree"] = [r["cell"] for r in rows if not r["agree"]]
+    return result
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``--events N``, ``--only NAME ...`` (substrings of cell names), ``--json PATH``."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=1_000_000)
+    parser.add_argument("--only", nargs="+", default=None)
+    parser.add_argument("--json", default=None)
+    args = parser.parse_args(argv)
+    result = run(args.events, args.only)
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as out:
+            json.dump(result, out, indent=2)
+
+
+if __name__ == "__main__":
+    main()
