@@ -36,6 +36,7 @@ Counts that differ are reported in the row (``agree``) and at the end.
 Run from the project root::
 
     python -m benchmarks.bench_shapes [--events 1000000] [--only z20/next] [--json PATH]
+    python -m benchmarks.bench_shapes --markdown PATH   # BENCHMARKS.md's table of a run
 
 Example:
     >>> [c.name for c in cells() if c.shape.name == "z20-k1000"][:3]
@@ -239,13 +240,41 @@ def run(n: int, only: list[str] | None = None) -> dict[str, Any]:
     return result
 
 
+def markdown(result: dict[str, Any]) -> str:
+    """The rows of a run as BENCHMARKS.md's table: one line per cell, the ratio in bold when
+    it misses the issue's target (2x of the SQL for next, any and NOT; 1x for strict).
+
+    Example:
+        >>> row = {"cell": "z5-k10/strict/L3/common", "matches": 3, "ours_s": 2.0,
+        ...        "sql_matches": 3, "sql_s": 1.0, "ratio": "0.50x", "agree": True}
+        >>> print(markdown({"rows": [row]}).splitlines()[-1])
+        | z5-k10/strict/L3/common | 3 | 2.00 s | 1.00 s | **0.50x** |
+    """
+    lines = ["| cell | matches | `match_seq` | hand-written SQL | SQL / ours |",
+             "|---|---:|---:|---:|---:|"]
+    for r in result["rows"]:
+        target = 1.0 if "/strict/" in r["cell"] else 2.0
+        value = r["sql_s"] / r["ours_s"]
+        shown = r["ratio"] if value >= target else f"**{r['ratio']}**"
+        count = f"{r['matches']:,}" if r["agree"] else f"{r['matches']:,} (SQL {r['sql_matches']:,})"
+        lines.append(f"| {r['cell']} | {count} | {r['ours_s']:.2f} s | {r['sql_s']:.2f} s | "
+                     f"{shown} |")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> None:
     """``--events N``, ``--only NAME ...`` (substrings of cell names), ``--json PATH``."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=1_000_000)
     parser.add_argument("--only", nargs="+", default=None)
     parser.add_argument("--json", default=None)
+    parser.add_argument("--markdown", default=None,
+                        help="print the table of an earlier run's --json file and stop")
     args = parser.parse_args(argv)
+    if args.markdown:
+        with open(args.markdown, encoding="utf-8") as source:
+            print(markdown(json.load(source)))
+        return
     result = run(args.events, args.only)
     if args.json:
         with open(args.json, "w", encoding="utf-8") as out:
