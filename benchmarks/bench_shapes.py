@@ -240,6 +240,49 @@ def run(n: int, only: list[str] | None = None) -> dict[str, Any]:
     return result
 
 
+def profile(n: int, names: list[str], repeats: int = 3) -> dict[str, Any]:
+    """Where a cell's time goes: best of ``repeats`` of the call, the call with the shim's row
+    filter off, a no-op Arrow UDTF over the rows the filter keeps (same 64 key buckets: the
+    transfer into Python and back, no matching), the kept rows shuffled by key alone, and the
+    SQL baseline. The call minus the no-op is the matching itself."""
+    from benchmarks.common import bench_session, register_noop
+    from udfs.match_seq_plan import KEY_BUCKETS
+
+    spark, settings = bench_session()
+    register_noop(spark)
+    rows = []
+    for cell in [c for c in cells() if c.name in names]:
+        table = _table(spark, settings, cell.shape, n)
+        kinds = cell.types() + ([cell.negated()] if cell.policy == "not" else [])
+        kept = (f"SELECT * FROM {table}" if cell.policy == "strict" else
+                f"SELECT * FROM {table} WHERE type IN ({', '.join(_q(k) for k in kinds)})")
+        queries = {
+            "call": ours_sql(cell, table),
+            "noop UDTF over the kept rows": (f"SELECT * FROM noop_arrow(TABLE({kept}) "
+                                             f"PARTITION BY pmod(hash(key), {KEY_BUCKETS}))"),
+            "kept rows shuffled by key": f"SELECT /*+ REPARTITION(2, key) */ * FROM ({kept})",
+            "SQL baseline": baseline_sql(cell, table)}
+        row: dict[str, Any] = {"cell": cell.name,
+                               "kept_rows": spark.sql(f"SELECT count(*) FROM ({kept})").first()[0]}
+        for label, sql in queries.items():
+            spark.sql(sql).count()
+            row[label] = round(min(timed(lambda: spark.sql(sql).write.format("noop")
+                                         .mode("overwrite").save())[1]
+                                   for _ in range(repeats)), 2)
+        spark.conf.set("spark.cep.keepRows.enabled", "false")
+        try:
+            row["call, row filter off"] = round(min(
+                timed(lambda: spark.sql(queries["call"]).write.format("noop")
+                      .mode("overwrite").save())[1] for _ in range(repeats)), 2)
+        finally:
+            spark.conf.unset("spark.cep.keepRows.enabled")
+        rows.append(row)
+        print(row, flush=True)
+        spark.table(table).unpersist()
+    spark.stop()
+    return report(rows)
+
+
 def markdown(result: dict[str, Any]) -> str:
     """The rows of a run as BENCHMARKS.md's table: one line per cell, the ratio in bold when
     it misses the issue's target (2x of the SQL for next, any and NOT; 1x for strict).
@@ -270,12 +313,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--json", default=None)
     parser.add_argument("--markdown", default=None,
                         help="print the table of an earlier run's --json file and stop")
+    parser.add_argument("--profile", nargs="+", default=None, metavar="CELL",
+                        help="break these cells' time down (profile()) instead of the grid")
     args = parser.parse_args(argv)
-    if args.markdown:
+    if args.profile:
+        result = profile(args.events, args.profile)
+    elif args.markdown:
         with open(args.markdown, encoding="utf-8") as source:
             print(markdown(json.load(source)))
         return
-    result = run(args.events, args.only)
+    else:
+        result = run(args.events, args.only)
     if args.json:
         with open(args.json, "w", encoding="utf-8") as out:
             json.dump(result, out, indent=2)
