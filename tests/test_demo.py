@@ -12,6 +12,10 @@ import re
 def test_demo_runs_and_shows_time_travel(spark, settings, loaded_logs, capsys) -> None:
     from jobs.cli import main
 
+    # tests/conftest.py's standing_offers (docs/standing.md) runs the same standing pattern on
+    # this warehouse; when a module that uses it ran first (`pytest tests/test_docs.py
+    # tests/test_demo.py`), the demo's runs find nothing new, as a user's second demo would.
+    ran_before = spark.catalog.tableExists("unanswered_offers_timeouts")
     code = main(["demo"], spark=spark, settings=settings)
     out, err = capsys.readouterr()
     assert code == 0, out[-3000:] + err[-3000:]
@@ -29,8 +33,11 @@ def test_demo_runs_and_shows_time_travel(spark, settings, loaded_logs, capsys) -
     # The run manifest records the heat job's run (docs/jobs.md).
     assert "manifest run predict/heat/g1/v" in out and "|predict/heat/g1/v" in out
     # The standing pattern over the offer feed's two commits: one run each, then its alerts.
-    assert ("unanswered_offers: source versions 0..0: 84,184 events read; 9,480 offers "
-            "answered within 20 days, 6,717 unanswered (timeouts)") in out
+    if ran_before:
+        assert out.count("unanswered_offers: nothing new up to source version 1") == 2
+    else:
+        assert ("unanswered_offers: source versions 0..0: 84,184 events read; 9,480 offers "
+                "answered within 20 days, 6,717 unanswered (timeouts)") in out
     assert "|unanswered_offers:1-1|14167  |" in out and "|window_closed|unanswered_offers|" in out
     # Issue 52: the offers' variants and directly-follows graph, then the two pictures.
     assert re.search(r"\|1 +\|O_Create Offer > O_Created > O_Sent \(mail and online\) > "
