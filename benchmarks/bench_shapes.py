@@ -57,6 +57,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from benchmarks.common import ratio, report, timed
+from sql_ext.quoting import sql_string as _q
 
 POLICIES = {"strict": "strict-contiguity", "next": "skip-till-next-match",
             "any": "skip-till-any-match", "not": "skip-till-next-match"}
@@ -138,10 +139,6 @@ def cells() -> list[Cell]:
         for policy in POLICIES:
             out.append(Cell(CENTRE, policy, length, "common"))
     return out
-
-
-def _q(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
 
 
 def baseline_sql(cell: Cell, table: str) -> str:
