@@ -47,6 +47,7 @@ from jobs.servers.connect_server import (ConnectConf, ConnectConfError, ConnectS
                                          client_url, load_connect_conf, start_server)
 from jobs.servers.tls import TlsError, create_self_signed, pem_pair
 from jobs.servers.tls_proxy import TlsProxy, server_context
+from tests import jvm
 from tests.os_users import REFUSED_SQL, probe_user
 from tests.sockets import descendants, kill_mid_query_and_wait_for_idle, listening_addresses
 
@@ -176,9 +177,7 @@ def server(spark: Any, settings: Settings, table: TableConf,
            if not k.startswith(("CEP_", "PYSPARK_SUBMIT", "SPARK_CONNECT", "SPARK_REMOTE"))}
     env.update(CEP_WAREHOUSE=str(settings.warehouse_dir), CEP_CONF_DIR=str(settings.conf_dir),
                CEP_DATA_DIR=str(settings.data_dir), PYTHONUNBUFFERED="1",
-               # C1 alone starts the server's JVM faster (as in tests/jobs/test_crash_safety.py);
-               # the queries here are small, what they compute is the same.
-               JAVA_TOOL_OPTIONS="-XX:TieredStopAtLevel=1")
+               JAVA_TOOL_OPTIONS=jvm.FAST_START)
     stderr = tmp_path_factory.mktemp("connect") / "server.err"
     with stderr.open("w") as err:
         proc = subprocess.Popen([sys.executable, "-m", "jobs", "connect-server", "--port", "0"],

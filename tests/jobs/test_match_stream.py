@@ -27,6 +27,7 @@ from jobs.framework.run_conf import RunConf
 from jobs.framework.stream import parse_trigger, stream_job
 from jobs.framework.txn import log_version
 from jobs.state.match import run_match
+from tests import jvm
 
 ROOT = Path(__file__).resolve().parents[2]
 EPOCH = 1_704_067_200_000_000
@@ -189,7 +190,7 @@ def test_a_killed_stream_process_restarts_where_it_was(spark, settings, tmp_path
     job = job_for(settings, "st_kill", "stream_kill_src")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CEP_", "PYSPARK_SUBMIT"))}
     env.update(CEP_WAREHOUSE=str(settings.warehouse_dir), CEP_DATA_DIR=str(settings.data_dir),
-               PYTHONUNBUFFERED="1", JAVA_TOOL_OPTIONS="-XX:TieredStopAtLevel=1")
+               PYTHONUNBUFFERED="1", JAVA_TOOL_OPTIONS=jvm.FAST_START)
     argv = [sys.executable, "-m", "jobs", "match", "--name", "st_kill", "--stream",
             "--trigger", "500ms", "--checkpoint", str(tmp_path / "checkpoint")]
     log = tmp_path / "child.err"

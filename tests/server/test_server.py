@@ -60,6 +60,7 @@ from jobs.servers.server import (ServerConf, ServerConfError, ServerStartError, 
                                 start_server, thrift_settings)
 from jobs.servers.tls import TRUSTSTORE_PASSWORD, TlsError, TlsFiles, create_self_signed, tls_files
 from jobs.servers.users import USERS_ENV, UsersError, add_user, remove_user
+from tests import jvm
 from tests.os_users import REFUSED_SQL, ProbeUser, probe_user, reachable_beeline
 from tests.sockets import descendants, kill_mid_query_and_wait_for_idle, listening_addresses
 
@@ -235,9 +236,7 @@ def child_env(settings: Settings) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CEP_", "PYSPARK_SUBMIT"))}
     env.update(CEP_WAREHOUSE=str(settings.warehouse_dir), CEP_CONF_DIR=str(settings.conf_dir),
                CEP_DATA_DIR=str(settings.data_dir), PYTHONUNBUFFERED="1",
-               # Short-lived test JVMs start faster with the C1 compiler alone (the crash
-               # tests measured 11 s -> 7 s); what they compute is the same.
-               JAVA_TOOL_OPTIONS="-XX:TieredStopAtLevel=1")
+               JAVA_TOOL_OPTIONS=jvm.FAST_START)
     return env
 
 
@@ -319,7 +318,7 @@ def run_beeline(server: Server, args: list[str], home: Path, *,
     ``args``; run by ``as_user`` when given."""
     # beeline keeps its history under the JVM's user.home (not $HOME); the C1 compiler: see
     # child_env.
-    env = dict(os.environ, JAVA_TOOL_OPTIONS=f"-XX:TieredStopAtLevel=1 -Duser.home={home}",
+    env = dict(os.environ, JAVA_TOOL_OPTIONS=f"{jvm.FAST_START} -Duser.home={home}",
                HOME=str(home))
     if as_user is not None:
         command = [*reachable_beeline(as_user), "-u", server.url, *credentials,
