@@ -49,6 +49,7 @@ from delta_tables.sketch_state import spark_schema
 from jobs.framework.errors import (ErrorCodes, JobError, SourceNotAppendOnlyError,
                                    SourceReplacedError, SourceVersionError)
 from jobs.framework.faults import FILES, Faults, armed, before_commit
+from jobs.framework.meta_row import KEY as META_ROW_KEY, encode_row
 from jobs.framework.txn import (CommitMetadata, commit_records, ensure_table, log_version, merge,
                                 read_meta_row, register_existing, save, say, worker_error)
 
@@ -335,7 +336,7 @@ class IncrementalJob(ABC):
     def read_meta(self, spark: "SparkSession") -> dict[str, Any] | None:
         """The meta row as a dict, or None before the first complete run."""
         table = self.tables["meta"]
-        return read_meta_row(spark, table, self.state_failure)
+        return read_meta_row(spark, table, self.state_failure, self.columns("meta"))
 
     def interrupted_target(self, meta: dict[str, Any] | None) -> int | None:
         """The target source version of a run that wrote (or created) some state tables but
@@ -490,7 +491,9 @@ class IncrementalJob(ABC):
         frame = run.spark.createDataFrame([tuple(row[name] for name, _ in columns)],
                                           spark_schema(columns))
         run.before_commit_point("meta", frame)
-        save(frame, meta, "overwrite", run.app_id("meta"), run.target, run.metadata)
+        # The commit records the row it writes: the next read needs no Spark job (meta_row).
+        record = {**json.loads(run.metadata), META_ROW_KEY: encode_row(row, columns)}
+        save(frame, meta, "overwrite", run.app_id("meta"), run.target, json.dumps(record))
         versions["meta"] = log_version(meta)
         seconds = run.elapsed()
         run.say(self.done_line(run, outcome, seconds)

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from cep.errors import CepError, ConfigError
@@ -40,6 +40,7 @@ from delta_tables.catalog import is_delta_table, read_table, register_table
 from delta_tables.delta_log import commit_records, latest_metadata, log_version
 from delta_tables.settings import TableConf
 from delta_tables.sketch_state import spark_schema
+from jobs.framework.meta_row import logged_row
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -238,7 +239,8 @@ def register_existing(spark: "SparkSession", tables: Iterable[TableConf]) -> Non
 
 
 def read_meta_row(spark: "SparkSession", table: TableConf,
-                  error: Callable[[str], Exception]) -> dict[str, Any] | None:
+                  error: Callable[[str], Exception],
+                  columns: Sequence[tuple[str, str]] | None = None) -> dict[str, Any] | None:
     """The one row of a job's meta table as a dict, or None before the first complete run.
 
     Args:
@@ -246,10 +248,18 @@ def read_meta_row(spark: "SparkSession", table: TableConf,
         table: The meta table.
         error: Makes the error raised when the table has more than one row (a class, or a
             function of the message).
+        columns: The meta table's ``(name, SQL type)``: when given, the row the newest
+            commit recorded is taken from the Delta log without a Spark job
+            (:mod:`jobs.framework.meta_row`), and Spark reads the table only when the log
+            cannot say.
 
     Raises:
         error: The table holds several rows.
     """
+    if columns is not None:
+        logged = logged_row(table, columns)
+        if logged is not None:
+            return logged
     if not is_delta_table(spark, table):
         return None
     rows = read_table(spark, table).collect()

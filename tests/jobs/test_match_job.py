@@ -23,7 +23,7 @@ from cep.match.run.standing import advance
 from delta_tables.catalog import current_version, read_table
 from delta_tables.match_state import MatchConf
 from delta_tables.settings import TableConf
-from jobs.framework.txn import log_version
+from jobs.framework.txn import log_version, read_meta_row
 from jobs.state.match import MatchJob, read_meta, run_match
 
 EPOCH = 1_704_067_200_000_000  # 2024-01-01 in microseconds
@@ -189,6 +189,9 @@ def test_late_and_incomplete_events_are_set_aside_once(spark, built) -> None:
     assert [(r[3], r[4]) for r in late] == [(900, "late"), (901, "incomplete")]
     meta = read_meta(spark, built["inc"])
     assert meta["late_total"] == 2 and meta["events_read_total"] == 122
+    # Read from the meta commit's record (jobs/framework/meta_row.py): what Spark reads.
+    table = MatchJob(built["inc"]).tables["meta"]
+    assert meta == read_meta_row(spark, table, AssertionError) and meta["updated_at"] is not None
 
 
 def test_a_pattern_that_cannot_stand_is_a_config_error(settings) -> None:
