@@ -26,8 +26,16 @@ data: jars
 demo: jars
 	$(PY) -m jobs demo
 
-test: jars flink-venv exec-venv wheel
-	$(PY) -m pytest
+# The four set-ups are independent (PyFlink's venv needs nothing of ours): built side by side.
+# Then the suite in two passes (docs/testing.md, "Two passes"): the tests without a JVM on both
+# cores (pytest-xdist), then the Spark tests in one process, whose one session already keeps
+# both cores busy. Both passes always run; either failing fails `make test`.
+test:
+	$(MAKE) -j3 jars flink-venv exec-venv wheel
+	status=0; \
+	$(PY) -m pytest -m "not spark" -n 2 || status=$$?; \
+	$(PY) -m pytest -m spark || status=$$?; \
+	exit $$status
 
 # The product: dist/spark_cep-*.whl with the default conf and the compiled shim inside
 # (setup.py), rebuilt when a tracked source changes; tests/install runs it outside the checkout.
