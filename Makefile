@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test unit fuzz install jars data bench bench-summary docs-tables clean flink-venv exec-venv wheel
+.PHONY: demo test test-long unit fuzz install jars data bench bench-summary docs-tables clean flink-venv exec-venv wheel
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -29,13 +29,19 @@ demo: jars
 # The four set-ups are independent (PyFlink's venv needs nothing of ours): built side by side.
 # Then the suite in two passes (docs/testing.md, "Two passes"): the tests without a JVM on both
 # cores (pytest-xdist), then the Spark tests in one process, whose one session already keeps
-# both cores busy. Both passes always run; either failing fails `make test`.
+# both cores busy. Both passes always run; either failing fails `make test`. The few tests of
+# the long tier (tests/conftest.py LONG_TESTS: each repeats a path the others cover, at a minute
+# or more each) run with `make test-long`, not in CI.
 test:
 	$(MAKE) -j3 jars flink-venv exec-venv wheel
 	status=0; \
-	$(PY) -m pytest -m "not spark" -n 2 || status=$$?; \
-	$(PY) -m pytest -m spark || status=$$?; \
+	$(PY) -m pytest -m "not spark and not long" -n 2 || status=$$?; \
+	$(PY) -m pytest -m "spark and not long" || status=$$?; \
 	exit $$status
+
+test-long:
+	$(MAKE) -j3 jars flink-venv exec-venv wheel
+	$(PY) -m pytest -m long
 
 # The product: dist/spark_cep-*.whl with the default conf and the compiled shim inside
 # (setup.py), rebuilt when a tracked source changes; tests/install runs it outside the checkout.

@@ -32,6 +32,35 @@ PROCESS_MODULES = (
 SLOW_FIXTURES = ("loaded_logs", "sketched_logs", "predicted_heat")
 """Fixtures that load the full real event logs or build state from them: ``slow``."""
 
+LONG_TESTS: dict[str, str] = {
+    # node id prefix -> why CI's budget leaves it to `make test-long` (docs/testing.md, "Long tier")
+    "tests/cluster/test_standalone.py::test_graph_and_prediction_jobs_give_the_cores_state":
+        "the graph and prediction jobs on the cluster; their code ships as the sketch job's "
+        "does, and both jobs run locally in tests/jobs",
+    "tests/jobs/test_crash_safety.py::test_stopped_before_each_commit_in_turn_then_rerun_"
+    "equals_a_from_scratch_build[graph-":
+        "the graph's chain of stops goes through the same Run.merge, Run.append and meta "
+        "write as the sketch's and the prediction set's chains",
+    "tests/jobs/test_crash_safety.py::test_killed_before_a_commit_then_rerun_equals_a_from_"
+    "scratch_build[predict-manifest":
+        "the second real kill; the sketch's kill stays, and a rerun that writes only the "
+        "missing manifest row is tested in process (tests/jobs/test_runner.py)",
+    "tests/jobs/test_match_stream.py::test_start_append_stop_restart_loses_and_repeats_nothing":
+        "a clean stop and restart; the killed process's restart and the healed micro-batch "
+        "crash stay",
+}
+"""Tests that ``make test`` (CI) leaves to ``make test-long``: each repeats a path another test
+of the budget covers, at a minute or more of JVM starts and Delta commits each."""
+
+TEST_SESSION_SQL_CONF: dict[str, str] = {
+    "spark.sql.codegen.wholeStage": "false",
+    "spark.sql.codegen.factoryMode": "NO_CODEGEN",
+}
+"""The in-process test session evaluates plans without generated code (docs/decisions.md,
+"Code generation in the tests"): its thousands of small plans each cost a Janino compile
+and JIT work; every process the tests start (demo children, the wheel, servers, kernels,
+crash children) keeps Spark's defaults."""
+
 JOB_MODULES = ("tests/jobs/",)
 """The state jobs and loaders end to end on real Delta: a run of a job over 50 rows is about
 50 Spark jobs and 6 s (docs/testing.md), and these tests run many: ``slow``."""
@@ -42,7 +71,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
     ``spark``: the test asks for the ``spark`` fixture, directly or through another fixture,
     or starts JVMs itself (:data:`PROCESS_MODULES`). ``slow``: the test starts processes,
-    needs the full real logs (:data:`SLOW_FIXTURES`) or runs the jobs (:data:`JOB_MODULES`). So ``pytest -m "not slow"`` is the
+    needs the full real logs (:data:`SLOW_FIXTURES`) or runs the jobs (:data:`JOB_MODULES`).
+    ``long``: the test is one of :data:`LONG_TESTS`, which ``make test`` leaves out. So ``pytest -m "not slow"`` is the
     inner loop and ``pytest -m "not spark"`` needs no JVM at all (docs/testing.md).
     """
     for item in items:
@@ -54,6 +84,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.spark)
         if processes or uses & set(SLOW_FIXTURES) or where.startswith(JOB_MODULES):
             item.add_marker(pytest.mark.slow)
+        if item.nodeid.startswith(tuple(LONG_TESTS)):
+            item.add_marker(pytest.mark.long)
 
 
 @pytest.fixture(scope="session")
@@ -71,6 +103,8 @@ def spark(settings: Settings) -> Iterator["object"]:
     from sql_ext import register_all
 
     session = build_session(settings)
+    for key, value in TEST_SESSION_SQL_CONF.items():
+        session.conf.set(key, value)
     register_all(session)
     yield session
     session.stop()

@@ -6,7 +6,7 @@ proves the session shipped the code (jobs/session/code_bundle.py). A driver proc
 (tests/cluster/driver.py) and the test run's local session read the same Delta tables and
 must give the same rows: the SQL functions, MATCH_RECOGNIZE, the sketch, graph and prediction
 jobs' first and incremental runs (every state table compared row for row with the core's
-state, tests/cluster/state_jobs.py), a sketch run during which a worker is SIGKILLed (Spark's
+state, tests/cluster/state_jobs.py; the graph and prediction jobs in the long tier only), a sketch run during which a worker is SIGKILLed (Spark's
 retry and the core's state, or a typed error and the state as before), and a worker SIGKILLed
 in the middle of a query. The application uses two executors of one core; the third worker is
 the spare the master moves a lost executor to. One driver process does all of it: each JVM
@@ -140,20 +140,26 @@ def _gone(pid: int) -> bool:
 
 
 @pytest.fixture(scope="module")
-def far(cluster, settings, tables, job_sources, tmp_path_factory) -> dict:
+def far(cluster, settings, tables, tmp_path_factory, request) -> dict:
     """One driver process on the cluster (a JVM start is the cost): the sketch job's first run
     and its incremental run, during which one worker is SIGKILLed with everything below it;
-    the graph and prediction jobs' first and incremental runs; every statement; then a long
+    the graph and prediction jobs' first and incremental runs when their test is selected (it
+    is in the long tier: tests/conftest.py LONG_TESTS); every statement; then a long
     query during which another worker is SIGKILLed (three workers: the master gives the
     application a new executor on the spare one after the first kill)."""
     tmp = tmp_path_factory.mktemp("driver")
     marker, kill_marker, calls = tmp / "running", tmp / "job_running", tmp / "calls.log"
     warehouse = settings.warehouse_dir
-    graph, predict = job_sources["cl_graph"], job_sources["cl_pred"]
+    graphs, predictions = [], []
+    if any(item.originalname == "test_graph_and_prediction_jobs_give_the_cores_state"
+           for item in request.session.items):
+        job_sources = request.getfixturevalue("job_sources")
+        graph, predict = job_sources["cl_graph"], job_sources["cl_pred"]
+        graphs = [["clg_far", GRAPH, [graph[0], graph[-1]]]]
+        predictions = [["clp_far", PREDICT, [predict[0], predict[-1]]]]
     spec = {"master": cluster.url, "warehouse": str(warehouse),
             "executor_python": str(EXEC_PYTHON), "statements": statements(warehouse, "clsk_far"),
-            "graphs": [["clg_far", GRAPH, [graph[0], graph[-1]]]],
-            "predictions": [["clp_far", PREDICT, [predict[0], predict[-1]]]],
+            "graphs": graphs, "predictions": predictions,
             "kill_job": {"name": "clsk_far", "mapping": {**SKETCH, "source": "cl_events"},
                          "first": tables[0], "target": tables[1], "marker": str(kill_marker),
                          "calls": str(calls), "chunk_rows": 16, "pause": 0.25},
