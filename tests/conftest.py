@@ -45,6 +45,11 @@ LONG_TESTS: dict[str, str] = {
     "scratch_build[predict-manifest":
         "the second real kill; the sketch's kill stays, and a rerun that writes only the "
         "missing manifest row is tested in process (tests/jobs/test_runner.py)",
+    "tests/jobs/test_match_job.py::test_run_by_run_with_crashes_equals_one_run[next]":
+        "the job's commits and crash points do not depend on the policy: the strict case "
+        "stays, and tests/jobs/test_match_job_random.py runs every policy commit by commit",
+    "tests/jobs/test_match_job.py::test_run_by_run_with_crashes_equals_one_run[any]":
+        "as the [next] case",
     "tests/jobs/test_match_stream.py::test_start_append_stop_restart_loses_and_repeats_nothing":
         "a clean stop and restart; the killed process's restart and the healed micro-batch "
         "crash stay",
