@@ -29,8 +29,8 @@ from cep.errors import CepError
 from cep.recognize.condition import Conditions
 from cep.recognize.errors import (E_TOO_MUCH_OUTPUT, E_UNSUPPORTED, RowPatternLimitError,
                                   RowPatternSemanticError)
-from cep.recognize.matcher import (MAX_MATCHES, Match, Reads, Skip, Within, match_masks,
-                                   row_masks)
+from cep.recognize.matcher import (MAX_MATCHES, MatchColumns, Reads, Skip, Within,
+                                   match_columns, row_masks)
 from cep.recognize.program import Program, compile_row_pattern
 from cep.signature import SIGNATURES
 from udfs.shell import PlannedResult, TableFunction, table_fields, table_function
@@ -94,18 +94,16 @@ def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
     return PlannedResult(schema=StructType(out), plan=text)
 
 
-def _flatten(matches: list[Match], offset: Callable[[np.ndarray], np.ndarray]
+def _flatten(matches: MatchColumns, offset: Callable[[np.ndarray], np.ndarray]
              ) -> tuple[np.ndarray, ...]:
     """``(starts, lengths, labels, excluded, empty)`` arrays of ``matches`` (starts mapped
     by ``offset``, a function of the matcher's positions)."""
     import numpy as np
 
-    starts = offset(np.fromiter((m.start for m in matches), dtype=np.int64, count=len(matches)))
-    lengths = np.fromiter((len(m.labels) for m in matches), dtype=np.int64, count=len(matches))
-    labels = np.fromiter((v for m in matches for v in m.labels), dtype=np.int64,
-                         count=int(lengths.sum()))
-    excluded = np.fromiter((e for m in matches for e in m.excluded), dtype=bool,
-                           count=int(lengths.sum()))
+    starts = offset(np.array(matches.starts, dtype=np.int64))
+    lengths = np.array(matches.lengths, dtype=np.int64)
+    labels = np.array(matches.labels, dtype=np.int64)
+    excluded = np.array(matches.excluded, dtype=bool)
     return starts, lengths, labels, excluded, lengths == 0
 
 
@@ -144,16 +142,16 @@ def _one_pass(program: Program, masks: list[int], breaks: np.ndarray, skip: Skip
     before = np.cumsum(breaks) - 1  # sentinels placed before each row (none before row 0)
     before[0] = 0
     position = np.arange(len(masks)) + np.maximum(before, 0)
-    extended = [0] * (len(masks) + int(max(before[-1], 0)) if len(masks) else 0)
-    for row, at in zip(masks, position.tolist()):
-        extended[at] = row
+    spread = np.zeros(len(masks) + int(max(before[-1], 0)) if len(masks) else 0, dtype=object)
+    spread[position] = masks  # object: a mask of more than 63 variables is a Python int
+    extended = spread.tolist()
     window = None
     if times is not None:
         at_times: list[int | None] = [None] * len(extended)
         for t, at in zip(times, position.tolist()):
             at_times[at] = t
         window = Within(tuple(at_times), within[0])
-    matches = match_masks(program, extended, skip, text=text, max_matches=1 << 62,
+    matches = match_columns(program, extended, skip, text=text, max_matches=1 << 62,
                           within=window)
     return _flatten(matches, lambda ext: np.searchsorted(position, ext))
 
@@ -175,8 +173,8 @@ def _per_partition(program: Program, masks: list[int], firsts: np.ndarray, skip:
             part = {name: column[lo:hi] for name, column in (values or {}).items()}
             ask = conditions.bind(part, hi - lo)
             reads = Reads(conditions.mask, ask, ask.number)
-        parts.append(_flatten(match_masks(program, masks[lo:hi], skip, text=text,
-                                          within=window, reads=reads),
+        parts.append(_flatten(match_columns(program, masks[lo:hi], skip, text=text,
+                                            within=window, reads=reads),
                               lambda starts, lo=lo: starts + lo))
     if not parts:
         empty = np.zeros(0, dtype=np.int64)

@@ -39,11 +39,16 @@ from typing import Any, Callable
 from cep.recognize.errors import (E_SKIP_LOOPS, E_SKIP_TARGET_EMPTY, E_TOO_MANY_THREADS,
                                   E_TOO_MUCH_OUTPUT, RowPatternLimitError,
                                   RowPatternSemanticError)
-from cep.recognize.program import (ANCHOR_END, ANCHOR_START, CHECK, CONSUME, JMP, MARK, MATCH,
-                                   SPLIT, Program)
+from cep.recognize.closure import closure
+from cep.recognize.dfa import DfaFull, LazyDfa
+from cep.recognize.program import CONSUME, JMP, MATCH, SPLIT, Program
 
-__all__ = ["MAX_MATCHES", "MAX_THREADS", "MAX_THREAD_STEPS", "Match", "Reads", "Skip", "Within",
-           "find_matches", "match_masks", "row_masks"]
+__all__ = ["ENGINES", "MAX_MATCHES", "MAX_THREADS", "MAX_THREAD_STEPS", "Match", "MatchColumns",
+           "Reads", "Skip", "Within", "find_matches", "match_columns", "match_masks", "row_masks"]
+
+ENGINES = ("auto", "pike")
+"""``auto``: the determinised matcher (:mod:`cep.recognize.dfa`) when no DEFINE reads the
+match and there is no WITHIN, else the Pike VM; ``pike``: always the Pike VM, the reference."""
 
 MAX_MATCHES = 10_000_000
 """Most matches one partition may produce (CEP-MR-005 beyond)."""
@@ -128,7 +133,7 @@ class Match:
 
 def find_matches(program: Program, accepts: Any, skip: Skip = Skip(), *, text: str = "",
                  max_matches: int = MAX_MATCHES, within: Within | None = None,
-                 reads: Reads | None = None) -> list[Match]:
+                 reads: Reads | None = None, engine: str = "auto") -> list[Match]:
     """Every match of ``program`` in one partition, in order, numbered from 1.
 
     Args:
@@ -141,21 +146,66 @@ def find_matches(program: Program, accepts: Any, skip: Skip = Skip(), *, text: s
             first (``times``, one per row, None for NULL: such a row is in no match).
         reads: the conditions that read the match so far, asked per thread after
             ``accepts`` said yes.
+        engine: one of :data:`ENGINES`; the matches are the same.
 
     Raises:
         RowPatternSemanticError: CEP-MR-203 when the skip would restart at the match's first
             row, CEP-MR-204 when its variable matched no row (the standard's errors).
     """
     return match_masks(program, row_masks(accepts), skip, text=text, max_matches=max_matches,
-                       within=within, reads=reads)
+                       within=within, reads=reads, engine=engine)
 
 
 def match_masks(program: Program, rows: list[int], skip: Skip = Skip(), *, text: str = "",
                 max_matches: int = MAX_MATCHES, within: Within | None = None,
-                reads: Reads | None = None) -> list[Match]:
+                reads: Reads | None = None, engine: str = "auto") -> list[Match]:
     """:func:`find_matches` over rows given as :func:`row_masks` integers."""
-    n = len(rows)
+    found = match_columns(program, rows, skip, text=text, max_matches=max_matches,
+                          within=within, reads=reads, engine=engine)
     out: list[Match] = []
+    at = 0
+    for number, (start, length) in enumerate(zip(found.starts, found.lengths), 1):
+        out.append(Match(number, start, tuple(found.labels[at:at + length]),
+                         tuple(found.excluded[at:at + length])))
+        at += length
+    return out
+
+
+@dataclass(frozen=True)
+class MatchColumns:
+    """Every match of a partition as columns (what the SQL layer turns into rows).
+
+    Attributes:
+        starts: the first row of each match.
+        lengths: how many rows each match maps (0 for an empty match).
+        labels: every match's labels, one after the other.
+        excluded: the exclusion flag of each label.
+    """
+
+    starts: list[int]
+    lengths: list[int]
+    labels: list[int]
+    excluded: list[bool]
+
+
+def match_columns(program: Program, rows: list[int], skip: Skip = Skip(), *, text: str = "",
+                  max_matches: int = MAX_MATCHES, within: Within | None = None,
+                  reads: Reads | None = None, engine: str = "auto") -> MatchColumns:
+    """:func:`match_masks` as columns, without one object per match.
+
+    Example:
+        >>> from cep.recognize.parser import parse_row_pattern
+        >>> from cep.recognize.program import compile_pattern
+        >>> program = compile_pattern(parse_row_pattern("A B?"))
+        >>> match_columns(program, [1, 2, 3, 1])
+        MatchColumns(starts=[0, 2, 3], lengths=[2, 1, 1], labels=[0, 1, 0, 0], \
+excluded=[False, False, False, False])
+    """
+    if engine not in ENGINES:
+        raise ValueError(f"engine must be one of {ENGINES}, not {engine!r}")
+    dfa = _dfa(program) if engine == "auto" and within is None and reads is None else None
+    n = len(rows)
+    out = MatchColumns([], [], [], [])
     pos = 0
     budget = [MAX_THREAD_STEPS]
     # Starts are tried one at a time when conditions read the match: a row that no first
@@ -169,29 +219,62 @@ def match_masks(program: Program, rows: list[int], skip: Skip = Skip(), *, text:
             if pos == n:
                 break
         if reads is not None and reads.number is not None:
-            reads.number[0] = len(out) + 1
-        found = _search(program, rows, pos, within, text, reads, budget, entries)
+            reads.number[0] = len(out.starts) + 1
+        found = None
+        if dfa is not None:
+            try:
+                found = dfa.search(rows, pos)
+            except DfaFull:
+                dfa.flush()  # this search runs in the Pike VM; later ones remember afresh
+                found = _labels(_search(program, rows, pos, within, text, reads, budget,
+                                        entries))
+        else:
+            found = _labels(_search(program, rows, pos, within, text, reads, budget, entries))
         if found is None:
             if reads is None:
                 break  # the search tried every later start too
             pos += 1
             continue
-        start, end, history = found
-        labels: list[int] = []
-        excluded: list[bool] = []
-        while history is not None:
-            labels.append(history[1])
-            excluded.append(history[2])
-            history = history[3]
-        labels.reverse()
-        excluded.reverse()
-        if len(out) >= max_matches:
+        start, labels, excluded = found
+        if len(out.starts) >= max_matches:
             raise RowPatternLimitError(E_TOO_MUCH_OUTPUT, f"a partition has more than "
                                        f"{max_matches:,} matches", text, 0, 0)
-        match = Match(len(out) + 1, start, tuple(labels), tuple(excluded))
-        out.append(match)
-        pos = _next_start(match, skip, text)
+        out.starts.append(start)
+        out.lengths.append(len(labels))
+        out.labels.extend(labels)
+        out.excluded.extend(excluded)
+        pos = _next_start(start, labels, len(out.starts), skip, text)
     return out
+
+
+def _labels(found: tuple[int, int, Any] | None) -> tuple[int, list[int], list[bool]] | None:
+    """A Pike VM search's ``(start, end, history)`` as ``(start, labels, excluded)``."""
+    if found is None:
+        return None
+    start, _, history = found
+    labels: list[int] = []
+    excluded: list[bool] = []
+    while history is not None:
+        labels.append(history[1])
+        excluded.append(history[2])
+        history = history[3]
+    labels.reverse()
+    excluded.reverse()
+    return start, labels, excluded
+
+
+_DFAS: dict[Program, LazyDfa] = {}
+
+
+def _dfa(program: Program) -> LazyDfa:
+    """The determinised matcher of ``program``, kept while the process runs (a few recent
+    programs: a UDTF worker sees one statement's program for every partition)."""
+    dfa = _DFAS.get(program)
+    if dfa is None:
+        if len(_DFAS) >= 16:
+            _DFAS.pop(next(iter(_DFAS)))
+        dfa = _DFAS[program] = LazyDfa(program)
+    return dfa
 
 
 def _first_variables(program: Program) -> int | None:
@@ -238,23 +321,24 @@ def row_masks(accepts: Any) -> list[int]:
     return [sum(1 << v for v in np.flatnonzero(row).tolist()) for row in matrix]
 
 
-def _next_start(match: Match, skip: Skip, text: str) -> int:
-    if match.end == match.start:  # an empty match: the search moves on by one row
-        return match.start + 1
+def _next_start(start: int, labels: list[int], number: int, skip: Skip, text: str) -> int:
+    """Where the search resumes after match ``number`` (``labels`` from row ``start``)."""
+    if not labels:  # an empty match: the search moves on by one row
+        return start + 1
     if skip.mode == "past_last":
-        return match.end
+        return start + len(labels)
     if skip.mode == "next_row":
-        return match.start + 1
-    hits = [match.start + i for i, v in enumerate(match.labels) if v in skip.targets]
+        return start + 1
+    hits = [start + i for i, v in enumerate(labels) if v in skip.targets]
     if not hits:
         raise RowPatternSemanticError(
-            E_SKIP_TARGET_EMPTY, f"AFTER MATCH SKIP TO {skip.name}: match {match.number} maps "
+            E_SKIP_TARGET_EMPTY, f"AFTER MATCH SKIP TO {skip.name}: match {number} maps "
             f"no row to {skip.name}", text, *skip.span)
     target = hits[0] if skip.mode == "first" else hits[-1]
-    if target == match.start:
+    if target == start:
         raise RowPatternSemanticError(
             E_SKIP_LOOPS, f"AFTER MATCH SKIP TO {skip.name} would start the next match at the "
-            f"first row of match {match.number} again (an endless loop)", text, *skip.span)
+            f"first row of match {number} again (an endless loop)", text, *skip.span)
     return target
 
 
@@ -282,41 +366,7 @@ def _search(program: Program, rows: list[int], pos: int, within: Within | None =
     mode = 2 if reads is not None else (1 if times is not None else 0)
     asked = reads.mask if reads is not None else 0
 
-    def add(threads: list, seen: set, pc: int, history: Any, start: int, at: int) -> None:
-        # The epsilon closure, depth first in preference order; `seen` spans the whole step.
-        # A control instruction is visited once per set of loops whose current iteration has
-        # consumed nothing (MARK sets a loop's bit, CHECK kills a path with it set); a CONSUME
-        # or MATCH once (after a row is consumed those bits no longer matter).
-        stack = [(pc, 0)]
-        while stack:
-            pc, empty = stack.pop()
-            op = ops[pc]
-            if op == CONSUME or op == MATCH:
-                key = pc if mode == 0 else (pc, start if mode == 1 else id(history))
-            else:
-                key = (pc, empty) if mode == 0 else (pc, empty,
-                                                     start if mode == 1 else id(history))
-            if key in seen:
-                continue
-            seen.add(key)
-            if op == JMP:
-                stack.append((arg1[pc], empty))
-            elif op == SPLIT:
-                stack.append((arg2[pc], empty))
-                stack.append((arg1[pc], empty))
-            elif op == MARK:
-                stack.append((pc + 1, empty | 1 << arg1[pc]))
-            elif op == CHECK:
-                if not empty >> arg1[pc] & 1:
-                    stack.append((pc + 1, empty))
-            elif op == ANCHOR_START:
-                if at == 0:
-                    stack.append((pc + 1, empty))
-            elif op == ANCHOR_END:
-                if at == n:
-                    stack.append((pc + 1, empty))
-            else:
-                threads.append((pc, history, start))
+    add = closure(program, n, mode)
 
     threads: list = []
     if entries is None:

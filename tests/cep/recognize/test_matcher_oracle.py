@@ -1,8 +1,10 @@
-"""The Pike-VM matcher against the brute-force oracle of the standard's definition.
+"""Both matchers against the brute-force oracle of the standard's definition.
 
 Random row patterns over three variables (every construct of the grammar) on random partitions
 of up to 9 rows, for every skip mode: the matches (start, labels, exclusions) must be equal,
-and where the oracle finds a skip error the matcher raises its typed one.
+and where the oracle finds a skip error the matcher raises its typed one. Each test runs the
+determinised matcher (``engine="auto"``, :mod:`cep.recognize.dfa`) and the Pike VM it stands
+in for (``engine="pike"``, the reference).
 """
 
 from __future__ import annotations
@@ -14,7 +16,9 @@ from hypothesis import strategies as st
 
 from cep.oracles.row_pattern_oracle import OracleBudgetExceeded, oracle_row_matches
 from cep.recognize.errors import RowPatternSemanticError
-from cep.recognize.matcher import Skip, find_matches
+from cep.recognize import matcher
+from cep.recognize.dfa import LazyDfa
+from cep.recognize.matcher import ENGINES, Skip, find_matches, match_masks, row_masks
 from cep.recognize.parser import parse_row_pattern
 from cep.recognize.program import compile_pattern
 
@@ -68,13 +72,14 @@ def inputs(program, rows: list[list[bool]], skip: tuple[str, str | None]
     return accepts, names, plan, frozenset([target] if target else [])
 
 
+@pytest.mark.parametrize("engine", ENGINES)
 @settings(max_examples=500, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(text=patterns(), rows=st.lists(st.lists(st.booleans(), min_size=3, max_size=3),
                                       max_size=9),
        skip=st.sampled_from([("past_last", None), ("next_row", None), ("first", "B"),
                              ("last", "A"), ("last", "C")]))
-def test_matcher_equals_oracle(text: str, rows: list[list[bool]], skip) -> None:
+def test_matcher_equals_oracle(engine: str, text: str, rows: list[list[bool]], skip) -> None:
     node = parse_row_pattern(text)
     program = compile_pattern(node)
     accepts, names, plan, targets = inputs(program, rows, skip)
@@ -84,10 +89,10 @@ def test_matcher_equals_oracle(text: str, rows: list[list[bool]], skip) -> None:
         reject()  # backtracking is exponential on this one: draw another example
     except ValueError:
         with pytest.raises(RowPatternSemanticError):
-            find_matches(program, accepts, plan)
+            find_matches(program, accepts, plan, engine=engine)
         return
     found = [(m.start, tuple(program.variables[v] for v in m.labels), m.excluded)
-             for m in find_matches(program, accepts, plan)]
+             for m in find_matches(program, accepts, plan, engine=engine)]
     assert found == expected, f"pattern {text!r}\n{program.listing()}"
 
 
@@ -109,20 +114,38 @@ def test_matcher_equals_oracle(text: str, rows: list[list[bool]], skip) -> None:
     ("()", ["", ""], [(0, ""), (1, "")]),
     ("A*", ["B", "A", "A", "B"], [(0, ""), (1, "AA"), (3, "")]),
 ])
-def test_documented_preference(text: str, rows: list[str], expected: list) -> None:
+@pytest.mark.parametrize("engine", ENGINES)
+def test_documented_preference(engine: str, text: str, rows: list[str], expected: list) -> None:
     node = parse_row_pattern(text)
     program = compile_pattern(node)
     accepts = np.array([[v in r for v in program.variables] for r in rows], dtype=bool)
     found = [(m.start, "".join(program.variables[v] for v in m.labels))
-             for m in find_matches(program, accepts)]
+             for m in find_matches(program, accepts, engine=engine)]
     assert found == expected
 
 
-def test_one_pass_over_a_long_run() -> None:
+@pytest.mark.parametrize("engine", ENGINES)
+def test_one_pass_over_a_long_run(engine: str) -> None:
     """``A+ B+`` over rows that satisfy both (trinodb/trino#18036): linear, not exponential."""
     program = compile_pattern(parse_row_pattern("A+ B+"))
-    matches = find_matches(program, np.ones((20_000, 2), dtype=bool))
+    matches = find_matches(program, np.ones((20_000, 2), dtype=bool), engine=engine)
     assert [(m.start, m.end, m.labels.count(0)) for m in matches] == [(0, 20_000, 19_999)]
+
+
+def test_determinised_matcher_falls_back_when_full(monkeypatch) -> None:
+    """Past its bound of states a search runs in the Pike VM and the steps are forgotten;
+    the matches do not change. ``PERMUTE`` of four items over random rows needs many states."""
+    program = compile_pattern(parse_row_pattern("PERMUTE(A, B+, C*, (A | B){2}) C?"))
+    rng = np.random.default_rng(7)
+    rows = row_masks(rng.random((400, 3)) < 0.5)
+    reference = match_masks(program, rows, engine="pike")
+    assert reference  # the pattern does match these rows
+    unbounded = LazyDfa(program)
+    monkeypatch.setitem(matcher._DFAS, program, unbounded)
+    assert match_masks(program, rows) == reference
+    assert unbounded.size > 3  # so a bound of 3 is reached
+    monkeypatch.setitem(matcher._DFAS, program, LazyDfa(program, max_states=3))
+    assert match_masks(program, rows) == reference
 
 
 @settings(max_examples=400, deadline=None, derandomize=True,

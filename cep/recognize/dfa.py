@@ -1,0 +1,218 @@
+"""The determinised matcher: the Pike VM's steps remembered, one dictionary lookup per row.
+
+When no DEFINE condition reads the match so far and there is no WITHIN, two threads at one
+instruction have the same future, so the Pike VM's whole state after a row is the ordered
+tuple of its threads' instructions (plus whether the search has found a match yet, which stops
+new starts). That state and the row's variable mask decide the next state, so a step computed
+once can be looked up ever after: the subset construction done lazily, as RE2 and Rust's
+``regex`` build their DFAs (Cox, "Regular Expression Matching in the Wild", 2010), but keeping
+the VM's preference order, so the match found is the one the standard prefers.
+
+A transition remembers, for each thread it makes, which thread of the previous state it came
+from and which variable that thread's row was mapped to (or that it is a new start). The
+search keeps one transition per row and reads the winning thread's labels backwards from the
+row where it reached ``MATCH``; nothing is built per thread while the rows go by.
+
+The per-row loop is then about five bytecodes of Python against the Pike VM's per-thread
+closure; :mod:`cep.recognize.matcher` uses it whenever it applies and keeps the Pike VM as the
+reference (``engine="pike"``), and the differential tests run both against the oracle.
+States are bounded (:data:`MAX_STATES`): past it a search falls back to the Pike VM and the
+remembered steps are dropped.
+
+Example:
+    >>> from cep.recognize.parser import parse_row_pattern
+    >>> from cep.recognize.program import compile_pattern
+    >>> dfa = LazyDfa(compile_pattern(parse_row_pattern("A B+")))
+    >>> dfa.search([1, 2, 2, 1], 0)         # rows as variable masks: A=1, B=2
+    (0, [0, 1, 1], [False, False, False])
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cep.recognize.closure import closure
+from cep.recognize.program import MATCH, Program
+
+__all__ = ["MAX_STATES", "DfaFull", "LazyDfa"]
+
+MAX_STATES = 10_000
+"""Most states remembered for one program; a search that needs more uses the Pike VM."""
+
+_Transition = tuple[int, int, tuple[tuple[int, int, bool], ...]]
+"""``(next state or -1 when no thread is left, index of the first thread at MATCH or -1,
+origins)``: per thread of the next state, ``(previous thread, variable, excluded)``, previous
+-1 for a thread that starts at the next row."""
+
+_NEW_START = (-1, 0, False)
+
+
+class DfaFull(Exception):
+    """Raised inside a search when :data:`MAX_STATES` states are remembered."""
+
+
+class LazyDfa:
+    """The remembered steps of one program's Pike VM (no WITHIN, no per-thread conditions).
+
+    Args:
+        program: the compiled pattern.
+        max_states: the bound past which :meth:`search` raises :class:`DfaFull`.
+    """
+
+    def __init__(self, program: Program, max_states: int = MAX_STATES) -> None:
+        self.program = program
+        self.max_states = max_states
+        # ``closure`` tests an anchor as ``at == 0`` / ``at == n``: these (n, at) pairs say
+        # "partition start", "partition end", both or neither.
+        self._add = {(first, end): (closure(program, n, 0), at)
+                     for (first, end), (n, at) in {(True, True): (0, 0), (True, False): (1, 0),
+                                                   (False, True): (1, 1),
+                                                   (False, False): (2, 1)}.items()}
+        self._ids: dict[tuple[tuple[int, ...], bool], int] = {}
+        self._states: list[tuple[tuple[int, ...], bool]] = []
+        self._tables: list[dict[int, _Transition]] = []  # by state: row mask -> transition
+        self._lasts: list[dict[int, _Transition]] = []   # the same for a partition's last row
+        self._starts: dict[tuple[bool, bool], int] = {}
+
+    def flush(self) -> None:
+        """Forget every remembered state and step."""
+        self._ids.clear()
+        self._states.clear()
+        self._tables.clear()
+        self._lasts.clear()
+        self._starts.clear()
+
+    @property
+    def size(self) -> int:
+        """How many states are remembered."""
+        return len(self._states)
+
+    def search(self, rows: list[int], pos: int) -> tuple[int, list[int], list[bool]] | None:
+        """The leftmost, then most preferred match starting at or after ``pos``.
+
+        Args:
+            rows: one variable mask per row of the partition
+                (:func:`cep.recognize.matcher.row_masks`).
+            pos: the first row a match may start at.
+
+        Returns:
+            ``(start, labels, excluded)`` of the match, or None when no row from ``pos`` on
+            starts one.
+
+        Raises:
+            DfaFull: more than ``max_states`` states would be needed.
+        """
+        n = len(rows)
+        end = n - 1
+        s = self._start(pos == 0, pos == n)
+        tables, trail = self._tables, []
+        append = trail.append
+        found: tuple[int, int] | None = None
+        i = pos
+        # Every row but the partition's last (where ``$`` may hold) goes through this loop.
+        while i < end:
+            m = rows[i]
+            tr = tables[s].get(m)
+            if tr is None:
+                tr = self._step(s, m, False)
+            s, hit, origins = tr
+            if hit >= 0:
+                found = (i, hit)
+            if s < 0:
+                break
+            append(origins)
+            i += 1
+        else:
+            if i == end:
+                tr = self._lasts[s].get(rows[i])
+                if tr is None:
+                    tr = self._step(s, rows[i], True)
+                if tr[1] >= 0:
+                    found = (i, tr[1])
+                s = tr[0]
+                if s >= 0:
+                    append(tr[2])
+                    i += 1
+            if i == n and s >= 0:
+                t = self._final(s)
+                if t >= 0:
+                    found = (i, t)
+        if found is None:
+            return None
+        return _walk_back(trail, pos, *found)
+
+    # --- building states and steps -----------------------------------------------------
+
+    def _intern(self, pcs: tuple[int, ...], matched: bool) -> int:
+        key = (pcs, matched)
+        s = self._ids.get(key)
+        if s is None:
+            if len(self._states) >= self.max_states:
+                raise DfaFull(f"more than {self.max_states:,} states")
+            s = self._ids[key] = len(self._states)
+            self._states.append(key)
+            self._tables.append({})
+            self._lasts.append({})
+        return s
+
+    def _start(self, first: bool, end: bool) -> int:
+        s = self._starts.get((first, end))
+        if s is None:
+            add, at = self._add[first, end]
+            threads: list[Any] = []
+            add(threads, set(), 0, None, 0, at)
+            s = self._starts[first, end] = self._intern(tuple(t[0] for t in threads), False)
+        return s
+
+    def _step(self, s: int, mask: int, last: bool) -> _Transition:
+        """One row of the Pike VM (:func:`cep.recognize.matcher._search`, mode 0), from state
+        ``s`` on a row whose variables are ``mask``; remembered in the state's table."""
+        program = self.program
+        ops, arg1, arg2 = program.ops, program.arg1, program.arg2
+        pcs, matched = self._states[s]
+        add, at = self._add[False, last]
+        following: list[Any] = []
+        seen: set[Any] = set()
+        hit = -1
+        for t, pc in enumerate(pcs):
+            if ops[pc] == MATCH:
+                hit = t
+                break  # every later thread is less preferred
+            if mask >> arg1[pc] & 1:
+                add(following, seen, pc + 1, (t, arg1[pc], bool(arg2[pc])), 0, at)
+        matched = matched or hit >= 0
+        if not matched and not last:
+            add(following, seen, 0, _NEW_START, 0, at)  # a later start: least preferred
+        nxt = self._intern(tuple(f[0] for f in following), matched) if following else -1
+        tr = (nxt, hit, tuple(f[1] for f in following))
+        (self._lasts if last else self._tables)[s][mask] = tr
+        return tr
+
+    def _final(self, s: int) -> int:
+        """After the partition's last row: the first thread at MATCH, or -1."""
+        ops = self.program.ops
+        for t, pc in enumerate(self._states[s][0]):
+            if ops[pc] == MATCH:
+                return t
+        return -1
+
+
+def _walk_back(trail: list[tuple[tuple[int, int, bool], ...]], pos: int, row: int,
+               thread: int) -> tuple[int, list[int], list[bool]]:
+    """The start, labels and exclusions of ``thread``, at ``MATCH`` before ``row``."""
+    labels: list[int] = []
+    excluded: list[bool] = []
+    start = pos
+    j = row - 1
+    while j >= pos:
+        parent, var, excl = trail[j - pos][thread]
+        if parent < 0:
+            start = j + 1
+            break
+        labels.append(var)
+        excluded.append(excl)
+        thread = parent
+        j -= 1
+    labels.reverse()
+    excluded.reverse()
+    return start, labels, excluded
