@@ -29,7 +29,7 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from cep.recognize.closure import closure
 from cep.recognize.program import MATCH, Program
@@ -48,7 +48,13 @@ _NEW_START = (-1, 0, False)
 
 
 class DfaFull(Exception):
-    """Raised inside a search when :data:`MAX_STATES` states are remembered."""
+    """Raised inside a search when :data:`MAX_STATES` states are remembered.
+
+    Attributes:
+        pos: the row the search that needed more states started at.
+    """
+
+    pos: int = 0
 
 
 class LazyDfa:
@@ -102,12 +108,55 @@ class LazyDfa:
         Raises:
             DfaFull: more than ``max_states`` states would be needed.
         """
+        found: list[tuple[int, list[int], list[bool]]] = []
+
+        def keep(start: int, labels: list[int], excluded: list[bool]) -> int:
+            found.append((start, labels, excluded))
+            return len(rows)  # no further search
+
+        self.scan(rows, pos, keep)
+        return found[0] if found else None
+
+    def scan(self, rows: list[int], pos: int,
+             on_match: Callable[[int, list[int], list[bool]], int]) -> None:
+        """Every match from ``pos`` on, one search after another.
+
+        Args:
+            rows: as :meth:`search`.
+            pos: the first row the first search may start at.
+            on_match: called with each match's ``(start, labels, excluded)``; returns the
+                row the next search starts at (``AFTER MATCH SKIP``), or ``len(rows)`` to stop.
+
+        Raises:
+            DfaFull: more than ``max_states`` states would be needed; its ``pos`` is the row
+                the failed search started at (the matches before it were passed on).
+        """
+        n = len(rows)
+        try:
+            first = self._start(True, n == 0)
+            middle = self._start(False, False)
+            while pos < n:
+                trail: list[tuple[tuple[int, int, bool], ...]] = []
+                found, thread = self._run(rows, pos, middle if pos else first, trail)
+                if found < 0:
+                    return
+                start, labels, excluded = _walk_back(trail, pos, found, thread)
+                pos = on_match(start, labels, excluded)
+        except DfaFull as full:
+            full.pos = pos
+            raise
+
+    def _run(self, rows: list[int], pos: int, s: int, trail: list[Any]) -> tuple[int, int]:
+        """One search from ``pos`` in state ``s``: the row where the preferred thread reached
+        MATCH and its index in the state there (``(-1, -1)``: no match), the transitions
+        taken appended to ``trail``."""
+        # Its own method on purpose: the same loop inlined into :meth:`scan` measured 1.8x
+        # slower (0.17 s against 0.09 s over 10^6 rows of ``A B C``, CPython 3.11).
         n = len(rows)
         end = n - 1
-        s = self._start(pos == 0, pos == n)
-        tables, trail = self._tables, []
+        tables = self._tables
         append = trail.append
-        found: tuple[int, int] | None = None
+        found = thread = -1
         i = pos
         # Every row but the partition's last (where ``$`` may hold) goes through this loop.
         while i < end:
@@ -117,29 +166,27 @@ class LazyDfa:
                 tr = self._step(s, m, False)
             s, hit, origins = tr
             if hit >= 0:
-                found = (i, hit)
+                found, thread = i, hit
             if s < 0:
-                break
+                return found, thread
             append(origins)
             i += 1
-        else:
-            if i == end:
-                tr = self._lasts[s].get(rows[i])
-                if tr is None:
-                    tr = self._step(s, rows[i], True)
-                if tr[1] >= 0:
-                    found = (i, tr[1])
-                s = tr[0]
-                if s >= 0:
-                    append(tr[2])
-                    i += 1
-            if i == n and s >= 0:
-                t = self._final(s)
-                if t >= 0:
-                    found = (i, t)
-        if found is None:
-            return None
-        return _walk_back(trail, pos, *found)
+        if i == end:
+            tr = self._lasts[s].get(rows[i])
+            if tr is None:
+                tr = self._step(s, rows[i], True)
+            if tr[1] >= 0:
+                found, thread = i, tr[1]
+            s = tr[0]
+            if s < 0:
+                return found, thread
+            append(tr[2])
+            i += 1
+        if i == n:
+            t = self._final(s)
+            if t >= 0:
+                found, thread = i, t
+        return found, thread
 
     # --- building states and steps -----------------------------------------------------
 
@@ -199,7 +246,8 @@ class LazyDfa:
 
 def _walk_back(trail: list[tuple[tuple[int, int, bool], ...]], pos: int, row: int,
                thread: int) -> tuple[int, list[int], list[bool]]:
-    """The start, labels and exclusions of ``thread``, at ``MATCH`` before ``row``."""
+    """The start, labels and exclusions of ``thread``, at MATCH before ``row``, read
+    backwards through the transitions of a search that started at ``pos``."""
     labels: list[int] = []
     excluded: list[bool] = []
     start = pos

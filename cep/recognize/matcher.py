@@ -206,8 +206,30 @@ excluded=[False, False, False, False])
     dfa = _dfa(program) if engine == "auto" and within is None and reads is None else None
     n = len(rows)
     out = MatchColumns([], [], [], [])
+
+    def keep(start: int, labels: list[int], excluded: list[bool]) -> int:
+        """Records a match; returns where the next search starts."""
+        if len(out.starts) >= max_matches:
+            raise RowPatternLimitError(E_TOO_MUCH_OUTPUT, f"a partition has more than "
+                                       f"{max_matches:,} matches", text, 0, 0)
+        out.starts.append(start)
+        out.lengths.append(len(labels))
+        out.labels.extend(labels)
+        out.excluded.extend(excluded)
+        return _next_start(start, labels, len(out.starts), skip, text)
+
     pos = 0
     budget = [MAX_THREAD_STEPS]
+    while dfa is not None:
+        try:
+            dfa.scan(rows, pos, keep)
+            return out
+        except DfaFull as full:
+            dfa.flush()  # this search runs in the Pike VM; later ones remember afresh
+            found = _labels(_search(program, rows, full.pos, within, text, reads, budget))
+            if found is None:
+                return out
+            pos = keep(*found)
     # Starts are tried one at a time when conditions read the match: a row that no first
     # variable of the pattern accepts (by its mask) starts no match, and is passed over here.
     firsts = _first_variables(program) if reads is not None else None
@@ -220,30 +242,13 @@ excluded=[False, False, False, False])
                 break
         if reads is not None and reads.number is not None:
             reads.number[0] = len(out.starts) + 1
-        found = None
-        if dfa is not None:
-            try:
-                found = dfa.search(rows, pos)
-            except DfaFull:
-                dfa.flush()  # this search runs in the Pike VM; later ones remember afresh
-                found = _labels(_search(program, rows, pos, within, text, reads, budget,
-                                        entries))
-        else:
-            found = _labels(_search(program, rows, pos, within, text, reads, budget, entries))
+        found = _labels(_search(program, rows, pos, within, text, reads, budget, entries))
         if found is None:
             if reads is None:
                 break  # the search tried every later start too
             pos += 1
             continue
-        start, labels, excluded = found
-        if len(out.starts) >= max_matches:
-            raise RowPatternLimitError(E_TOO_MUCH_OUTPUT, f"a partition has more than "
-                                       f"{max_matches:,} matches", text, 0, 0)
-        out.starts.append(start)
-        out.lengths.append(len(labels))
-        out.labels.extend(labels)
-        out.excluded.extend(excluded)
-        pos = _next_start(start, labels, len(out.starts), skip, text)
+        pos = keep(*found)
     return out
 
 
