@@ -223,7 +223,7 @@ ENGINE_STAGES: dict[str, dict[str, tuple[str, ...]]] = {
         "compile": ("parser", "ast", "clause", "calls", "expressions", "scalar_tree",
                     "aggregates", "rewrite", "fixed", "program"),
         "plan": (),
-        "run": ("matcher", "condition", "functions", "summaries"),
+        "run": ("matcher", "dfa", "closure", "condition", "functions", "summaries"),
         "shared": ("errors",),
     },
 }
