@@ -21,6 +21,10 @@ next search starts. One convention the standard leaves to implementations: an it
 unbounded quantifier that matches no row ends the path (docs/match-recognize.md, "Empty
 iterations"); the oracle :mod:`cep.oracles.row_pattern_oracle` follows the same rule.
 
+When no DEFINE reads the match and there is no WITHIN, the Pike VM's steps are remembered as a
+lazily built DFA (:mod:`cep.recognize.dfa`, ``engine="auto"``): the same matches at one
+dictionary lookup per row. The Pike VM stays the reference (``engine="pike"``).
+
 Example:
     >>> import numpy as np
     >>> from cep.recognize.parser import parse_row_pattern
