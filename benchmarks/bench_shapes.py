@@ -33,9 +33,21 @@ Each query (ours through ``spark.sql``, and its baseline) is counted once (warm-
 written to Spark's ``noop`` sink once; the ratio is baseline / ours (above 1: ours is faster).
 Counts that differ are reported in the row (``agree``) and at the end.
 
+``--recognize`` runs the MATCH_RECOGNIZE cells instead: on every shape, three statements (types
+of rank 0, 1, 2; AFTER MATCH SKIP PAST LAST ROW; no WITHIN, which Flink and we both accept)
+through ``spark.sql`` and through PyFlink 2.3's MATCH_RECOGNIZE on the same rows (batch,
+parallelism 2, time measured inside Flink's process, as in ``bench_match_recognize``):
+
+* ``strict``: ``PATTERN (A B C)``, each variable one type (Spark's own ``lead()`` pass);
+* ``gaps``: ``PATTERN (A X1*? B X2*? C)``, the reluctant gaps that spell skip-till-next-match
+  in MATCH_RECOGNIZE (our determinised matcher);
+* ``price_down``: ``START_ROW DOWN+ UP`` on ``v0``, whose DEFINE reads the match (our Pike VM
+  with per-thread histories).
+
 Run from the project root::
 
     python -m benchmarks.bench_shapes [--events 1000000] [--only z20/next] [--json PATH]
+    python -m benchmarks.bench_shapes --recognize [--only z5] [--json PATH]
     python -m benchmarks.bench_shapes --markdown PATH   # BENCHMARKS.md's table of a run
 
 Example:
@@ -237,6 +249,66 @@ def run(n: int, only: list[str] | None = None) -> dict[str, Any]:
     return result
 
 
+RECOGNIZE = {
+    "strict": ("MEASURES FIRST(A.id) AS a_id, LAST(C.id) AS c_id", "(A B C)",
+               "A AS A.type = '{0}', B AS B.type = '{1}', C AS C.type = '{2}'"),
+    "gaps": ("MEASURES FIRST(A.id) AS a_id, LAST(C.id) AS c_id", "(A X1*? B X2*? C)",
+             "A AS A.type = '{0}', B AS B.type = '{1}', C AS C.type = '{2}'"),
+    "price_down": ("MEASURES FIRST(START_ROW.id) AS start_id, LAST(UP.id) AS up_id",
+                   "(START_ROW DOWN+ UP)",
+                   "DOWN AS (LAST(DOWN.v0, 1) IS NULL AND DOWN.v0 < START_ROW.v0) OR "
+                   "DOWN.v0 < LAST(DOWN.v0, 1), UP AS UP.v0 > LAST(DOWN.v0, 1)"),
+}
+"""The MATCH_RECOGNIZE cells: measures, pattern and DEFINE (``{k}``: the type of rank k)."""
+
+
+def recognize_sql(shape: Shape, query: str, table: str, key: str = "key",
+                  select: str = "*") -> str:
+    """One MATCH_RECOGNIZE cell as a statement over ``table`` (Flink: ``ev``, key ``k``).
+
+    Example:
+        >>> print(recognize_sql(CENTRE, "strict", "t"))  # doctest: +NORMALIZE_WHITESPACE
+        SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY key ORDER BY ts
+        MEASURES FIRST(A.id) AS a_id, LAST(C.id) AS c_id AFTER MATCH SKIP PAST LAST ROW
+        PATTERN (A B C) DEFINE A AS A.type = 'T00', B AS B.type = 'T01', C AS C.type = 'T02')
+    """
+    measures, pattern, define = RECOGNIZE[query]
+    define = define.format(*(shape.type_name(r) for r in range(3)))
+    return (f"SELECT {select} FROM {table} MATCH_RECOGNIZE (PARTITION BY {key} ORDER BY ts "
+            f"{measures} AFTER MATCH SKIP PAST LAST ROW PATTERN {pattern} DEFINE {define})")
+
+
+def recognize(n: int, only: list[str] | None = None) -> dict[str, Any]:
+    """The MATCH_RECOGNIZE cells of every shape whose name contains one of ``only``."""
+    from benchmarks.common import bench_session, run_flink
+
+    spark, settings = bench_session()
+    rows: list[dict[str, Any]] = []
+    for shape in [s for s in SHAPES if not only or any(o in s.name for o in only)]:
+        table = _table(spark, settings, shape, n)
+        csv_dir = settings.scratch_dir / f"bench_shape_csv_{shape.name}_{n}"
+        if not csv_dir.exists():
+            (spark.table(table).selectExpr(
+                "id", "CAST(key AS STRING) AS k", "type",
+                "date_format(ts, 'yyyy-MM-dd HH:mm:ss.SSS') AS ts", "v0")
+             .coalesce(1).write.mode("overwrite").option("header", "false").csv(str(csv_dir)))
+        for query in RECOGNIZE:
+            matches, ours = _noop(spark, recognize_sql(shape, query, table))
+            count, flink, note = run_flink(
+                recognize_sql(shape, query, "ev", key="k", select="count(*)"), csv_dir)
+            row = {"cell": f"{shape.name}/{query}", "events": n, "matches": matches,
+                   "ours_s": round(ours, 2), "flink_matches": count,
+                   "flink_s": None if flink is None else round(flink, 2),
+                   "ratio": ratio(flink, ours) if flink is not None else note}
+            rows.append(row)
+            print(f"{row['cell']}: ours {ours:.2f} s ({matches:,}), Flink "
+                  f"{'-' if flink is None else f'{flink:.2f} s'} ({count}), {row['ratio']}",
+                  flush=True)
+        spark.table(table).unpersist()
+    spark.stop()
+    return report(rows)
+
+
 def profile(n: int, names: list[str], repeats: int = 3) -> dict[str, Any]:
     """Where a cell's time goes: best of ``repeats`` of the call, the call with the shim's row
     filter off, a no-op Arrow UDTF over the rows the filter keeps (same 64 key buckets: the
@@ -312,8 +384,12 @@ def main(argv: list[str] | None = None) -> None:
                         help="print the table of an earlier run's --json file and stop")
     parser.add_argument("--profile", nargs="+", default=None, metavar="CELL",
                         help="break these cells' time down (profile()) instead of the grid")
+    parser.add_argument("--recognize", action="store_true",
+                        help="the MATCH_RECOGNIZE cells against PyFlink (recognize())")
     args = parser.parse_args(argv)
-    if args.profile:
+    if args.recognize:
+        result = recognize(args.events, args.only)
+    elif args.profile:
         result = profile(args.events, args.profile)
     elif args.markdown:
         with open(args.markdown, encoding="utf-8") as source:
