@@ -190,3 +190,31 @@ def test_define_reading_the_match_equals_the_oracle(spark, reading_view) -> None
             failures.append(f"{pattern} {reads}: expected {sorted(expected)[:6]}, found "
                             f"{sorted(found[k])[:6]}")
     assert not failures, "\n".join(failures)
+
+
+# --- tiny inputs of the one-pass plan (issue 53: the determinised matcher under the SQL layer) ---
+
+@pytest.mark.parametrize("rows", [
+    [],                                                        # an empty table: every task empty
+    [("k", 1, "a"), ("k", 2, "c"), ("k", 3, "b")],             # one key, no match
+    [("k", 1, "a"), ("k", 2, "b"), ("k", 3, "x"), ("k", 4, "b"), ("k", 5, "c")],  # a gap
+    [("k", 1, "a"), ("k", 2, "b"), ("k", 3, "b"), ("k", 4, "c"),
+     ("j", 1, "b"), ("j", 2, "c"), ("i", 1, "a"), ("i", 2, "b"), ("i", 3, "c")],
+], ids=["empty", "one_key_no_match", "gap", "three_keys"])
+def test_tiny_inputs_of_the_one_pass_plan_equal_the_oracle(spark, rows) -> None:
+    """``A B+ C`` with every variable defined: rows no variable accepts (``x``) are dropped by
+    Spark and every partition of a task goes through one matcher call, the determinised one."""
+    spark.createDataFrame(rows, "p STRING, ts INT, v STRING").repartition(4) \
+        .createOrReplaceTempView("mr_tiny_rows")
+    found = sorted(tuple(r) for r in spark.sql(
+        "SELECT p, first_ts, n FROM mr_tiny_rows MATCH_RECOGNIZE (PARTITION BY p ORDER BY ts "
+        "MEASURES FIRST(A.ts) AS first_ts, COUNT(*) AS n PATTERN (A B+ C) "
+        "DEFINE A AS v = 'a', B AS v = 'b', C AS v = 'c')").collect())
+    node = parse_row_pattern("A B+ C")
+    expected = []
+    for key in sorted({p for p, _, _ in rows}):
+        part = sorted((ts, v) for p, ts, v in rows if p == key)
+        names = [{v.upper()} if v in "abc" else set() for _, v in part]
+        expected += [(key, part[start][0], len(labels))
+                     for start, labels, _ in oracle_row_matches(node, names)]
+    assert found == sorted(expected)
