@@ -27,11 +27,14 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 from cep.errors import CepError
 from cep.recognize.condition import Conditions
+from cep.recognize.context import Contextual, contextualise
 from cep.recognize.errors import (E_TOO_MUCH_OUTPUT, E_UNSUPPORTED, RowPatternLimitError,
                                   RowPatternSemanticError)
 from cep.recognize.matcher import (MAX_MATCHES, MatchColumns, Reads, Skip, Within,
                                    match_columns, row_masks)
 from cep.recognize.program import Program, compile_row_pattern
+from cep.recognize.unrolled import Unrolled, match_unrolled, unroll
+from cep.recognize.vector import Column, Unsupported
 from cep.signature import SIGNATURES
 from udfs.shell import PlannedResult, TableFunction, table_fields, table_function
 
@@ -159,18 +162,27 @@ def _one_pass(program: Program, masks: list[int], breaks: np.ndarray, skip: Skip
 def _per_partition(program: Program, masks: list[int], firsts: np.ndarray, skip: Skip, text: str,
                    times: list[int | None] | None = None, within: list[Any] | None = None,
                    conditions: Conditions | None = None,
-                   values: dict[str, list[Any]] | None = None) -> tuple[np.ndarray, ...]:
+                   values: Callable[[], dict[str, list[Any]]] | None = None,
+                   unrolled: Unrolled | None = None) -> tuple[np.ndarray, ...]:
     """One matcher call per partition (anchors, empty matches and conditions that read the
-    match need the real bounds)."""
+    match need the real bounds); ``values`` gives the task's values the conditions read, and
+    ``unrolled`` the product that replaces them where no row is undecided."""
     import numpy as np
 
     parts = []
     bounds = firsts.tolist() + [len(masks)]
+    known: dict[str, list[Any]] | None = None
     for lo, hi in zip(bounds[:-1], bounds[1:]):
         window = None if times is None else Within(tuple(times[lo:hi]), within[0])
+        found = None if unrolled is None else match_unrolled(unrolled, lo, hi, text, window)
+        if found is not None:
+            parts.append(_flatten(found, lambda starts, lo=lo: starts + lo))
+            continue
         reads = None
         if conditions is not None:
-            part = {name: column[lo:hi] for name, column in (values or {}).items()}
+            if known is None:
+                known = values() if values is not None else {}
+            part = {name: column[lo:hi] for name, column in known.items()}
             ask = conditions.bind(part, hi - lo)
             reads = Reads(conditions.mask, ask, ask.number)
         parts.append(_flatten(match_columns(program, masks[lo:hi], skip, text=text,
@@ -185,6 +197,56 @@ def _per_partition(program: Program, masks: list[int], firsts: np.ndarray, skip:
 @lru_cache(maxsize=64)
 def _compiled(statement: str, start: int, end: int) -> Program:
     return compile_row_pattern(statement, start, end)
+
+
+UNROLL = True
+"""Whether conditions that read the match are first tried as one-row conditions of the
+unrolled program (:mod:`cep.recognize.context`); False keeps the per-thread matcher for every
+partition (the reference the differential tests compare with)."""
+
+
+@lru_cache(maxsize=64)
+def _contextual(statement: str, start: int, end: int, conditions: str) -> Contextual | None:
+    return contextualise(_compiled(statement, start, end), json.loads(conditions))
+
+
+def _read(shape: Contextual) -> set[str]:
+    """The columns the resolved conditions read."""
+    names: set[str] = set()
+
+    def walk(tree: Any) -> None:
+        if isinstance(tree, list) and tree:
+            if tree[0] == "at":
+                names.add(tree[2])
+            for item in tree[1:]:
+                walk(item)
+
+    for tree in shape.trees.values():
+        walk(tree)
+    return names
+
+
+def _column(array: pa.ChunkedArray) -> Column:
+    """A column for the vectorised evaluator: NULLs filled and flagged, times as ticks."""
+    import numpy as np
+    import pyarrow as pa
+
+    kind = array.type
+    null = array.is_null().to_numpy(zero_copy_only=False)
+    if pa.types.is_signed_integer(kind) or pa.types.is_floating(kind):
+        return Column(array.fill_null(0).to_numpy(zero_copy_only=False), null, "number")
+    if pa.types.is_string(kind) or pa.types.is_large_string(kind):
+        return Column(np.asarray(array.fill_null("").to_numpy(zero_copy_only=False),
+                                 dtype=object), null, "string")
+    if pa.types.is_boolean(kind):
+        return Column(array.fill_null(False).to_numpy(zero_copy_only=False), null, "boolean")
+    if pa.types.is_timestamp(kind):
+        ticks = array.cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False)
+        return Column(ticks, null, f"timestamp {kind.unit} {kind.tz}")
+    if pa.types.is_date32(kind):
+        return Column(array.cast(pa.int32()).fill_null(0).to_numpy(zero_copy_only=False),
+                      null, "date")
+    raise Unsupported(f"a column of type {kind}")
 
 
 class MatchRecognize(TableFunction):
@@ -251,10 +313,22 @@ def _matches(plan: dict[str, Any], table: pa.Table, program: Program, statement:
     firsts = np.flatnonzero(new_partition)
     if plan["conditions"]:
         conditions = Conditions(plan["conditions"], program.variables)
-        values = {c: table.column(c).to_pylist() for c in table.column_names
-                  if c.startswith("__mr_x")}
+
+        def values() -> dict[str, list[Any]]:
+            return {c: table.column(c).to_pylist() for c in table.column_names
+                    if c.startswith("__mr_x")}
+
+        unrolled = None
+        shape = _contextual(statement, *(shift + k for k in plan["pattern"]),
+                            json.dumps(plan["conditions"])) if UNROLL else None
+        if shape is not None:
+            try:
+                columns = {c: _column(table.column(c)) for c in _read(shape)}
+                unrolled = unroll(shape, accepts, columns, np.cumsum(new_partition) - 1, skip)
+            except Unsupported:
+                pass  # every partition asks the conditions per thread
         return _per_partition(program, masks, firsts, skip, statement, times, plan["within"],
-                              conditions, values)
+                              conditions, values, unrolled)
     if plan["anchored"] or plan["nullable"]:
         return _per_partition(program, masks, firsts, skip, statement, times, plan["within"])
     return _one_pass(program, masks, new_partition | gap, skip, statement, times,

@@ -221,9 +221,10 @@ ENGINE_STAGES: dict[str, dict[str, tuple[str, ...]]] = {
     },
     "cep.recognize": {
         "compile": ("parser", "ast", "clause", "calls", "expressions", "scalar_tree",
-                    "aggregates", "rewrite", "fixed", "program"),
+                    "aggregates", "rewrite", "fixed", "program", "context"),
         "plan": (),
-        "run": ("matcher", "dfa", "closure", "condition", "functions", "summaries"),
+        "run": ("matcher", "dfa", "closure", "condition", "functions", "summaries", "vector",
+                "unrolled"),
         "shared": ("errors",),
     },
 }
