@@ -39,10 +39,10 @@ __all__ = ["MAX_STATES", "DfaFull", "LazyDfa"]
 MAX_STATES = 10_000
 """Most states remembered for one program; a search that needs more uses the Pike VM."""
 
-_Transition = tuple[int, int, tuple[tuple[int, int, bool], ...]]
+_Transition = tuple[int, int, tuple[tuple[int, int, bool], ...], int]
 """``(next state or -1 when no thread is left, index of the first thread at MATCH or -1,
-origins)``: per thread of the next state, ``(previous thread, variable, excluded)``, previous
--1 for a thread that starts at the next row."""
+origins, the origins' number)``: per thread of the next state, ``(previous thread, variable,
+excluded)``, previous -1 for a thread that starts at the next row."""
 
 _NEW_START = (-1, 0, False)
 
@@ -52,9 +52,11 @@ class DfaFull(Exception):
 
     Attributes:
         pos: the row the search that needed more states started at.
+        found: from :meth:`LazyDfa.scan_past_last`, the arrays of the matches before it.
     """
 
     pos: int = 0
+    found: Any = None
 
 
 class LazyDfa:
@@ -79,9 +81,15 @@ class LazyDfa:
         self._tables: list[dict[int, _Transition]] = []  # by state: row mask -> transition
         self._lasts: list[dict[int, _Transition]] = []   # the same for a partition's last row
         self._starts: dict[tuple[bool, bool], int] = {}
+        self._origins: list[tuple[tuple[int, int, bool], ...]] = []
+        self._origin_ids: dict[tuple[tuple[int, int, bool], ...], int] = {}
+        self._arrays: tuple[int, tuple[Any, ...]] | None = None  # (origins counted, arrays)
 
     def flush(self) -> None:
         """Forget every remembered state and step."""
+        self._arrays = None
+        self._origins.clear()
+        self._origin_ids.clear()
         self._ids.clear()
         self._states.clear()
         self._tables.clear()
@@ -146,6 +154,95 @@ class LazyDfa:
             full.pos = pos
             raise
 
+    def scan_past_last(self, rows: list[int], pos: int) -> tuple[Any, ...]:
+        """Every match from ``pos`` on under ``AFTER MATCH SKIP PAST LAST ROW``, as arrays
+        ``(starts, lengths, labels, excluded)`` (labels and flags of all matches, one after
+        the other).
+
+        Matches cannot overlap here, so one trail serves the whole partition (a search never
+        rewrites a row of an earlier match), and the winners' labels are read back for all
+        matches at once, a step back per numpy operation, instead of one walk per match
+        (v_shape: 204,465 matches in 10^6 rows; the walks and their lists cost as much as
+        the rows' lookups).
+
+        Raises:
+            DfaFull: as :meth:`scan`, with ``pos`` where the failed search started and
+                ``found`` the arrays of the matches before it.
+        """
+
+        n = len(rows)
+        trail = [0] * n  # per row: the origins' number of the step the row's search took
+        ends: list[int] = []
+        threads: list[int] = []
+        froms: list[int] = []
+        try:
+            first = self._start(True, n == 0)
+            middle = self._start(False, False)
+            while pos < n:
+                found, thread = self._run_ids(rows, pos, middle if pos else first, trail)
+                if found < 0:
+                    break
+                ends.append(found)
+                threads.append(thread)
+                froms.append(pos)
+                pos = found if found > pos else pos + 1
+                # An empty match at pos moves on by a row; a match reaching row `found`
+                # starting later than pos is fine too: the next search starts at its end.
+        except DfaFull as full:
+            full.pos = pos
+            full.found = self._read_back(trail, froms, ends, threads)
+            raise
+        return self._read_back(trail, froms, ends, threads)
+
+    def _read_back(self, trail: list[int], froms: list[int], ends: list[int],
+                   threads: list[int]) -> tuple[Any, ...]:
+        import numpy as np
+
+        if not ends:
+            empty = np.zeros(0, dtype=np.int64)
+            return empty, empty, empty, np.zeros(0, dtype=bool)
+        if self._arrays is None or self._arrays[0] != len(self._origins):
+            self._arrays = (len(self._origins), _origin_arrays(self._origins))
+        # Only the rows up to the last match's end are read back.
+        return _read_back(self._origins, self._arrays[1],
+                          np.array(trail[:ends[-1]], dtype=np.int64), froms, ends, threads)
+
+    def _run_ids(self, rows: list[int], pos: int, s: int, trail: list[int]) -> tuple[int, int]:
+        """:meth:`_run` writing each row's origins number at the row's index of ``trail``."""
+        n = len(rows)
+        end = n - 1
+        tables = self._tables
+        found = thread = -1
+        i = pos
+        while i < end:
+            m = rows[i]
+            tr = tables[s].get(m)
+            if tr is None:
+                tr = self._step(s, m, False)
+            s, hit, _, oid = tr
+            if hit >= 0:
+                found, thread = i, hit
+            if s < 0:
+                return found, thread
+            trail[i] = oid
+            i += 1
+        if i == end:
+            tr = self._lasts[s].get(rows[i])
+            if tr is None:
+                tr = self._step(s, rows[i], True)
+            if tr[1] >= 0:
+                found, thread = i, tr[1]
+            s = tr[0]
+            if s < 0:
+                return found, thread
+            trail[i] = tr[3]
+            i += 1
+        if i == n:
+            t = self._final(s)
+            if t >= 0:
+                found, thread = i, t
+        return found, thread
+
     def _run(self, rows: list[int], pos: int, s: int, trail: list[Any]) -> tuple[int, int]:
         """One search from ``pos`` in state ``s``: the row where the preferred thread reached
         MATCH and its index in the state there (``(-1, -1)``: no match), the transitions
@@ -164,7 +261,7 @@ class LazyDfa:
             tr = tables[s].get(m)
             if tr is None:
                 tr = self._step(s, m, False)
-            s, hit, origins = tr
+            s, hit, origins, _ = tr
             if hit >= 0:
                 found, thread = i, hit
             if s < 0:
@@ -231,7 +328,12 @@ class LazyDfa:
         if not matched and not last:
             add(following, seen, 0, _NEW_START, 0, at)  # a later start: least preferred
         nxt = self._intern(tuple(f[0] for f in following), matched) if following else -1
-        tr = (nxt, hit, tuple(f[1] for f in following))
+        origins = tuple(f[1] for f in following)
+        oid = self._origin_ids.get(origins)
+        if oid is None:
+            oid = self._origin_ids[origins] = len(self._origins)
+            self._origins.append(origins)
+        tr = (nxt, hit, origins, oid)
         (self._lasts if last else self._tables)[s][mask] = tr
         return tr
 
@@ -264,3 +366,69 @@ def _walk_back(trail: list[tuple[tuple[int, int, bool], ...]], pos: int, row: in
     labels.reverse()
     excluded.reverse()
     return start, labels, excluded
+
+
+_ONE_BY_ONE = 16
+"""Below this many matches still being read back, each is walked alone (a long match would
+otherwise cost a numpy operation per row)."""
+
+
+def _origin_arrays(origins: list[tuple[tuple[int, int, bool], ...]]) -> tuple[Any, ...]:
+    """``origins`` as three ``number x thread`` arrays: previous thread (-1: none), variable,
+    excluded."""
+    import numpy as np
+
+    width = max((len(o) for o in origins), default=0) or 1
+    parent = np.full((max(len(origins), 1), width), -1, dtype=np.int64)
+    variable = np.zeros_like(parent)
+    excluded = np.zeros(parent.shape, dtype=bool)
+    for k, row in enumerate(origins):
+        for t, (p, v, x) in enumerate(row):
+            parent[k, t], variable[k, t], excluded[k, t] = p, v, x
+    return parent, variable, excluded
+
+
+def _read_back(origins: list[tuple[tuple[int, int, bool], ...]], arrays: tuple[Any, ...],
+               trail: Any, froms: list[int], ends: list[int], threads: list[int]
+               ) -> tuple[Any, ...]:
+    """``(starts, lengths, labels, excluded)`` of matches that end before ``ends`` at
+    ``threads``, their searches started at ``froms``, read back through ``trail``
+    (``arrays``: :func:`_origin_arrays` of ``origins``)."""
+    import numpy as np
+
+    parent, variable, excluded = arrays
+    n = len(trail)
+    lows = np.array(froms, dtype=np.int64)
+    starts = lows.copy()
+    thread = np.array(threads, dtype=np.int64)
+    j = np.array(ends, dtype=np.int64) - 1
+    label_of = np.zeros(n, dtype=np.int64)
+    excluded_of = np.zeros(n, dtype=bool)
+    live = np.flatnonzero(j >= starts)
+    while len(live) >= _ONE_BY_ONE:
+        rows = j[live]
+        at, t = trail[rows], thread[live]
+        up = parent[at, t]
+        begun = up < 0
+        starts[live[begun]] = rows[begun] + 1
+        go = ~begun
+        label_of[rows[go]] = variable[at[go], t[go]]
+        excluded_of[rows[go]] = excluded[at[go], t[go]]
+        live = live[go]
+        thread[live] = up[go]
+        j[live] -= 1
+        live = live[j[live] >= lows[live]]
+    for m in live.tolist():  # the few long ones
+        row, t, low = int(j[m]), int(thread[m]), froms[m]
+        while row >= low:
+            p, v, x = origins[trail[row]][t]
+            if p < 0:
+                starts[m] = row + 1
+                break
+            label_of[row], excluded_of[row] = v, x
+            t = p
+            row -= 1
+    lengths = np.array(ends, dtype=np.int64) - starts
+    covered = np.repeat(starts - np.cumsum(lengths) + lengths, lengths) + np.arange(
+        int(lengths.sum()))
+    return starts, lengths, label_of[covered], excluded_of[covered]

@@ -9,6 +9,8 @@ in for (``engine="pike"``, the reference).
 
 from __future__ import annotations
 
+from unittest.mock import patch
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, reject, settings
@@ -16,6 +18,7 @@ from hypothesis import strategies as st
 
 from cep.oracles.row_pattern_oracle import OracleBudgetExceeded, oracle_row_matches
 from cep.recognize.errors import RowPatternSemanticError
+from cep.recognize import dfa as dfa_module
 from cep.recognize import matcher
 from cep.recognize.dfa import LazyDfa
 from cep.recognize.matcher import ENGINES, Skip, find_matches, match_masks, row_masks
@@ -146,6 +149,29 @@ def test_determinised_matcher_falls_back_when_full(monkeypatch) -> None:
     assert unbounded.size > 3  # so a bound of 3 is reached
     monkeypatch.setitem(matcher._DFAS, program, LazyDfa(program, max_states=3))
     assert match_masks(program, rows) == reference
+    # The bulk read-back hands over the matches found before the bound was reached.
+    monkeypatch.setattr(matcher, "BULK_ROWS", 0)
+    half = LazyDfa(program, max_states=unbounded.size // 2)
+    monkeypatch.setitem(matcher._DFAS, program, half)
+    assert match_masks(program, rows) == reference
+
+
+@pytest.mark.parametrize("one_by_one", [1, 16, 10**9])
+@settings(max_examples=150, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(text=patterns(), seed=st.integers(0, 2**16), density=st.sampled_from([0.3, 0.6, 0.9]))
+def test_matches_read_back_in_bulk_equal_the_pike_vm(one_by_one: int, text: str, seed: int,
+                                                     density: float) -> None:
+    """SKIP PAST LAST ROW over 300 rows (tens of matches): the labels read back for all
+    matches at once (a numpy step back each), and walked one by one below the threshold,
+    equal the Pike VM's (the oracle cannot enumerate this many rows)."""
+    program = compile_pattern(parse_row_pattern(text))
+    rows = row_masks(np.random.default_rng(seed).random((300, 3)) < density)
+    reference = match_masks(program, rows, engine="pike")
+    with patch.object(dfa_module, "_ONE_BY_ONE", one_by_one), \
+            patch.object(matcher, "BULK_ROWS", 0):
+        matcher._DFAS.clear()
+        assert match_masks(program, rows) == reference, text
 
 
 @settings(max_examples=400, deadline=None, derandomize=True,
