@@ -278,8 +278,10 @@ def recognize_sql(shape: Shape, query: str, table: str, key: str = "key",
             f"{measures} AFTER MATCH SKIP PAST LAST ROW PATTERN {pattern} DEFINE {define})")
 
 
-def recognize(n: int, only: list[str] | None = None) -> dict[str, Any]:
-    """The MATCH_RECOGNIZE cells of every shape whose name contains one of ``only``."""
+def recognize(n: int, only: list[str] | None = None,
+              queries: list[str] | None = None) -> dict[str, Any]:
+    """The MATCH_RECOGNIZE cells of every shape whose name contains one of ``only`` (the
+    queries of :data:`RECOGNIZE` named in ``queries``, default all)."""
     from benchmarks.common import bench_session, run_flink
 
     spark, settings = bench_session()
@@ -292,7 +294,7 @@ def recognize(n: int, only: list[str] | None = None) -> dict[str, Any]:
                 "id", "CAST(key AS STRING) AS k", "type",
                 "date_format(ts, 'yyyy-MM-dd HH:mm:ss.SSS') AS ts", "v0")
              .coalesce(1).write.mode("overwrite").option("header", "false").csv(str(csv_dir)))
-        for query in RECOGNIZE:
+        for query in [q for q in RECOGNIZE if not queries or q in queries]:
             matches, ours = _noop(spark, recognize_sql(shape, query, table))
             count, flink, note = run_flink(
                 recognize_sql(shape, query, "ev", key="k", select="count(*)"), csv_dir)
@@ -386,9 +388,11 @@ def main(argv: list[str] | None = None) -> None:
                         help="break these cells' time down (profile()) instead of the grid")
     parser.add_argument("--recognize", action="store_true",
                         help="the MATCH_RECOGNIZE cells against PyFlink (recognize())")
+    parser.add_argument("--queries", nargs="+", choices=sorted(RECOGNIZE), default=None,
+                        help="with --recognize: only these queries")
     args = parser.parse_args(argv)
     if args.recognize:
-        result = recognize(args.events, args.only)
+        result = recognize(args.events, args.only, args.queries)
     elif args.profile:
         result = profile(args.events, args.profile)
     elif args.markdown:

@@ -510,10 +510,21 @@ def synthetic_streams(shape: str, n: int) -> tuple[Streams, tuple[str, ...]]:
     return streams, tuple(cols.type_names)
 
 
-def questions(shape: str, type_names: Sequence[str]) -> dict[str, str]:
-    """Question label -> pattern (a SEQ of three type names)."""
-    return {label: "PATTERN " + "; ".join(type_names[r] for r in ranks)
-            for label, ranks in SHAPES[shape]["questions"].items()}
+def questions(shape: str, type_names: Sequence[str],
+              ranks: Sequence[tuple[int, ...]] | None = None) -> dict[str, str]:
+    """Question label -> pattern (a SEQ of type names): the shape's two questions, or one
+    per tuple of type ranks in ``ranks`` (``--ranks``: the crossover of docs/sketch.md)."""
+    chosen = SHAPES[shape]["questions"] if ranks is None else {
+        "ranks " + ",".join(map(str, r)): r for r in ranks}
+    return {label: "PATTERN " + "; ".join(type_names[r] for r in chosen_ranks)
+            for label, chosen_ranks in chosen.items()}
+
+
+def event_share(streams: Streams, pattern: str) -> float:
+    """The share of events whose type the pattern names: what ``match_seq``'s row filter
+    keeps, while the sketch reads every node row whatever the question."""
+    names = pattern.removeprefix("PATTERN ").split("; ")
+    return float(np.isin(np.asarray(streams.names, dtype=str), names).mean())
 
 
 def latency_core(streams: Streams, trees: Sequence[SketchTree], pattern: str
@@ -569,7 +580,8 @@ def latency_sql(spark: "SparkSession", events: str, nodes: str, pattern: str, re
 
 
 def run_latency(spark: "SparkSession | None", root: Path | None, max_n: int, sql: bool,
-                min_n: int = 0, shapes: Sequence[str] = tuple(SHAPES)
+                min_n: int = 0, shapes: Sequence[str] = tuple(SHAPES),
+                ranks: Sequence[tuple[int, ...]] | None = None
                 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Part 1 (and part 3's synthetic rows): the shapes' sizes from ``min_n`` to ``max_n``."""
     import pyarrow as pa
@@ -590,7 +602,7 @@ def run_latency(spark: "SparkSession | None", root: Path | None, max_n: int, sql
                   f"{len(trees)} trees built in {build_s:.1f} s ({nodes:,} nodes, up to "
                   f"{max(t.n_levels for t in trees)} levels; solver: h={info['height']}, "
                   f"m={info['m']}, k={info['k']}) -->", flush=True)
-            qs = questions(shape, type_names)
+            qs = questions(shape, type_names, ranks)
             events_name, nodes_name = f"bsq_events_{shape}_{n}", f"bsq_nodes_{shape}_{n}"
             locations: dict[str, Path] = {}
             if spark is not None and root is not None:
@@ -611,8 +623,10 @@ def run_latency(spark: "SparkSession | None", root: Path | None, max_n: int, sql
                 print(f"<!-- {shape} {n:,}: Delta tables written in "
                       f"{time.perf_counter() - t0:.1f} s -->", flush=True)
             for label, pattern in qs.items():
+                share = event_share(streams, pattern)
                 row: dict[str, Any] = {"shape": shape, "events": n, "streams": len(trees),
-                                       "question": label, "pattern": pattern,
+                                       "question": f"{label} ({100 * share:.1f} % of events)",
+                                       "share": share, "pattern": pattern,
                                        "config": info, "build_s": build_s, "nodes": nodes}
                 row.update(latency_core(streams, trees, pattern))
                 if spark is not None and sql:
@@ -965,6 +979,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="real logs to use (--logs with no name: skip the real logs)")
     parser.add_argument("--shapes", nargs="+", choices=list(SHAPES), default=list(SHAPES),
                         help="synthetic shapes to run (default: all)")
+    parser.add_argument("--ranks", nargs="+", metavar="R,R,R",
+                        type=lambda t: tuple(int(r) for r in t.split(",")),
+                        help="questions as type ranks (e.g. 1,2,3 30,35,40) instead of the "
+                             "shapes' two: the crossover of docs/sketch.md")
     parser.add_argument("--skip-sql", action="store_true",
                         help="skip the Spark SQL timings of part 1 (Delta tables still written)")
     args = parser.parse_args(argv)
@@ -982,7 +1000,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         print(LATENCY_HEAD, flush=True)
         latency, byte_rows = run_latency(spark, root, args.max_n, not args.skip_sql, args.min_n,
-                                         args.shapes)
+                                         args.shapes, args.ranks)
         print(f"\n{LEAF_HEAD}", flush=True)
         logs = run_logs(spark, root, args.logs)
     finally:
