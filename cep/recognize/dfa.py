@@ -39,10 +39,11 @@ __all__ = ["MAX_STATES", "DfaFull", "LazyDfa"]
 MAX_STATES = 10_000
 """Most states remembered for one program; a search that needs more uses the Pike VM."""
 
-_Transition = tuple[int, int, tuple[tuple[int, int, bool], ...], int]
+_Transition = tuple[int, int, int]
 """``(next state or -1 when no thread is left, index of the first thread at MATCH or -1,
-origins, the origins' number)``: per thread of the next state, ``(previous thread, variable,
-excluded)``, previous -1 for a thread that starts at the next row."""
+the number of its origins)``. The origins (``LazyDfa._origins``) are, per thread of the next
+state, ``(previous thread, variable, excluded)``, previous -1 for a thread that starts at the
+next row."""
 
 _NEW_START = (-1, 0, False)
 
@@ -143,12 +144,14 @@ class LazyDfa:
         try:
             first = self._start(True, n == 0)
             middle = self._start(False, False)
+            # One trail for the partition: a search's match is read back before the next
+            # search (which may start inside it) rewrites its rows.
+            trail = [0] * n
             while pos < n:
-                trail: list[tuple[tuple[int, int, bool], ...]] = []
                 found, thread = self._run(rows, pos, middle if pos else first, trail)
                 if found < 0:
                     return
-                start, labels, excluded = _walk_back(trail, pos, found, thread)
+                start, labels, excluded = _walk_back(self._origins, trail, pos, found, thread)
                 pos = on_match(start, labels, excluded)
         except DfaFull as full:
             full.pos = pos
@@ -179,7 +182,7 @@ class LazyDfa:
             first = self._start(True, n == 0)
             middle = self._start(False, False)
             while pos < n:
-                found, thread = self._run_ids(rows, pos, middle if pos else first, trail)
+                found, thread = self._run(rows, pos, middle if pos else first, trail)
                 if found < 0:
                     break
                 ends.append(found)
@@ -207,8 +210,12 @@ class LazyDfa:
         return _read_back(self._origins, self._arrays[1],
                           np.array(trail[:ends[-1]], dtype=np.int64), froms, ends, threads)
 
-    def _run_ids(self, rows: list[int], pos: int, s: int, trail: list[int]) -> tuple[int, int]:
-        """:meth:`_run` writing each row's origins number at the row's index of ``trail``."""
+    def _run(self, rows: list[int], pos: int, s: int, trail: list[int]) -> tuple[int, int]:
+        """One search from ``pos`` in state ``s``: the row where the preferred thread reached
+        MATCH and its index in the state there (``(-1, -1)``: no match); each row's step is
+        written at the row's index of ``trail`` (the number of its origins)."""
+        # Its own method on purpose: the same loop inlined into :meth:`scan` measured 1.8x
+        # slower (0.17 s against 0.09 s over 10^6 rows of ``A B C``, CPython 3.11).
         n = len(rows)
         end = n - 1
         tables = self._tables
@@ -219,7 +226,7 @@ class LazyDfa:
             tr = tables[s].get(m)
             if tr is None:
                 tr = self._step(s, m, False)
-            s, hit, _, oid = tr
+            s, hit, oid = tr
             if hit >= 0:
                 found, thread = i, hit
             if s < 0:
@@ -235,49 +242,7 @@ class LazyDfa:
             s = tr[0]
             if s < 0:
                 return found, thread
-            trail[i] = tr[3]
-            i += 1
-        if i == n:
-            t = self._final(s)
-            if t >= 0:
-                found, thread = i, t
-        return found, thread
-
-    def _run(self, rows: list[int], pos: int, s: int, trail: list[Any]) -> tuple[int, int]:
-        """One search from ``pos`` in state ``s``: the row where the preferred thread reached
-        MATCH and its index in the state there (``(-1, -1)``: no match), the transitions
-        taken appended to ``trail``."""
-        # Its own method on purpose: the same loop inlined into :meth:`scan` measured 1.8x
-        # slower (0.17 s against 0.09 s over 10^6 rows of ``A B C``, CPython 3.11).
-        n = len(rows)
-        end = n - 1
-        tables = self._tables
-        append = trail.append
-        found = thread = -1
-        i = pos
-        # Every row but the partition's last (where ``$`` may hold) goes through this loop.
-        while i < end:
-            m = rows[i]
-            tr = tables[s].get(m)
-            if tr is None:
-                tr = self._step(s, m, False)
-            s, hit, origins, _ = tr
-            if hit >= 0:
-                found, thread = i, hit
-            if s < 0:
-                return found, thread
-            append(origins)
-            i += 1
-        if i == end:
-            tr = self._lasts[s].get(rows[i])
-            if tr is None:
-                tr = self._step(s, rows[i], True)
-            if tr[1] >= 0:
-                found, thread = i, tr[1]
-            s = tr[0]
-            if s < 0:
-                return found, thread
-            append(tr[2])
+            trail[i] = tr[2]
             i += 1
         if i == n:
             t = self._final(s)
@@ -333,7 +298,7 @@ class LazyDfa:
         if oid is None:
             oid = self._origin_ids[origins] = len(self._origins)
             self._origins.append(origins)
-        tr = (nxt, hit, origins, oid)
+        tr = (nxt, hit, oid)
         (self._lasts if last else self._tables)[s][mask] = tr
         return tr
 
@@ -346,8 +311,8 @@ class LazyDfa:
         return -1
 
 
-def _walk_back(trail: list[tuple[tuple[int, int, bool], ...]], pos: int, row: int,
-               thread: int) -> tuple[int, list[int], list[bool]]:
+def _walk_back(origins: list[tuple[tuple[int, int, bool], ...]], trail: list[int], pos: int,
+               row: int, thread: int) -> tuple[int, list[int], list[bool]]:
     """The start, labels and exclusions of ``thread``, at MATCH before ``row``, read
     backwards through the transitions of a search that started at ``pos``."""
     labels: list[int] = []
@@ -355,7 +320,7 @@ def _walk_back(trail: list[tuple[tuple[int, int, bool], ...]], pos: int, row: in
     start = pos
     j = row - 1
     while j >= pos:
-        parent, var, excl = trail[j - pos][thread]
+        parent, var, excl = origins[trail[j]][thread]
         if parent < 0:
             start = j + 1
             break
