@@ -12,10 +12,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, reject, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cep.oracles.row_pattern_oracle import OracleBudgetExceeded, oracle_row_matches
 from cep.recognize.condition import Conditions
 from cep.recognize.context import contextualise, resolve
 from cep.recognize.errors import RowPatternSemanticError
@@ -24,8 +23,8 @@ from cep.recognize.parser import parse_row_pattern
 from cep.recognize.program import compile_pattern, compile_row_pattern
 from cep.recognize.unrolled import match_unrolled, unroll
 from cep.recognize.vector import Column
-from tests.cep.recognize.test_conditions_oracle import _CHOICES, _family, _mostly_true
-from tests.cep.recognize.test_matcher_oracle import VARS, inputs, patterns
+from tests.cep.recognize.test_conditions_oracle import _CHOICES, _family, _mostly_true, drawn_case
+from tests.cep.recognize.test_matcher_oracle import VARS, patterns
 
 _NAVIGATING = (1, 2, 5, 7)  # LAST(A.x, k), FIRST(x), PREV(LAST(B.x), 1), Flink's falling C
 
@@ -73,21 +72,9 @@ def _as_list(found: MatchColumns, lo: int) -> list[tuple[int, tuple[int, ...]]]:
        skip=st.sampled_from([("past_last", None), ("next_row", None), ("last", "A")]))
 def test_unrolled_equals_oracle(text: str, rows: list[list[bool]], values: list[int],
                                 kinds: list[int], params: list[int], skip) -> None:
-    node = parse_row_pattern(text)
-    program = compile_pattern(node)
-    x = values[:len(rows)]
-    drawn = {v: _family(k, c) for v, k, c in zip(VARS, kinds, params) if k >= 0}
-    trees = {v: t for v, (t, _) in drawn.items() if v in program.variables}
-
-    def plain(var: str, i: int, labels: tuple[str, ...], number: int = 1) -> bool:
-        return var not in drawn or drawn[var][1](x, i, var, labels) is True
-
-    accepts, names, plan, targets = inputs(program, rows, skip)
-    try:
-        expected = oracle_row_matches(node, names, plan.mode, targets, reads=plain)
-    except OracleBudgetExceeded:
-        reject()
-    except ValueError:
+    program, trees, x, accepts, plan, expected = drawn_case(text, rows, values, kinds, params,
+                                                            skip)
+    if expected is None:
         with pytest.raises(RowPatternSemanticError):
             _matches(program, accepts, plan, trees, x, np.zeros(len(x), dtype=np.int64))
         return
