@@ -202,7 +202,7 @@ def _compiled(statement: str, start: int, end: int) -> Program:
 UNROLL = True
 """Whether conditions that read the match are first tried as one-row conditions of the
 unrolled program (:mod:`cep.recognize.context`); False keeps the per-thread matcher for every
-partition (the reference the differential tests compare with)."""
+partition (set in one process to compare the two, as BENCHMARKS.md's measurement did)."""
 
 
 @lru_cache(maxsize=64)
