@@ -159,18 +159,21 @@ def _one_pass(program: Program, masks: list[int], breaks: np.ndarray, skip: Skip
     return _flatten(matches, lambda ext: np.searchsorted(position, ext))
 
 
-def _per_partition(program: Program, masks: list[int], firsts: np.ndarray, skip: Skip, text: str,
+def _per_partition(program: Program, masks: list[int] | Callable[[], list[int]],
+                   firsts: np.ndarray, n: int, skip: Skip, text: str,
                    times: list[int | None] | None = None, within: list[Any] | None = None,
                    conditions: Conditions | None = None,
                    values: Callable[[], dict[str, list[Any]]] | None = None,
                    unrolled: Unrolled | None = None) -> tuple[np.ndarray, ...]:
     """One matcher call per partition (anchors, empty matches and conditions that read the
-    match need the real bounds); ``values`` gives the task's values the conditions read, and
-    ``unrolled`` the product that replaces them where no row is undecided."""
+    match need the real bounds) over the task's ``n`` rows; ``masks`` (or the function that
+    computes them, called only if a partition needs them), ``values`` the task's values the
+    conditions read, and ``unrolled`` the product that replaces them where no row is
+    undecided."""
     import numpy as np
 
     parts = []
-    bounds = firsts.tolist() + [len(masks)]
+    bounds = firsts.tolist() + [n]
     known: dict[str, list[Any]] | None = None
     for lo, hi in zip(bounds[:-1], bounds[1:]):
         window = None if times is None else Within(tuple(times[lo:hi]), within[0])
@@ -185,6 +188,8 @@ def _per_partition(program: Program, masks: list[int], firsts: np.ndarray, skip:
             part = {name: column[lo:hi] for name, column in known.items()}
             ask = conditions.bind(part, hi - lo)
             reads = Reads(conditions.mask, ask, ask.number)
+        if callable(masks):
+            masks = masks()
         parts.append(_flatten(match_columns(program, masks[lo:hi], skip, text=text,
                                             within=window, reads=reads),
                               lambda starts, lo=lo: starts + lo))
@@ -308,7 +313,6 @@ def _matches(plan: dict[str, Any], table: pa.Table, program: Program, statement:
     index = {name: i for i, name in enumerate(program.variables)}
     skip = Skip(plan["skip"], frozenset(index[t] for t in plan["skip_to"] if t in index),
                 plan["skip_name"], tuple(shift + k for k in plan["skip_span"]))
-    masks = row_masks(accepts)
     times = _times(plan, table, statement, shift) if plan["within"] else None
     firsts = np.flatnonzero(new_partition)
     if plan["conditions"]:
@@ -327,10 +331,14 @@ def _matches(plan: dict[str, Any], table: pa.Table, program: Program, statement:
                 unrolled = unroll(shape, accepts, columns, np.cumsum(new_partition) - 1, skip)
             except Unsupported:
                 pass  # every partition asks the conditions per thread
-        return _per_partition(program, masks, firsts, skip, statement, times, plan["within"],
-                              conditions, values, unrolled)
+        # The user's variables' masks only for partitions the unrolled program leaves.
+        return _per_partition(program, lambda: row_masks(accepts), firsts, table.num_rows,
+                              skip, statement, times, plan["within"], conditions, values,
+                              unrolled)
+    masks = row_masks(accepts)
     if plan["anchored"] or plan["nullable"]:
-        return _per_partition(program, masks, firsts, skip, statement, times, plan["within"])
+        return _per_partition(program, masks, firsts, table.num_rows, skip, statement, times,
+                              plan["within"])
     return _one_pass(program, masks, new_partition | gap, skip, statement, times,
                      plan["within"])
 

@@ -154,3 +154,39 @@ def node_names(pattern: str) -> list[str]:
     from cep.recognize.ast import variables
 
     return list(variables(parse_row_pattern(pattern)))
+
+
+@pytest.mark.parametrize("rows", [
+    [],                                                         # an empty table: every task empty
+    [("k", 1, 3), ("k", 2, 4), ("k", 3, 5)],                    # one key, no match
+    [("k", 1, 9), ("k", 2, 8), ("k", 3, 7), ("k", 4, 9)],       # one key, one match, unrolled
+    [("k", 1, 10), ("k", 2, None), ("k", 3, 9), ("k", 4, 8), ("k", 5, 7), ("k", 6, 9)],  # NULL
+    [("a", 1, 5), ("a", 2, 4), ("a", 3, 3), ("a", 4, 6), ("b", 1, 1), ("c", 1, 2),
+     ("c", 2, 1), ("c", 3, 0), ("c", 4, 1)],                    # three keys over eight tasks
+], ids=["empty", "one_key_no_match", "one_match", "null_falls_back", "three_keys"])
+def test_tiny_inputs_of_reading_defines_equal_the_oracle(spark, rows) -> None:
+    """price_down through ``spark.sql`` on the smallest inputs of the unrolled path: empty
+    tasks (eight partitions for at most three keys), no match, and a partition the NULL sends
+    to the per-thread matcher."""
+    spark.createDataFrame(rows, "key STRING, ts INT, x INT").repartition(8) \
+        .createOrReplaceTempView("mr_unrolled_tiny")
+    pattern, define, plain = QUERIES["price_down"]
+    found = sorted(tuple(r) for r in spark.sql(
+        "SELECT key, ts, m, cls FROM mr_unrolled_tiny MATCH_RECOGNIZE (PARTITION BY key "
+        "ORDER BY ts MEASURES MATCH_NUMBER() AS m, CLASSIFIER() AS cls ALL ROWS PER MATCH "
+        f"PATTERN ({pattern}) DEFINE {define})").collect())
+    node = parse_row_pattern(pattern)
+    expected = []
+    for key in sorted({k for k, _, _ in rows}):
+        part = sorted((ts, x) for k, ts, x in rows if k == key)
+        x = [value for _, value in part]
+
+        def check(var: str, i: int, labels: tuple, number: int, x=x) -> bool:
+            return plain(x, var, i, labels) is True
+
+        for number, (start, labels, _) in enumerate(
+                oracle_row_matches(node, [set(node_names(pattern))] * len(x), reads=check), 1):
+            expected += [(key, part[start + i][0], number, label)
+                         for i, label in enumerate(labels)]
+    assert found == sorted(expected)
+    assert bool(found) == (len(rows) > 3), "the cases with a match must find one"
