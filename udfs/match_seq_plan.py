@@ -17,7 +17,7 @@ Example (the planning helpers that need no Spark):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from cep.errors import CepError
 from cep.lang import Query, parse_pattern
@@ -29,6 +29,7 @@ from cep.match.run.closing import needs_newest
 from cep.signature import SIGNATURES
 from udfs.chunks import Horizon
 from udfs.facts import FACTS, class_questions, facts_sql
+from udfs.match_seq_native import native_fields
 from udfs.shell import PlannedResult, field, keyed, named_columns, quote, table_fields
 
 if TYPE_CHECKING:
@@ -226,8 +227,10 @@ def read_columns(events: AnalyzeArgument | None, given: dict[str, Any]) -> Colum
     return Columns(ts_f, type_f, id_f, key_f, ts_kind, ts_sql, id_sql, type_sql, data)
 
 
-def pushed_masks(compiled: CompiledQuery, query: Query, cols: Columns) -> dict[str, str]:
-    """The SQL mask of each alias whose single-event conditions Spark can evaluate."""
+def pushed_masks(compiled: CompiledQuery, query: Query, cols: Columns,
+                 column_sql: Callable[[str], str] | None = None) -> dict[str, str]:
+    """The SQL mask of each alias whose single-event conditions Spark can evaluate
+    (``column_sql``: SQL in place of each quoted column, as in ``render_condition``)."""
     classes = {e.alias: e.cls for e in pattern_events(query.pattern)}
     names = cols.by_name
     # Class tests as the engine reads them: a DEFINE with a join variable ($x) contributes only
@@ -237,9 +240,11 @@ def pushed_masks(compiled: CompiledQuery, query: Query, cols: Columns) -> dict[s
     for alias, conditions in compiled.pushdown.items():
         try:
             cls = classes[alias]
-            parts = [render_condition(defines[cls], names, ts_col=cols.ts.name)
-                     if cls in defines else class_test(cols.type.name, cls)]
-            parts += [render_condition(c, names, ts_col=cols.ts.name) for c in conditions]
+            parts = [render_condition(defines[cls], names, ts_col=cols.ts.name,
+                                      column_sql=column_sql)
+                     if cls in defines else class_test(cols.type.name, cls, column_sql)]
+            parts += [render_condition(c, names, ts_col=cols.ts.name, column_sql=column_sql)
+                      for c in conditions]
         except (NotRenderable, KeyError):
             continue  # the engine evaluates this alias itself
         expr = " AND ".join(f"({p})" for p in parts)
@@ -344,6 +349,15 @@ def analyze_call(*args: Any, **kwargs: Any) -> PlannedResult:
     extra = carried_columns(call.get("events"), given["columns"], cols)
     for i, f in enumerate(extra):
         selection.add(f"__c{i}", quote(f.name), f.name)
+    native = None
+    if positioned:
+        def shifted(j: int) -> dict[str, str]:
+            return pushed_masks(compiled, query, cols,
+                                lambda column: f"lead({column}, {j}) {cols.window()}")
+        native = native_fields(compiled, query, cols, masks, shifted, checked,
+                               given["max_matches"], tuple(f.name for f in extra))
+    for name, sql in (native or {}).items():
+        selection.add(name, sql)
 
     key = cols.key.name if cols.key is not None else None
     # chunk_rows => 0: each partition collected whole, unsorted by Spark (the pre-streaming way)

@@ -19,7 +19,7 @@ Example:
 
 from __future__ import annotations
 
-from typing import Mapping
+from typing import Callable, Mapping
 
 from sqlglot import exp
 
@@ -72,13 +72,23 @@ def sql_string(text: str) -> str:
     return exp.Literal.string(text).sql(dialect="spark")
 
 
-def class_test(type_col: str, cls: str) -> str:
-    """Spark SQL for "the event's type column equals ``cls``"."""
-    return exp.EQ(this=_identifier(type_col), expression=exp.Literal.string(cls)).sql(dialect="spark")
+def _column(name: str, column_sql: Callable[[str], str] | None) -> exp.Expression:
+    """The tree of column ``name``, or of the SQL ``column_sql`` gives for it (``lead``)."""
+    if column_sql is None:
+        return _identifier(name)
+    return exp.maybe_parse(column_sql(quoted(name)), dialect="spark")
+
+
+def class_test(type_col: str, cls: str, column_sql: Callable[[str], str] | None = None) -> str:
+    """Spark SQL for "the event's type column equals ``cls``" (``column_sql``: as for
+    :func:`render_condition`)."""
+    return exp.EQ(this=_column(type_col, column_sql),
+                  expression=exp.Literal.string(cls)).sql(dialect="spark")
 
 
 def render_condition(condition: Condition, columns: Mapping[str, str], *,
-                     ts_col: str | None = None) -> str:
+                     ts_col: str | None = None,
+                     column_sql: Callable[[str], str] | None = None) -> str:
     """Spark SQL for a single-event ``condition``.
 
     Args:
@@ -87,6 +97,8 @@ def render_condition(condition: Condition, columns: Mapping[str, str], *,
             ``cep.lang.rewrite.split_define`` keeps is renderable).
         columns: lower-cased attribute name -> the column's name in the table schema.
         ts_col: the timestamp column; a condition reading it raises :class:`NotRenderable`.
+        column_sql: SQL in place of each (quoted) column, e.g. the value ``lead(`x`, 1) OVER
+            w`` of the next row; plain columns by default.
 
     Raises:
         NotRenderable: the condition reads a timestamp, an unknown column, or is not single-event
@@ -106,5 +118,5 @@ def render_condition(condition: Condition, columns: Mapping[str, str], *,
             raise NotRenderable(f"{condition.text!r}: unknown column {ref.attr!r}")
         if ts_col is not None and column.lower() == ts_col.lower():
             raise NotRenderable(f"{condition.text!r} reads the timestamp column")
-        node.replace(_identifier(column))
+        node.replace(_column(column, column_sql))
     return tree.sql(dialect="spark")

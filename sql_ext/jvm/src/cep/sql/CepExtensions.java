@@ -12,7 +12,7 @@ import scala.runtime.BoxedUnit;
 
 /**
  * The project's entry in {@code spark.sql.extensions}: registers {@link KeepRowsRule},
- * {@link FactsRule}, {@link RewrittenErrorsRule} and the
+ * {@link FactsRule}, {@link NativeCallRule}, {@link RewrittenErrorsRule} and the
  * servers' {@link LockdownRule}
  * (on analysed plans, and through {@link LockdownParser} on parsed ones).
  *
@@ -43,6 +43,14 @@ public final class CepExtensions extends AbstractFunction1<SparkSessionExtension
             }
         };
         extensions.injectPostHocResolutionRule(facts);
+        // A call whose selection is its whole answer, after its facts (it reads them).
+        Function1 calls = new AbstractFunction1<Object, Rule<LogicalPlan>>() {
+            @Override
+            public Rule<LogicalPlan> apply(Object session) {
+                return new NativeCallRule();
+            }
+        };
+        extensions.injectPostHocResolutionRule(calls);
         // A MATCH_RECOGNIZE statement's unknown names, worded in the user's statement.
         Function1 names = new AbstractFunction1<Object, Rule<LogicalPlan>>() {
             @Override
