@@ -21,6 +21,7 @@ import org.apache.spark.sql.catalyst.expressions.If;
 import org.apache.spark.sql.catalyst.expressions.IsNotNull;
 import org.apache.spark.sql.catalyst.expressions.LateralSubquery;
 import org.apache.spark.sql.catalyst.expressions.Literal;
+import org.apache.spark.sql.catalyst.expressions.Literal$;
 import org.apache.spark.sql.catalyst.expressions.NamedExpression;
 import org.apache.spark.sql.catalyst.expressions.Not;
 import org.apache.spark.sql.catalyst.expressions.RaiseError;
@@ -65,8 +66,9 @@ import scala.runtime.AbstractPartialFunction;
  *       type.</li>
  * </ol>
  * The error fields are strings, never raised by the selection itself: without this rule (no
- * shim, or {@link #ENABLED} false) Spark computes them as plain columns, the Python function
- * runs on the same selection and ignores them, and the answer is the same. Which calls run
+ * shim) Spark computes them as plain columns, the Python function runs on the same selection
+ * and ignores them, and the answer is the same. With {@link #ENABLED} false the rule sets the
+ * native fields to constants instead, so that Spark does not compute them for the Python path. Which calls run
  * natively, and what each field computes, is decided in Python (DESIGN.md section 5).
  */
 public final class NativeCallRule extends Rule<LogicalPlan> {
@@ -94,9 +96,8 @@ public final class NativeCallRule extends Rule<LogicalPlan> {
 
     @Override
     public LogicalPlan apply(LogicalPlan plan) {
-        if ("false".equalsIgnoreCase(SQLConf.get().getConfString(ENABLED, "true").trim())) {
-            return plan;
-        }
+        final boolean enabled = !"false".equalsIgnoreCase(
+                SQLConf.get().getConfString(ENABLED, "true").trim());
         return plan.transformUpWithSubqueries(new AbstractPartialFunction<LogicalPlan, LogicalPlan>() {
             @Override
             public boolean isDefinedAt(LogicalPlan node) {
@@ -108,6 +109,9 @@ public final class NativeCallRule extends Rule<LogicalPlan> {
             public <A1 extends LogicalPlan, B1> B1 applyOrElse(A1 node, Function1<A1, B1> otherwise) {
                 if (!isDefinedAt(node)) {
                     return otherwise.apply(node);
+                }
+                if (!enabled) {
+                    return (B1) strip((LateralJoin) node);
                 }
                 LogicalPlan native_ = rewrite((LateralJoin) node);
                 return (B1) (native_ == null ? node : native_);
@@ -156,6 +160,44 @@ public final class NativeCallRule extends Rule<LogicalPlan> {
             }
         }
         return out;
+    }
+
+    /** The call with its native fields set to constants: switched off, the rule leaves the
+     * call to Python, which ignores them, and Spark need not compute them for every row. */
+    private static LogicalPlan strip(LateralJoin join) {
+        Project project = selection(join);
+        Alias alias = (Alias) project.projectList().head();
+        List<Expression> parts = new ArrayList<>(CollectionConverters.asJava(alias.child().children()));
+        for (int i = 0; i + 1 < parts.size(); i += 2) {
+            String name = String.valueOf(((Literal) parts.get(i)).value());
+            if (name.startsWith(KEEP) || name.startsWith(ABSENT) || name.matches("__[on][0-9]+")) {
+                // A constant of the same type, never NULL: the struct's type stays as analysed.
+                parts.set(i + 1, constant(parts.get(i + 1).dataType()));
+            }
+        }
+        Expression struct = alias.child().withNewChildren(CollectionConverters.asScala(parts).toSeq());
+        NamedExpression item = (NamedExpression) alias.withNewChildren(seq(struct));
+        LogicalPlan stripped = new Project(seq(item), project.child());
+        return join.withNewChildren(seq(replace(join.left(), project, stripped)));
+    }
+
+    /** Spark's default value of {@code type} ({@code Literal.default}, whose name Java cannot
+     * spell). */
+    private static Expression constant(org.apache.spark.sql.types.DataType type) {
+        try {
+            return (Expression) Literal$.class.getMethod("default", org.apache.spark.sql.types.DataType.class)
+                    .invoke(Literal$.MODULE$, type);
+        } catch (ReflectiveOperationException impossible) {
+            throw new IllegalStateException(impossible);
+        }
+    }
+
+    /** {@code plan} with its node {@code old} (under subquery aliases) replaced by {@code by}. */
+    private static LogicalPlan replace(LogicalPlan plan, LogicalPlan old, LogicalPlan by) {
+        if (plan == old) {
+            return by;
+        }
+        return plan.withNewChildren(seq(replace(plan.children().head(), old, by)));
     }
 
     /** The native plan of the call, or null when the selection is not as expected. */
@@ -284,6 +326,8 @@ public final class NativeCallRule extends Rule<LogicalPlan> {
         private final Map<ExprId, Expression> projected = new HashMap<>();
         private final Map<ExprId, Expression> windowed = new HashMap<>();
         private final Map<ExprId, Alias> recomputed = new LinkedHashMap<>();
+        private final Map<Expression, Attribute> firsts = new HashMap<>();
+        private final Map<ExprId, Attribute> twins = new HashMap<>();
 
         Late(LogicalPlan plan) {
             collect(plan);
@@ -300,6 +344,15 @@ public final class NativeCallRule extends Rule<LogicalPlan> {
                 for (NamedExpression e : CollectionConverters.asJava(((Window) node).windowExpressions())) {
                     if (e instanceof Alias && ((Alias) e).child() instanceof WindowExpression) {
                         windowed.put(e.exprId(), ((Alias) e).child());
+                        // The selection writes `lead(id, 1)` once per field that reads it; one
+                        // is enough (the optimizer then prunes the others from the window).
+                        Expression same = ((Alias) e).child().canonicalized();
+                        Attribute first = firsts.get(same);
+                        if (first == null) {
+                            firsts.put(same, e.toAttribute());
+                        } else {
+                            twins.put(e.exprId(), first);
+                        }
                     }
                 }
             }
@@ -344,7 +397,7 @@ public final class NativeCallRule extends Rule<LogicalPlan> {
                     ExprId id = ((AttributeReference) x).exprId();
                     if (windowed.containsKey(id)) {
                         if (windowsAllowed == null) {
-                            return (B1) x;
+                            return (B1) (twins.containsKey(id) ? twins.get(id) : x);
                         }
                         if (!windowsAllowed) {
                             throw new IllegalStateException("a window function over a window function");
@@ -360,8 +413,15 @@ public final class NativeCallRule extends Rule<LogicalPlan> {
             Alias alias = recomputed.get(id);
             if (alias == null) {
                 Expression function = rewriteRefs(windowed.get(id), false);
-                alias = new Alias(function, original.name(), NamedExpression.newExprId(), seq(),
-                        Option.empty(), seq());
+                for (Alias done : recomputed.values()) {  // the same function under two names
+                    if (done.child().canonicalized().equals(function.canonicalized())) {
+                        alias = done;
+                    }
+                }
+                if (alias == null) {
+                    alias = new Alias(function, original.name(), NamedExpression.newExprId(), seq(),
+                            Option.empty(), seq());
+                }
                 recomputed.put(id, alias);
             }
             return alias.toAttribute();
@@ -370,7 +430,7 @@ public final class NativeCallRule extends Rule<LogicalPlan> {
         /** The recomputed window functions (for the columns they read). */
         List<Expression> definitions() {
             List<Expression> out = new ArrayList<>();
-            for (Alias alias : recomputed.values()) {
+            for (Alias alias : new java.util.LinkedHashSet<>(recomputed.values())) {
                 out.add(alias.child());
             }
             return out;
@@ -388,7 +448,7 @@ public final class NativeCallRule extends Rule<LogicalPlan> {
         /** One {@code Window} per partitioning and order of the recomputed functions. */
         LogicalPlan windows(LogicalPlan plan) {
             List<List<Alias>> groups = new ArrayList<>();
-            for (Alias alias : recomputed.values()) {
+            for (Alias alias : new java.util.LinkedHashSet<>(recomputed.values())) {
                 WindowExpression w = (WindowExpression) alias.child();
                 List<Alias> home = null;
                 for (List<Alias> group : groups) {
