@@ -139,27 +139,32 @@ def test_match_seq_through_sql_equals_the_oracle(spark, batch: Batch, shim: bool
     with session_conf(spark, {SHIM: "true" if shim else "false", ZONE: zone}):
         rows = spark.sql(statement).collect()
         row_of = {r.id: r for r in spark.table("fuzz_ms").collect()}
-        ts_of = {i: r.ts for i, r in row_of.items()}
     got = rows_by_case(rows, batch.cases, lambda r: r)
     for case, call in enumerate(chosen):
-        want = oracle(batch.of_case(case), call)
-        found = {(r.key, tuple(r.event_ids), tuple(r.variables)) for r in got[case]}
-        assert found == want, (f"case {case} {call} shim={shim} {batch.ts_type} in {zone} "
-                               f"[{describe(batch.of_case(case))}]: "
-                               f"missing {sorted(want - found, key=str)}, "
-                               f"extra {sorted(found - want, key=str)}")
-        per_key: dict[Any, list[int]] = {}
-        for r in got[case]:
-            per_key.setdefault(r.key, []).append(r.match_id)
-            assert r.n_events == len(r.event_ids), (case, call, r)
-            assert (r.start_ts, r.end_ts) == (ts_of[r.event_ids[0]], ts_of[r.event_ids[-1]]), \
-                (case, call, r)
-            if call["columns"]:
-                assert (r.vs, r.types) == ([row_of[i].v for i in r.event_ids],
-                                           [row_of[i].type for i in r.event_ids]), (case, call, r)
-        for key, ids in per_key.items():
-            assert sorted(ids) == list(range(1, len(ids) + 1)), (case, call, key, sorted(ids))
+        check_rows(got[case], batch.of_case(case), call, row_of,
+                   f"case {case} {call} shim={shim} {batch.ts_type} in {zone}")
 
+
+def check_rows(rows: list[Any], events: list[Event], call: dict[str, Any],
+               row_of: dict[int, Any], context: str) -> None:
+    """One case's output rows against the oracle: the same matches, ``n_events``, the first
+    and last events' timestamps, the ``columns =>`` arrays, and ``match_id`` 1, 2, ... per key."""
+    want = oracle(events, call)
+    found = {(r.key, tuple(r.event_ids), tuple(r.variables)) for r in rows}
+    assert found == want, (f"{context} [{describe(events)}]: "
+                           f"missing {sorted(want - found, key=str)}, "
+                           f"extra {sorted(found - want, key=str)}")
+    per_key: dict[Any, list[int]] = {}
+    for r in rows:
+        per_key.setdefault(r.key, []).append(r.match_id)
+        assert r.n_events == len(r.event_ids), (context, r)
+        assert (r.start_ts, r.end_ts) == (row_of[r.event_ids[0]].ts,
+                                          row_of[r.event_ids[-1]].ts), (context, r)
+        if call["columns"]:
+            assert (r.vs, r.types) == ([row_of[i].v for i in r.event_ids],
+                                       [row_of[i].type for i in r.event_ids]), (context, r)
+    for key, ids in per_key.items():
+        assert sorted(ids) == list(range(1, len(ids) + 1)), (context, key, sorted(ids))
 
 
 @pytest.mark.parametrize("null", ["id", "ts"])
