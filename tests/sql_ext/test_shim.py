@@ -149,3 +149,38 @@ def test_a_partition_by_clause_is_refused_for_runs(spark, run_events) -> None:
     with pytest.raises(Exception, match="CEP-SQL-003.*instead of PARTITION BY"):
         spark.sql(query("PATTERN A, B", "strict-contiguity", "run_events",
                         " PARTITION BY grp")).collect()
+
+
+def _python_workers() -> set[int]:
+    """The pids of the Python workers Spark's daemons forked (a daemon's own child)."""
+    from pathlib import Path
+
+    daemons, children = set(), {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            command = (entry / "cmdline").read_bytes()
+            parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except OSError:  # gone meanwhile
+            continue
+        if b"pyspark.daemon" in command:
+            daemons.add(int(entry.name))
+            children[int(entry.name)] = parent
+    return {pid for pid, parent in children.items() if parent in daemons}
+
+
+def test_the_class_check_leaves_the_python_workers_alive(spark, shim_events) -> None:
+    # Regression: FactsRule once asked each class with a `LIMIT 1` query. Over a DataFrame of a
+    # Python list every scan is a Python task, and one that stops reading early loses its worker:
+    # every call then forked new workers (and imported pandas again in each, ~1 s).
+    pattern, policy = FILTERED[0]
+    sql = (f"SELECT * FROM match_seq(pattern => {sql_string(pattern)}, policy => "
+           f"{sql_string(policy)}, key_col => 'key', events => TABLE(shim_events))")
+    spark.sql(sql).collect()
+    before = _python_workers()
+    for _ in range(2):
+        spark.sql(sql).collect()
+    new = _python_workers() - before
+    assert before and not new, f"the calls forked new Python workers {sorted(new)} " \
+                               f"(alive before: {sorted(before)})"

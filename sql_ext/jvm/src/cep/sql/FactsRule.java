@@ -17,8 +17,6 @@ import org.apache.spark.sql.catalyst.expressions.Or;
 import org.apache.spark.sql.catalyst.expressions.ScalarSubquery;
 import org.apache.spark.sql.catalyst.expressions.aggregate.Max;
 import org.apache.spark.sql.catalyst.plans.logical.Aggregate;
-import org.apache.spark.sql.catalyst.plans.logical.Filter;
-import org.apache.spark.sql.catalyst.plans.logical.Limit$;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.plans.logical.Project;
 import org.apache.spark.sql.catalyst.plans.logical.Repartition;
@@ -160,45 +158,15 @@ public final class FactsRule extends Rule<LogicalPlan> {
         List<Expression> answered = new ArrayList<>();
         answered.add(parts.get(0));
         answered.add(Literal.create(true, DataTypes.BooleanType));
-        boolean needsOnly = true;
         for (int i = 2; i + 1 < parts.size(); i += 2) {
-            needsOnly &= String.valueOf(((Literal) parts.get(i)).value()).startsWith(NEED);
-        }
-        LogicalPlan source = input(project.child());
-        if (needsOnly && parts.size() > 2) {
-            // Each requirement asks whether some row makes it true, and one row says so: each is
-            // its own `SELECT true ... WHERE <it> LIMIT 1`, which Spark runs partition by
-            // partition and stops at the first such row, instead of an aggregate that reads the
-            // whole input (1.4 s of a strict-contiguity call at 10^7 rows, BENCHMARKS.md).
-            Expression ok = null;
-            for (int i = 2; i + 1 < parts.size(); i += 2) {
-                LogicalPlan rows = new Filter(question(parts.get(i + 1)), source);
-                LogicalPlan one = (LogicalPlan) Limit$.MODULE$.apply(
-                        Literal.create(1, DataTypes.IntegerType),
-                        new Project(seq(named(Literal.create(true, DataTypes.BooleanType), NEED)), rows));
-                Expression found = subquery(one);
-                answered.add(parts.get(i));
-                answered.add(found);
-                Expression sure = new Coalesce(seq(found, Literal.create(false, DataTypes.BooleanType)));
-                ok = new And(ok == null ? Literal.create(true, DataTypes.BooleanType) : ok, sure);
-            }
-            Expression struct = new CreateNamedStruct(seq(answered.toArray(new Expression[0])));
-            list.set(at, (NamedExpression) alias.withNewChildren(seq(struct)));
-            met[0] = ok;
-            return new Project(CollectionConverters.asScala(list).toSeq(), project.child());
-        }
-        List<Expression> found = new ArrayList<>();
-        for (int i = 2; i + 1 < parts.size(); i += 2) {
-            found.add(question(parts.get(i + 1)));
-        }
-        for (int i = 2, k = 0; i + 1 < parts.size(); i += 2, k++) {
             answered.add(parts.get(i));
-            answered.add(new Max(found.get(k)).toAggregateExpression());
+            answered.add(new Max(question(parts.get(i + 1))).toAggregateExpression());
         }
         // One row, one struct of the asked struct's type exactly (the task's input schema was
-        // fixed when the call was analysed): an aggregate of the columns it reads.
+        // fixed when the call was analysed): a single-stage aggregate of the columns it reads.
         Expression struct = new CreateNamedStruct(seq(answered.toArray(new Expression[0])));
-        LogicalPlan once = new Aggregate(seq(), seq(named(struct, FIELD)), source, Option.empty());
+        LogicalPlan once = new Aggregate(seq(), seq(named(struct, FIELD)), input(project.child()),
+                Option.empty());
         list.set(at, (NamedExpression) alias.withNewChildren(seq(subquery(once))));
         Expression ok = null;
         for (int i = 2, field = 0; i + 1 < parts.size(); i += 2, field++) {
