@@ -138,3 +138,20 @@ def test_a_local_session_listens_on_loopback_only_and_authenticates(spark) -> No
     assert conf.get("spark.authenticate") == "true"
     assert conf.get("spark.driver.bindAddress") == "127.0.0.1"
     assert session_module.local_only("spark://h:7077") == {}
+
+
+def test_java_options_of_conf_are_added_after_the_projects_own(settings, tmp_path) -> None:
+    import dataclasses
+
+    extra = {"spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1",
+             "spark.executor.extraJavaOptions": "-Dmine=1", "spark.ui.enabled": "false"}
+    here = dataclasses.replace(settings, data_dir=tmp_path, warehouse_dir=tmp_path / "w",
+                               spark_extra=extra)
+    conf = session_module.session_conf(here, [])
+    for key, added in extra.items():
+        if key == "spark.ui.enabled":
+            assert conf[key] == added
+            continue
+        assert conf[key].startswith("-Duser.timezone=UTC "), conf[key]
+        assert conf[key].endswith(f" {added}"), conf[key]
+

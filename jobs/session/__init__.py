@@ -109,6 +109,10 @@ def _jars_help(settings: Settings, detail: str) -> str:
     )
 
 
+JAVA_OPTION_KEYS = ("spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions")
+"""Settings whose value in conf/spark.toml [spark] is added after the project's own options."""
+
+
 def session_conf(settings: Settings, jars: list[Path]) -> dict[str, str]:
     """The settings of this project's sessions that come from ``conf/``, in order.
 
@@ -135,7 +139,14 @@ def session_conf(settings: Settings, jars: list[Path]) -> dict[str, str]:
         "spark.executorEnv.PYSPARK_PYTHON": executor_python(settings),
     }
     conf.update(local_only(settings.master))
-    conf.update(settings.spark_extra)
+    extra = dict(settings.spark_extra)
+    # The project's JVM options carry the UTC clock every timestamp rule relies on: options a
+    # user adds in conf/spark.toml [spark] come after them (the JVM takes the last of a flag)
+    # instead of replacing them.
+    for key in JAVA_OPTION_KEYS:
+        if key in extra:
+            conf[key] = f"{conf[key]} {extra.pop(key)}".strip()
+    conf.update(extra)
     return conf
 
 
